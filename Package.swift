@@ -1,0 +1,101 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+let strict: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "bgtaskd",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "bgtaskd", targets: ["bgtaskd"]),
+        .executable(name: "bgtaskctl", targets: ["bgtaskctl"]),
+        .library(name: "BGTaskClient", targets: ["BGTaskClient"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-collections.git", from: "1.1.0"),
+        .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.0"),
+    ],
+    targets: [
+        // Pure decision core: no clock, no I/O.
+        .target(
+            name: "BGTaskCore",
+            dependencies: [.product(name: "HeapModule", package: "swift-collections")],
+            swiftSettings: strict
+        ),
+        // Varlink framing, JSON, message types, interface descriptions. Pure.
+        .target(name: "BGTaskProtocol", swiftSettings: strict),
+        // systemd.syntax(7) parser, bgtaskd.conf and app manifests. Pure apart from reading files.
+        .target(name: "BGTaskConfig", swiftSettings: strict),
+        .systemLibrary(
+            name: "CSystemd",
+            pkgConfig: "libsystemd",
+            providers: [.apt(["libsystemd-dev"])]
+        ),
+        // The I/O shell: Dispatch event loop, Varlink server, journal, sd_notify, config.
+        .target(
+            name: "BGTaskDaemon",
+            dependencies: [
+                "BGTaskCore", "BGTaskProtocol", "BGTaskConfig", "CSystemd",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(name: "BGTaskClient", dependencies: ["BGTaskProtocol"], swiftSettings: strict),
+        .executableTarget(
+            name: "bgtaskd",
+            dependencies: ["BGTaskDaemon", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "bgtaskctl",
+            dependencies: [
+                "BGTaskClient", "BGTaskProtocol",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strict
+        ),
+        // Test support: the Varlink certification server (org.varlink.certification) on our layer.
+        .executableTarget(
+            name: "varlink-certification",
+            dependencies: ["BGTaskDaemon", "BGTaskProtocol"],
+            path: "Tests/Support/varlink-certification",
+            swiftSettings: strict
+        ),
+        // Test support: an app built on BGTaskClient that reports every event it gets (integration tests).
+        .executableTarget(
+            name: "bgtask-testapp",
+            dependencies: ["BGTaskClient"],
+            path: "Tests/Support/bgtask-testapp",
+            swiftSettings: strict
+        ),
+        // Example: a mail app that finishes its sync in the background with a background task.
+        .executableTarget(
+            name: "mail-sync",
+            dependencies: ["BGTaskClient"],
+            path: "Examples/MailSync",
+            swiftSettings: strict
+        ),
+        // `make bench`: the native baselines and clients (bench/bench.py drives it). Not part of `make test`.
+        .executableTarget(
+            name: "bgtaskd-bench",
+            dependencies: ["BGTaskClient", "BGTaskProtocol", "BGTaskCore"],
+            path: "bench/swift",
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "BGTaskCoreTests",
+            dependencies: ["BGTaskCore", .product(name: "PropertyBased", package: "swift-property-based")],
+            swiftSettings: strict
+        ),
+        .testTarget(name: "BGTaskClientTests", dependencies: ["BGTaskClient", "BGTaskProtocol"], swiftSettings: strict),
+        .testTarget(name: "BGTaskProtocolTests", dependencies: ["BGTaskProtocol"], swiftSettings: strict),
+        .testTarget(name: "BGTaskConfigTests", dependencies: ["BGTaskConfig"], swiftSettings: strict),
+        .testTarget(name: "BGTaskDaemonTests", dependencies: ["BGTaskDaemon"], swiftSettings: strict),
+    ],
+    swiftLanguageModes: [.v6]
+)

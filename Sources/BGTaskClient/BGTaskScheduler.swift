@@ -1,0 +1,275 @@
+import BGTaskProtocol
+public import Dispatch
+import Synchronization
+
+#if canImport(FoundationEssentials)
+public import FoundationEssentials
+#else
+public import Foundation
+#endif
+
+/// A request to run a scheduled task later (Apple's `BGTaskRequest`). Submit a
+/// ``BGAppRefreshTaskRequest`` or a ``BGProcessingTaskRequest``.
+public class BGTaskRequest: CustomStringConvertible {
+    /// The task's identifier; must be in the manifest's `PermittedTaskIdentifiers=`.
+    public let identifier: String
+    /// The task runs no earlier than this (wall clock). nil: as soon as the conditions allow.
+    public var earliestBeginDate: Date?
+    /// `refresh` or `processing` on the wire.
+    let kind: String
+
+    init(identifier: String, kind: String) {
+        self.identifier = identifier
+        self.kind = kind
+    }
+
+    public var description: String {
+        "\(kind) task request \(identifier)"
+            + (earliestBeginDate.map { " not before \($0.timeIntervalSince1970)" } ?? "")
+    }
+
+    /// The `SubmitTaskRequest` parameters (without `appId`).
+    var parameters: [String: JSON] {
+        var p: [String: JSON] = ["identifier": .string(identifier), "kind": .string(kind)]
+        if let date = earliestBeginDate {
+            let usec = (date.timeIntervalSince1970 * 1_000_000).rounded()
+            if usec.isFinite { p["earliestBeginUSec"] = .int(Int64(max(0, min(usec, 9.2e18)))) }
+        }
+        return p
+    }
+
+    /// A request read from a `TaskRequest` object; nil for a kind this library does not know.
+    static func make(from json: JSON) -> BGTaskRequest? {
+        guard let identifier = json["identifier"]?.stringValue else { return nil }
+        let request: BGTaskRequest
+        switch json["kind"]?.stringValue {
+        case "refresh":
+            request = BGAppRefreshTaskRequest(identifier: identifier)
+        case "processing":
+            let processing = BGProcessingTaskRequest(identifier: identifier)
+            processing.requiresNetworkConnectivity = json["requiresNetwork"]?.boolValue ?? false
+            processing.requiresExternalPower = json["requiresExternalPower"]?.boolValue ?? false
+            request = processing
+        default:
+            return nil
+        }
+        if let usec = json["earliestBeginUSec"]?.intValue {
+            request.earliestBeginDate = Date(timeIntervalSince1970: Double(usec) / 1_000_000)
+        }
+        return request
+    }
+}
+
+/// A short task to refresh the app's content (`RefreshTaskBudgetSec`, 30 s by default). Needs the
+/// `fetch` background mode; one may be pending per app.
+public final class BGAppRefreshTaskRequest: BGTaskRequest {
+    /// A refresh request for `identifier`.
+    public init(identifier: String) { super.init(identifier: identifier, kind: "refresh") }
+}
+
+/// A longer task (`ProcessingTaskBudgetSec`, 5 min by default) run when the device is idle. Needs the
+/// `processing` background mode; ten may be pending per app.
+public final class BGProcessingTaskRequest: BGTaskRequest {
+    /// Run only with a network connection.
+    public var requiresNetworkConnectivity = false
+    /// Run only on external power.
+    public var requiresExternalPower = false
+
+    /// A processing request for `identifier`.
+    public init(identifier: String) { super.init(identifier: identifier, kind: "processing") }
+
+    override var parameters: [String: JSON] {
+        var p = super.parameters
+        p["requiresNetwork"] = .bool(requiresNetworkConnectivity)
+        p["requiresExternalPower"] = .bool(requiresExternalPower)
+        return p
+    }
+}
+
+/// A scheduled task being run (Apple's `BGTask`), handed to the launch handler.
+///
+/// Do the work, then call ``setTaskCompleted(success:)``. Shortly before its time runs out
+/// ``expirationHandler`` runs: stop the work and complete the task, or the app is terminated.
+public final class BGTask: Sendable, CustomStringConvertible {
+    /// The identifier the task was submitted with.
+    public let identifier: String
+    let session: Int
+    let queue: DispatchQueue
+    private let scheduler: BGTaskScheduler
+    private let state = Mutex<(handler: (@Sendable () -> Void)?, completed: Bool)>((nil, false))
+
+    init(identifier: String, session: Int, queue: DispatchQueue, scheduler: BGTaskScheduler) {
+        self.identifier = identifier
+        self.session = session
+        self.queue = queue
+        self.scheduler = scheduler
+    }
+
+    /// Runs (on the launch handler's queue) when the task's time is about to run out.
+    public var expirationHandler: (@Sendable () -> Void)? {
+        get { state.withLock { $0.handler } }
+        set { state.withLock { $0.handler = newValue } }
+    }
+
+    /// Reports the end of the work (`CompleteTask`); the app may then be suspended. Only the first call counts.
+    public func setTaskCompleted(success: Bool) {
+        let first = state.withLock { st in
+            defer { st.completed = true }
+            return !st.completed
+        }
+        if first { scheduler.complete(self, success: success) }
+    }
+
+    var isCompleted: Bool { state.withLock { $0.completed } }
+
+    public var description: String { "BGTask(\(identifier))" }
+}
+
+/// The task Apple hands to a refresh launch handler; here every task is a ``BGTask``.
+public typealias BGAppRefreshTask = BGTask
+/// The task Apple hands to a processing launch handler; here every task is a ``BGTask``.
+public typealias BGProcessingTask = BGTask
+
+/// Schedules tasks that launch or wake the app in the background later (Apple's `BGTaskScheduler`).
+///
+/// Register a launch handler for each identifier before ``BGApplication/run()``, then submit requests:
+/// ```swift
+/// BGTaskScheduler.shared.register(forTaskWithIdentifier: "org.example.Mail.refresh", using: nil) { task in
+///     task.expirationHandler = { sync.cancel() }
+///     sync.start { ok in task.setTaskCompleted(success: ok) }
+/// }
+/// try BGTaskScheduler.shared.submit(BGAppRefreshTaskRequest(identifier: "org.example.Mail.refresh"))
+/// ```
+public final class BGTaskScheduler: Sendable {
+    /// The scheduler of ``BGApplication/shared``.
+    public static var shared: BGTaskScheduler { BGApplication.shared.taskScheduler }
+
+    /// The app the scheduler submits for.
+    public let appID: String
+    private let calls: CallChannel
+    private let sessions: SessionCounter
+
+    private struct Registration {
+        var queue: DispatchQueue?
+        var handler: @Sendable (BGTask) -> Void
+    }
+    private struct State {
+        var registrations: [String: Registration] = [:]
+        var running: [String: BGTask] = [:]
+    }
+    private let state = Mutex(State())
+
+    init(appID: String, calls: CallChannel, sessions: SessionCounter) {
+        self.appID = appID
+        self.calls = calls
+        self.sessions = sessions
+    }
+
+    /// Registers the handler that runs a task when the daemon delivers `perform-task` for `identifier`.
+    /// It runs on `queue`, or on the main queue when nil. Returns false if `identifier` already has one.
+    @discardableResult
+    public func register(
+        forTaskWithIdentifier identifier: String, using queue: DispatchQueue? = nil,
+        launchHandler: @escaping @Sendable (BGTask) -> Void
+    ) -> Bool {
+        state.withLock { st in
+            guard st.registrations[identifier] == nil else { return false }
+            st.registrations[identifier] = Registration(queue: queue, handler: launchHandler)
+            return true
+        }
+    }
+
+    /// Submits a request (`SubmitTaskRequest`), replacing a pending one with the same identifier.
+    public func submit(_ taskRequest: BGTaskRequest) throws(BGTaskSchedulerError) {
+        var parameters = taskRequest.parameters
+        parameters["appId"] = .string(appID)
+        do {
+            try calls.call(Interfaces.appName + ".SubmitTaskRequest", parameters)
+        } catch {
+            throw BGTaskSchedulerError(error)
+        }
+    }
+
+    /// Cancels the pending request for `identifier`, if any.
+    public func cancel(taskRequestWithIdentifier identifier: String) {
+        do {
+            try calls.call(Interfaces.appName + ".CancelTaskRequest", ["appId": .string(appID), "identifier": .string(identifier)])
+        } catch {
+            diagnose("cancel(taskRequestWithIdentifier: \(identifier)) failed: \(error)")
+        }
+    }
+
+    /// Cancels every pending request of the app.
+    public func cancelAllTaskRequests() {
+        do {
+            try calls.call(Interfaces.appName + ".CancelAllTaskRequests", ["appId": .string(appID)])
+        } catch {
+            diagnose("cancelAllTaskRequests() failed: \(error)")
+        }
+    }
+
+    /// The app's pending requests.
+    public func pendingTaskRequests() throws(BGTaskSchedulerError) -> [BGTaskRequest] {
+        let reply: [String: JSON]
+        do {
+            reply = try calls.call(Interfaces.appName + ".PendingTaskRequests", ["appId": .string(appID)])
+        } catch {
+            throw BGTaskSchedulerError(error)
+        }
+        guard let list = reply["requests"]?.arrayValue else {
+            throw .failed(.invalidReply("PendingTaskRequests answered without requests"))
+        }
+        return list.compactMap(BGTaskRequest.make(from:))
+    }
+
+    // MARK: - Delivery (from BGApplication, on the main queue)
+
+    func perform(identifier: String, session: Int) {
+        let registration = state.withLock { $0.registrations[identifier] }
+        guard let registration else {
+            diagnose("perform-task for \(identifier), which has no registered launch handler: completing it as failed")
+            sendCompletion(identifier, success: false)
+            return
+        }
+        let queue = registration.queue ?? .main
+        let task = BGTask(identifier: identifier, session: session, queue: queue, scheduler: self)
+        state.withLock { $0.running[identifier] = task }
+        let handler = registration.handler
+        queue.async { handler(task) }
+    }
+
+    func expire(identifier: String, session: Int) {
+        let task = state.withLock { st -> BGTask? in
+            guard let task = st.running[identifier], task.session == session else { return nil }
+            return task
+        }
+        guard let task, !task.isCompleted else { return }
+        task.queue.async {
+            if let handler = task.expirationHandler { handler() }
+        }
+    }
+
+    /// The daemon went away: the tasks it was running are over.
+    func sessionEnded(_ session: Int) {
+        state.withLock { st in st.running = st.running.filter { $0.value.session > session } }
+    }
+
+    func complete(_ task: BGTask, success: Bool) {
+        state.withLock { st in
+            if st.running[task.identifier] === task { st.running[task.identifier] = nil }
+        }
+        // A task of a daemon that has gone away: the new one did not start it.
+        guard task.session == sessions.current else { return }
+        sendCompletion(task.identifier, success: success)
+    }
+
+    private func sendCompletion(_ identifier: String, success: Bool) {
+        do {
+            try calls.call(
+                Interfaces.appName + ".CompleteTask",
+                ["appId": .string(appID), "identifier": .string(identifier), "success": .bool(success)])
+        } catch {
+            diagnose("setTaskCompleted for \(identifier) failed: \(error)")
+        }
+    }
+}

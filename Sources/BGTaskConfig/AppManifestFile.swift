@@ -1,0 +1,322 @@
+/// A background mode an app may declare (`BackgroundModes=`, SPEC §4).
+public enum ManifestBackgroundMode: String, CaseIterable, Hashable, Sendable {
+    case audio
+    case location
+    case voip
+    case externalAccessory = "external-accessory"
+    case bluetooth
+    case fetch
+    case remoteNotification = "remote-notification"
+    case processing
+
+    /// Continuous modes keep an app running in the background while it holds an activity of that mode.
+    public var isContinuous: Bool {
+        switch self {
+        case .audio, .location, .voip, .externalAccessory, .bluetooth: true
+        case .fetch, .remoteNotification, .processing: false
+        }
+    }
+}
+
+/// One `NAME=value` of `Environment=`.
+public struct EnvironmentVariable: Hashable, Sendable, CustomStringConvertible {
+    public var name: String
+    public var value: String
+
+    public init(name: String, value: String) {
+        self.name = name
+        self.value = value
+    }
+
+    /// `NAME=value`.
+    public var description: String { "\(name)=\(value)" }
+}
+
+/// An app manifest, `/etc/bgtaskd/apps.d/<app-id>.app` (SPEC §9).
+public struct AppManifestFile: Hashable, Sendable {
+    /// `ID=`: the app's reverse-DNS identifier; equals the file name without `.app`.
+    public var id: String
+    /// `Name=`: display name (default: the ID).
+    public var name: String
+    /// `Exec=`: the command line split into words, never empty. The first word is an absolute path or a
+    /// bare name to look up in `PATH` when launching. No `$VAR` or `%` specifier expansion is done.
+    public var exec: [String]
+    /// `User=`: the account the app runs as (nil: the daemon's user).
+    public var user: Account?
+    /// `WorkingDirectory=`: an absolute path, or `~` for the user's home (nil: the daemon's choice).
+    public var workingDirectory: String?
+    /// `Environment=`: variables to set, in order of first assignment; a later assignment of the same name
+    /// replaces the earlier value. `BGTASKD_APP_ID` and `BGTASKD_SOCKET` are set by the daemon.
+    public var environment: [EnvironmentVariable]
+    /// `BackgroundModes=`.
+    public var backgroundModes: Set<ManifestBackgroundMode>
+    /// `PermittedTaskIdentifiers=`: identifiers the app may submit task requests for, in file order.
+    public var permittedTaskIdentifiers: [String]
+    /// `BackgroundAppRefresh=`: the app's refresh setting until changed at run time (nil: `DefaultAppRefresh=`).
+    public var backgroundAppRefresh: Bool?
+    /// `RefreshRestricted=`: the administrator forbids refresh; the per-app setting cannot turn it on.
+    public var refreshRestricted: Bool
+    /// `LifecycleAware=`: the app checks in and handles events (no: a plain program, SPEC §3).
+    public var lifecycleAware: Bool
+    /// The file the manifest was read from.
+    public var path: String
+
+    public init(
+        id: String,
+        name: String? = nil,
+        exec: [String],
+        user: Account? = nil,
+        workingDirectory: String? = nil,
+        environment: [EnvironmentVariable] = [],
+        backgroundModes: Set<ManifestBackgroundMode> = [],
+        permittedTaskIdentifiers: [String] = [],
+        backgroundAppRefresh: Bool? = nil,
+        refreshRestricted: Bool = false,
+        lifecycleAware: Bool = true,
+        path: String = ""
+    ) {
+        self.id = id
+        self.name = name ?? id
+        self.exec = exec
+        self.user = user
+        self.workingDirectory = workingDirectory
+        self.environment = environment
+        self.backgroundModes = backgroundModes
+        self.permittedTaskIdentifiers = permittedTaskIdentifiers
+        self.backgroundAppRefresh = backgroundAppRefresh
+        self.refreshRestricted = refreshRestricted
+        self.lifecycleAware = lifecycleAware
+        self.path = path
+    }
+
+    /// The manifest directory's name inside the configuration directory.
+    public static let directoryName = "apps.d"
+    /// The extension of manifest files.
+    public static let fileExtension = ".app"
+    /// The section of a manifest.
+    public static let section = "App"
+    /// Environment variables the daemon sets itself; a manifest may not assign them.
+    public static let reservedEnvironment: Set<String> = ["BGTASKD_APP_ID", "BGTASKD_SOCKET"]
+
+    /// `configDirectory/apps.d`.
+    public static func appsDirectory(inConfigDirectory configDirectory: String) -> String {
+        joinPath(configDirectory, directoryName)
+    }
+
+    /// Every key of a manifest, in the order of the documentation.
+    public static var keys: [String] {
+        schema.keys.map(\.key)
+    }
+
+    /// Whether `id` is a valid app ID: 1–255 characters of `A-Za-z0-9._-`, not starting or ending with
+    /// `.` and without `..` (an ID names a file and a cgroup, so `.` and `..` must never be one).
+    public static func isValidID(_ id: String) -> Bool {
+        isValidIdentifier(id)
+    }
+
+    /// Loads every `*.app` file of `appsDirectory` in lexical order. A bad manifest is reported in `errors`
+    /// and left out; it does not stop the others. A missing directory has no manifests.
+    public static func loadAll(
+        appsDirectory: String
+    ) -> (manifests: [AppManifestFile], errors: [ConfigError], warnings: [ConfigWarning]) {
+        var manifests: [AppManifestFile] = []
+        var errors: [ConfigError] = []
+        var warnings: [ConfigWarning] = []
+        let paths: [String]
+        switch listDirectory(appsDirectory, suffix: fileExtension) {
+        case .success(let list): paths = list
+        case .failure(let error): return ([], [error], [])
+        }
+        for path in paths {
+            switch readTextFile(path) {
+            case .missing:
+                continue
+            case .failed(let kind):
+                errors.append(ConfigError(kind, at: SourceLocation(file: path, line: 0)))
+            case .text(let text):
+                let result = parse(text, path: path)
+                errors += result.errors
+                warnings += result.warnings
+                if let manifest = result.manifest {
+                    manifests.append(manifest)
+                }
+            }
+        }
+        return (manifests, errors, warnings)
+    }
+
+    /// Parses one manifest. `path` names the file in messages, and its last component without `.app`
+    /// is the app ID the file must declare. `manifest` is nil when there are errors.
+    public static func parse(
+        _ text: String, path: String
+    ) -> (manifest: AppManifestFile?, errors: [ConfigError], warnings: [ConfigWarning]) {
+        var errors: [ConfigError] = []
+        var warnings: [ConfigWarning] = []
+        var draft = Draft()
+        var assigned = AssignmentLog()
+        let file = ParsedConfigFile.parse(text, file: path)
+        schema.apply(file, to: &draft, errors: &errors, warnings: &warnings, assigned: &assigned)
+
+        let fileLocation = SourceLocation(file: path, line: 0)
+        let baseName = String(path.split(separator: "/", omittingEmptySubsequences: false).last ?? "")
+        let fileID = baseName.hasSuffix(fileExtension) ? String(baseName.dropLast(fileExtension.count)) : baseName
+        guard let header = file.sections.first(where: { $0.name == section }) else {
+            if errors.isEmpty {
+                errors.append(ConfigError(.missingSection(section), at: fileLocation))
+            }
+            return (nil, errors, warnings)
+        }
+        if let id = draft.id {
+            if id != fileID {
+                errors.append(ConfigError(
+                    .invalid("ID \(quoted(id)) does not match the file name \(quoted(baseName))"),
+                    at: assigned.location("ID") ?? fileLocation, key: "ID"))
+            }
+        } else if !isValidID(fileID) {
+            errors.append(ConfigError(
+                .invalid("file name \(quoted(baseName)) is not a valid app ID followed by \(fileExtension)"),
+                at: fileLocation))
+        }
+        guard let exec = draft.exec else {
+            // An invalid Exec= is already reported; "missing" would only repeat it.
+            if !errors.contains(where: { $0.key == "Exec" }) {
+                errors.append(ConfigError(.missingRequiredKey, at: header.location, key: "Exec"))
+            }
+            return (nil, errors, warnings)
+        }
+        guard errors.isEmpty else {
+            return (nil, errors, warnings)
+        }
+        let manifest = AppManifestFile(
+            id: fileID,
+            name: draft.name,
+            exec: exec,
+            user: draft.user,
+            workingDirectory: draft.workingDirectory,
+            environment: draft.environment,
+            backgroundModes: draft.backgroundModes,
+            permittedTaskIdentifiers: draft.permittedTaskIdentifiers,
+            backgroundAppRefresh: draft.backgroundAppRefresh,
+            refreshRestricted: draft.refreshRestricted,
+            lifecycleAware: draft.lifecycleAware,
+            path: path)
+        return (manifest, [], warnings)
+    }
+
+    /// The manifest while its file is being read: required keys may still be missing.
+    struct Draft: Sendable {
+        var id: String?
+        var name: String?
+        var exec: [String]?
+        var user: Account?
+        var workingDirectory: String?
+        var environment: [EnvironmentVariable] = []
+        var backgroundModes: Set<ManifestBackgroundMode> = []
+        var permittedTaskIdentifiers: [String] = []
+        var backgroundAppRefresh: Bool?
+        var refreshRestricted = false
+        var lifecycleAware = true
+    }
+
+    static let schema = Schema<Draft>([
+        KeyDefinition(section: section, key: "ID", apply: { draft, value throws(ConfigError.Kind) in
+            if value.isEmpty { draft.id = nil; return }
+            guard isValidID(value) else {
+                throw .invalid("invalid app ID \(quoted(value)): expected 1-255 characters of A-Za-z0-9._-, "
+                    + "not starting or ending with '.', without '..'")
+            }
+            draft.id = value
+        }, format: { $0.id ?? "" }),
+        KeyDefinition(section: section, key: "Name", apply: { draft, value throws(ConfigError.Kind) in
+            draft.name = value.isEmpty ? nil : value
+        }, format: { $0.name ?? "" }),
+        KeyDefinition(section: section, key: "Exec", apply: { draft, value throws(ConfigError.Kind) in
+            if value.isEmpty { draft.exec = nil; return }
+            let words = try ConfigWords.split(value)
+            guard let program = words.first, !program.isEmpty else {
+                throw .invalid("no command given")
+            }
+            if let prefix = program.first, "@-:+!".contains(prefix) {
+                throw .invalid("executable prefixes (@, -, :, +, !) are not supported: \(quoted(program))")
+            }
+            guard program.hasPrefix("/") || !program.contains("/") else {
+                throw .invalid("executable must be an absolute path or a bare name to look up in PATH: \(quoted(program))")
+            }
+            draft.exec = words
+        }, format: { $0.exec?.joined(separator: " ") ?? "" }),
+        KeyDefinition(section: section, key: "User", apply: { draft, value throws(ConfigError.Kind) in
+            if value.isEmpty { draft.user = nil; return }
+            guard let user = Account.parse(value) else {
+                throw .invalid("invalid user name or uid \(quoted(value))")
+            }
+            draft.user = user
+        }, format: { $0.user?.description ?? "" }),
+        KeyDefinition(section: section, key: "WorkingDirectory", apply: { draft, value throws(ConfigError.Kind) in
+            if value.isEmpty { draft.workingDirectory = nil; return }
+            guard value == "~" || isAbsoluteCleanPath(value) else {
+                throw .invalid("working directory must be an absolute, normalized path or ~: \(quoted(value))")
+            }
+            draft.workingDirectory = value
+        }, format: { $0.workingDirectory ?? "" }),
+        KeyDefinition(section: section, key: "Environment", apply: { draft, value throws(ConfigError.Kind) in
+            if value.isEmpty { draft.environment = []; return }
+            for word in try ConfigWords.split(value) {
+                guard let equals = word.firstIndex(of: "="), isValidEnvironmentName(word[..<equals]) else {
+                    throw .invalid("invalid environment assignment \(quoted(word)), expected NAME=VALUE")
+                }
+                let name = String(word[..<equals])
+                guard !reservedEnvironment.contains(name) else {
+                    throw .invalid("\(name) is set by bgtaskd and cannot be assigned")
+                }
+                draft.environment.removeAll { $0.name == name }
+                draft.environment.append(EnvironmentVariable(name: name, value: String(word[word.index(after: equals)...])))
+            }
+        }, format: { $0.environment.map(\.description).joined(separator: " ") }),
+        KeyDefinition(section: section, key: "BackgroundModes", apply: { draft, value throws(ConfigError.Kind) in
+            if value.isEmpty { draft.backgroundModes = []; return }
+            for word in value.split(whereSeparator: isWhitespace) {
+                draft.backgroundModes.insert(try parseChoice(String(word), as: ManifestBackgroundMode.self))
+            }
+        }, format: { draft in
+            ManifestBackgroundMode.allCases.filter { draft.backgroundModes.contains($0) }.map(\.rawValue).joined(separator: " ")
+        }),
+        KeyDefinition(section: section, key: "PermittedTaskIdentifiers", apply: { draft, value throws(ConfigError.Kind) in
+            if value.isEmpty { draft.permittedTaskIdentifiers = []; return }
+            for word in value.split(whereSeparator: isWhitespace).map(String.init) {
+                guard isValidIdentifier(word) else {
+                    throw .invalid("invalid task identifier \(quoted(word)): expected 1-255 characters of A-Za-z0-9._-")
+                }
+                if !draft.permittedTaskIdentifiers.contains(word) {
+                    draft.permittedTaskIdentifiers.append(word)
+                }
+            }
+        }, format: { $0.permittedTaskIdentifiers.joined(separator: " ") }),
+        KeyDefinition(section: section, key: "BackgroundAppRefresh", apply: { draft, value throws(ConfigError.Kind) in
+            draft.backgroundAppRefresh = value.isEmpty ? nil : try parseBool(value)
+        }, format: { $0.backgroundAppRefresh.map { $0 ? "on" : "off" } ?? "" }),
+        KeyDefinition(section: section, key: "RefreshRestricted", apply: { draft, value throws(ConfigError.Kind) in
+            draft.refreshRestricted = value.isEmpty ? false : try parseBool(value)
+        }, format: { ConfigBoolean.format($0.refreshRestricted) }),
+        KeyDefinition(section: section, key: "LifecycleAware", apply: { draft, value throws(ConfigError.Kind) in
+            draft.lifecycleAware = value.isEmpty ? true : try parseBool(value)
+        }, format: { ConfigBoolean.format($0.lifecycleAware) }),
+    ])
+}
+
+/// 1–255 characters of `A-Za-z0-9._-`, not starting or ending with `.`, without `..`.
+func isValidIdentifier(_ id: String) -> Bool {
+    guard !id.isEmpty, id.utf8.count <= 255, !id.hasPrefix("."), !id.hasSuffix("."), !id.contains("..") else {
+        return false
+    }
+    return id.utf8.allSatisfy { c in
+        (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || (c >= 0x30 && c <= 0x39)
+            || c == 0x2E || c == 0x5F || c == 0x2D
+    }
+}
+
+private func isValidEnvironmentName(_ name: Substring) -> Bool {
+    guard let first = name.utf8.first, !(first >= 0x30 && first <= 0x39) else { return false }
+    return name.utf8.allSatisfy { c in
+        (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || (c >= 0x30 && c <= 0x39) || c == 0x5F
+    }
+}

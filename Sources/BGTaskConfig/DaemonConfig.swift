@@ -1,0 +1,316 @@
+/// How the daemon stops and resumes apps (`[Daemon] FreezerBackend=`).
+public enum FreezerBackend: String, CaseIterable, Hashable, Sendable {
+    /// `cgroup` when the delegated cgroup v2 subtree is writable, else `signal`.
+    case auto
+    /// `cgroup.freeze` / `cgroup.kill` on each app's cgroup v2 leaf.
+    case cgroup
+    /// SIGSTOP / SIGCONT to every process of the app.
+    case signal
+    /// Decide and log only (dry run).
+    case none
+}
+
+/// The global Background App Refresh setting (`[Refresh] BackgroundAppRefresh=`).
+public enum BackgroundAppRefreshMode: String, CaseIterable, Hashable, Sendable {
+    /// Refresh allowed.
+    case on
+    /// Refresh allowed only while the network is not metered (iOS's "Wi-Fi").
+    case unmetered
+    /// Refresh disabled for every app.
+    case off
+}
+
+/// The settings of `bgtaskd.conf` and its drop-ins (SPEC §9). Times are microseconds.
+///
+/// `DaemonConfig()` holds the defaults.
+public struct DaemonConfig: Hashable, Sendable {
+    // [Daemon]
+    /// `Socket=`: path of the Varlink socket.
+    public var socket: String = "/run/bgtaskd/io.bgtaskd"
+    /// `ControlGroup=`: group whose members may call the control methods of `io.bgtaskd.Manager`
+    /// (nil: root only).
+    public var controlGroup: Account? = nil
+    /// `FreezerBackend=`.
+    public var freezerBackend: FreezerBackend = .auto
+    /// `CgroupRoot=`: directory in the cgroup2 file system under which apps get their cgroups
+    /// (nil: the daemon's own delegated cgroup).
+    public var cgroupRoot: String? = nil
+    /// `MaxMessageSize=`: largest Varlink message accepted, in bytes; a larger one closes the connection.
+    public var maxMessageSize: Int = 64 * 1024
+
+    // [Lifecycle]
+    /// `DidEnterBackgroundTimeoutSec=`: time to acknowledge `did-enter-background` (and the grace window of
+    /// apps that are not lifecycle-aware).
+    public var didEnterBackgroundTimeoutUSec: Int64 = 5 * second
+    /// `BackgroundTimeBudgetSec=`: background execution time per app, shared by its assertions.
+    public var backgroundTimeBudgetUSec: Int64 = 30 * second
+    /// `ExpirationWarningSec=`: how long before a budget ends `background-task-will-expire` is sent.
+    public var expirationWarningUSec: Int64 = 5 * second
+    /// `MaxBackgroundTasksPerApp=`: live assertions per app.
+    public var maxBackgroundTasksPerApp: Int = 64
+    /// `LaunchTimeoutSec=`: time a launched lifecycle-aware app has to call `CheckIn`.
+    public var launchTimeoutUSec: Int64 = 20 * second
+    /// `WillTerminateTimeoutSec=`: time to exit after `will-terminate`, before SIGTERM.
+    public var willTerminateTimeoutUSec: Int64 = 5 * second
+    /// `KillTimeoutSec=`: time between SIGTERM and SIGKILL.
+    public var killTimeoutUSec: Int64 = 5 * second
+    /// `RefreshTaskBudgetSec=`: run time of a refresh task or a remote-notification wake.
+    public var refreshTaskBudgetUSec: Int64 = 30 * second
+    /// `ProcessingTaskBudgetSec=`: run time of a processing task.
+    public var processingTaskBudgetUSec: Int64 = 5 * 60 * second
+
+    // [Refresh]
+    /// `BackgroundAppRefresh=`: the global refresh setting at start (run-time changes persist elsewhere).
+    public var backgroundAppRefresh: BackgroundAppRefreshMode = .on
+    /// `DefaultAppRefresh=`: per-app refresh setting of apps whose manifest does not set one.
+    public var defaultAppRefresh: Bool = true
+    /// `MinimumRefreshIntervalSec=`: least time between two refreshes of one app.
+    public var minimumRefreshIntervalUSec: Int64 = 15 * 60 * second
+    /// `ProcessingIdleSec=`: how long no app must have been active before processing tasks run.
+    public var processingIdleUSec: Int64 = 60 * second
+
+    // [Memory]
+    /// `PressureKill=`: terminate background and suspended apps under memory pressure.
+    public var pressureKill: Bool = false
+    /// `PressureThreshold=`: share of `PressureWindowSec` during which some task stalled on memory
+    /// (PSI "some") that counts as pressure.
+    public var pressureThreshold: Percentage = Percentage(10)
+    /// `PressureWindowSec=`: the PSI window (500ms…10s, the kernel's limits).
+    public var pressureWindowUSec: Int64 = 1 * second
+
+    /// The defaults.
+    public init() {}
+
+    /// The default configuration directory.
+    public static let defaultConfigDirectory = "/etc/bgtaskd"
+    /// The main file's name inside the configuration directory.
+    public static let fileName = "bgtaskd.conf"
+    /// The drop-in directory's name inside the configuration directory.
+    public static let dropInDirectoryName = "bgtaskd.conf.d"
+
+    /// Every key, by section, in the order of the documentation.
+    public static var keys: [ConfigKeyName] {
+        schema.keys.map { ConfigKeyName(section: $0.section, key: $0.key) }
+    }
+
+    /// Every setting with its value written as in the file (`5s`, `64KiB`, `yes`), in the order of `keys`.
+    public var settings: [ConfigSetting] {
+        Self.schema.keys.map { ConfigSetting(section: $0.section, key: $0.key, value: $0.format(self)) }
+    }
+}
+
+/// A key of a configuration file and its section.
+public struct ConfigKeyName: Hashable, Sendable, CustomStringConvertible {
+    public var section: String
+    public var key: String
+
+    public init(section: String, key: String) {
+        self.section = section
+        self.key = key
+    }
+
+    /// `[Section] Key=`.
+    public var description: String { "[\(section)] \(key)=" }
+}
+
+/// A key with its value as text.
+public struct ConfigSetting: Hashable, Sendable {
+    public var section: String
+    public var key: String
+    public var value: String
+}
+
+/// The text of one configuration file and the path to name in messages.
+public struct ConfigSource: Hashable, Sendable {
+    public var path: String
+    public var text: String
+
+    public init(path: String, text: String) {
+        self.path = path
+        self.text = text
+    }
+}
+
+private let second: Int64 = 1_000_000
+private let maxTime: Int64 = 31_557_600 * second  // 1 year: beyond it a value is a mistake, and sums stay far from overflow
+
+// MARK: - Loading
+
+extension DaemonConfig {
+    /// Loads `bgtaskd.conf` and then `bgtaskd.conf.d/*.conf` (lexical order, later wins) from
+    /// `configDirectory`. A missing file or directory is fine: the defaults apply.
+    ///
+    /// - Returns: the configuration and the warnings (unknown keys and sections).
+    /// - Throws: the first error, in file order; use ``loadCollectingErrors(configDirectory:)`` for all of them.
+    public static func load(
+        configDirectory: String
+    ) throws(ConfigError) -> (config: DaemonConfig, warnings: [ConfigWarning]) {
+        let result = loadCollectingErrors(configDirectory: configDirectory)
+        if let first = result.errors.first {
+            throw first
+        }
+        return (result.config ?? DaemonConfig(), result.warnings)
+    }
+
+    /// Like ``load(configDirectory:)``, but reports every error. `config` is nil when there are errors.
+    public static func loadCollectingErrors(
+        configDirectory: String
+    ) -> (config: DaemonConfig?, errors: [ConfigError], warnings: [ConfigWarning]) {
+        let main = joinPath(configDirectory, fileName)
+        var sources: [ConfigSource] = []
+        var errors: [ConfigError] = []
+        var dropIns: [String] = []
+        switch listDirectory(joinPath(configDirectory, dropInDirectoryName), suffix: ".conf") {
+        case .success(let paths): dropIns = paths
+        case .failure(let error): errors.append(error)
+        }
+        for path in [main] + dropIns {
+            switch readTextFile(path) {
+            case .missing: continue
+            case .text(let text): sources.append(ConfigSource(path: path, text: text))
+            case .failed(let kind): errors.append(ConfigError(kind, at: SourceLocation(file: path, line: 0)))
+            }
+        }
+        let parsed = parse(sources)
+        errors += parsed.errors
+        return (errors.isEmpty ? parsed.config : nil, errors, parsed.warnings)
+    }
+
+    /// Parses files given as text, in order (later wins), and validates the result.
+    /// `config` is nil when there are errors.
+    public static func parse(
+        _ sources: [ConfigSource]
+    ) -> (config: DaemonConfig?, errors: [ConfigError], warnings: [ConfigWarning]) {
+        var config = DaemonConfig()
+        var errors: [ConfigError] = []
+        var warnings: [ConfigWarning] = []
+        var assigned = AssignmentLog()
+        for source in sources {
+            let file = ParsedConfigFile.parse(source.text, file: source.path)
+            schema.apply(file, to: &config, errors: &errors, warnings: &warnings, assigned: &assigned)
+        }
+        if errors.isEmpty {
+            errors += config.crossCheck(assigned)
+        }
+        return (errors.isEmpty ? config : nil, errors, warnings)
+    }
+
+    /// Relations between keys. The error is reported where the later of the two keys was set.
+    private func crossCheck(_ assigned: AssignmentLog) -> [ConfigError] {
+        var errors: [ConfigError] = []
+        let warning = "ExpirationWarningSec"
+        let budgets: [(String, Int64)] = [
+            ("BackgroundTimeBudgetSec", backgroundTimeBudgetUSec),
+            ("RefreshTaskBudgetSec", refreshTaskBudgetUSec),
+            ("ProcessingTaskBudgetSec", processingTaskBudgetUSec),
+        ]
+        // Smallest budget first, so that a too-long warning is reported once, against the tightest budget.
+        let ordered = budgets.enumerated().sorted { ($0.element.1, $0.offset) < ($1.element.1, $1.offset) }.map(\.element)
+        for (budgetKey, budget) in ordered where expirationWarningUSec >= budget {
+            let blamed = assigned.later(warning, budgetKey) ?? warning
+            if errors.contains(where: { $0.key == blamed }) {
+                continue
+            }
+            let location = assigned.location(blamed) ?? SourceLocation(file: "(defaults)", line: 0)
+            let message = blamed == warning
+                ? "must be less than \(budgetKey) (\(SystemdTimeSpan.format(budget)))"
+                : "must be greater than \(warning) (\(SystemdTimeSpan.format(expirationWarningUSec)))"
+            errors.append(ConfigError(.invalid(message), at: location, key: blamed))
+        }
+        return errors
+    }
+
+    static let schema = Schema<DaemonConfig>([
+        KeyDefinition(section: "Daemon", key: "Socket", apply: { config, value throws(ConfigError.Kind) in
+            if value.isEmpty { config.socket = DaemonConfig().socket; return }
+            guard isAbsoluteCleanPath(value) else {
+                throw .invalid("socket path must be absolute and normalized: \(quoted(value))")
+            }
+            guard value.utf8.count <= 107 else {
+                throw .invalid("socket path is longer than 107 bytes")
+            }
+            config.socket = value
+        }, format: { $0.socket }),
+        KeyDefinition(section: "Daemon", key: "ControlGroup", apply: { config, value throws(ConfigError.Kind) in
+            if value.isEmpty { config.controlGroup = nil; return }
+            guard let group = Account.parse(value) else {
+                throw .invalid("invalid group name or gid \(quoted(value))")
+            }
+            config.controlGroup = group
+        }, format: { $0.controlGroup?.description ?? "" }),
+        KeyDefinition(section: "Daemon", key: "FreezerBackend", apply: { config, value throws(ConfigError.Kind) in
+            config.freezerBackend = value.isEmpty ? .auto : try parseChoice(value, as: FreezerBackend.self)
+        }, format: { $0.freezerBackend.rawValue }),
+        KeyDefinition(section: "Daemon", key: "CgroupRoot", apply: { config, value throws(ConfigError.Kind) in
+            if value.isEmpty { config.cgroupRoot = nil; return }
+            guard isAbsoluteCleanPath(value) else {
+                throw .invalid("cgroup root must be an absolute, normalized path: \(quoted(value))")
+            }
+            config.cgroupRoot = value
+        }, format: { $0.cgroupRoot ?? "" }),
+        KeyDefinition(section: "Daemon", key: "MaxMessageSize", apply: { config, value throws(ConfigError.Kind) in
+            if value.isEmpty { config.maxMessageSize = DaemonConfig().maxMessageSize; return }
+            guard let size = ByteSize.parse(value) else { throw .invalidSize(value) }
+            guard size >= 1024, size <= 64 * 1024 * 1024 else {
+                throw .invalid("size must be between 1KiB and 64MiB")
+            }
+            config.maxMessageSize = Int(size)
+        }, format: { ByteSize.format(Int64($0.maxMessageSize)) }),
+
+        time("Lifecycle", "DidEnterBackgroundTimeoutSec", \.didEnterBackgroundTimeoutUSec, minimum: 1),
+        time("Lifecycle", "BackgroundTimeBudgetSec", \.backgroundTimeBudgetUSec, minimum: 1),
+        time("Lifecycle", "ExpirationWarningSec", \.expirationWarningUSec, minimum: 0),
+        KeyDefinition(section: "Lifecycle", key: "MaxBackgroundTasksPerApp", apply: { config, value throws(ConfigError.Kind) in
+            if value.isEmpty { config.maxBackgroundTasksPerApp = DaemonConfig().maxBackgroundTasksPerApp; return }
+            guard let n = parseDecimal(value) else { throw .invalidInteger(value) }
+            guard n >= 1, n <= 1_000_000 else { throw .invalid("must be between 1 and 1000000") }
+            config.maxBackgroundTasksPerApp = n
+        }, format: { String($0.maxBackgroundTasksPerApp) }),
+        time("Lifecycle", "LaunchTimeoutSec", \.launchTimeoutUSec, minimum: 1),
+        time("Lifecycle", "WillTerminateTimeoutSec", \.willTerminateTimeoutUSec, minimum: 1),
+        time("Lifecycle", "KillTimeoutSec", \.killTimeoutUSec, minimum: 1),
+        time("Lifecycle", "RefreshTaskBudgetSec", \.refreshTaskBudgetUSec, minimum: 1),
+        time("Lifecycle", "ProcessingTaskBudgetSec", \.processingTaskBudgetUSec, minimum: 1),
+
+        KeyDefinition(section: "Refresh", key: "BackgroundAppRefresh", apply: { config, value throws(ConfigError.Kind) in
+            if value.isEmpty { config.backgroundAppRefresh = .on; return }
+            if let flag = ConfigBoolean.parse(value) {
+                config.backgroundAppRefresh = flag ? .on : .off
+            } else {
+                config.backgroundAppRefresh = try parseChoice(value, as: BackgroundAppRefreshMode.self)
+            }
+        }, format: { $0.backgroundAppRefresh.rawValue }),
+        KeyDefinition(section: "Refresh", key: "DefaultAppRefresh", apply: { config, value throws(ConfigError.Kind) in
+            config.defaultAppRefresh = value.isEmpty ? true : try parseBool(value)
+        }, format: { $0.defaultAppRefresh ? "on" : "off" }),
+        time("Refresh", "MinimumRefreshIntervalSec", \.minimumRefreshIntervalUSec, minimum: 0),
+        time("Refresh", "ProcessingIdleSec", \.processingIdleUSec, minimum: 0),
+
+        KeyDefinition(section: "Memory", key: "PressureKill", apply: { config, value throws(ConfigError.Kind) in
+            config.pressureKill = value.isEmpty ? false : try parseBool(value)
+        }, format: { ConfigBoolean.format($0.pressureKill) }),
+        KeyDefinition(section: "Memory", key: "PressureThreshold", apply: { config, value throws(ConfigError.Kind) in
+            if value.isEmpty { config.pressureThreshold = DaemonConfig().pressureThreshold; return }
+            guard let percent = Percentage.parse(value) else { throw .invalidPercentage(value) }
+            guard percent.basisPoints > 0 else { throw .invalid("must be greater than 0%") }
+            config.pressureThreshold = percent
+        }, format: { $0.pressureThreshold.description }),
+        time("Memory", "PressureWindowSec", \.pressureWindowUSec, minimum: 500_000, maximum: 10 * second),
+    ])
+
+    private static func time(
+        _ section: String,
+        _ key: String,
+        _ field: any WritableKeyPath<DaemonConfig, Int64> & Sendable,
+        minimum: Int64,
+        maximum: Int64 = maxTime
+    ) -> KeyDefinition<DaemonConfig> {
+        KeyDefinition(section: section, key: key, apply: { config, value throws(ConfigError.Kind) in
+            if value.isEmpty {
+                config[keyPath: field] = DaemonConfig()[keyPath: field]
+                return
+            }
+            config[keyPath: field] = try parseTime(value, in: minimum...maximum)
+        }, format: { SystemdTimeSpan.format($0[keyPath: field]) })
+    }
+}

@@ -1,0 +1,163 @@
+/// One `Key=Value` line of a systemd-style file, after comment removal and line continuation.
+public struct ConfigAssignment: Hashable, Sendable {
+    /// The section the assignment appears in, without brackets (empty before the first header).
+    public var section: String
+    /// The key, with surrounding whitespace removed.
+    public var key: String
+    /// The value, with surrounding whitespace removed. Quotes are not interpreted here.
+    public var value: String
+    /// Where the assignment starts.
+    public var location: SourceLocation
+
+    public init(section: String, key: String, value: String, location: SourceLocation) {
+        self.section = section
+        self.key = key
+        self.value = value
+        self.location = location
+    }
+}
+
+/// A `[Section]` header line.
+public struct ConfigSectionHeader: Hashable, Sendable {
+    /// The section name without brackets.
+    public var name: String
+    /// Where the header is.
+    public var location: SourceLocation
+}
+
+/// The lines of one file in the syntax of systemd.syntax(7), not yet interpreted.
+public struct ParsedConfigFile: Sendable {
+    /// The file's path.
+    public var file: String
+    /// Every assignment in file order.
+    public var assignments: [ConfigAssignment]
+    /// Every section header in file order (a section may appear more than once).
+    public var sections: [ConfigSectionHeader]
+    /// Syntax errors (invalid headers, lines without `=`).
+    public var errors: [ConfigError]
+
+    /// Splits `text` into sections and assignments following systemd.syntax(7):
+    ///
+    /// - `[Section]` headers; `Key=Value` assignments with whitespace around the key and the value trimmed;
+    /// - lines whose first non-blank character is `#` or `;` are comments (there are no trailing comments);
+    /// - a line ending in an unescaped backslash continues on the next line: the backslash becomes a space
+    ///   and the next line is appended; comment lines inside a continuation are skipped, and an empty line
+    ///   ends it;
+    /// - a UTF-8 byte order mark at the start is ignored; lines end with LF or CR LF.
+    ///
+    /// Quotes and escapes inside values are left alone: their meaning depends on the key.
+    public static func parse(_ text: String, file: String) -> ParsedConfigFile {
+        var result = ParsedConfigFile(file: file, assignments: [], sections: [], errors: [])
+        var section = ""
+        var continuation: String?
+        var continuationStart = 0
+
+        var lines = splitLines(text)
+        if let first = lines.first, first.hasPrefix("\u{FEFF}") {
+            lines[0] = String(first.dropFirst())
+        }
+        // A file ending in a backslash still has its last assignment; one more empty line ends it.
+        lines.append("")
+
+        for (index, raw) in lines.enumerated() {
+            let number = index + 1
+            let stripped = trimWhitespace(Substring(raw))
+            if let first = stripped.first, first == "#" || first == ";" {
+                continue
+            }
+            let joined: String
+            let start: Int
+            if let pending = continuation {
+                joined = pending + raw
+                start = continuationStart
+            } else {
+                joined = raw
+                start = number
+            }
+            if endsWithUnescapedBackslash(joined) {
+                continuation = String(joined.dropLast()) + " "
+                continuationStart = start
+                continue
+            }
+            continuation = nil
+            result.parseLine(joined, line: start, section: &section)
+        }
+        return result
+    }
+
+    private mutating func parseLine(_ rawLine: String, line: Int, section: inout String) {
+        let text = trimWhitespace(Substring(rawLine))
+        if text.isEmpty {
+            return
+        }
+        let location = SourceLocation(file: file, line: line)
+        if text.first == "[" {
+            let inner = text.dropFirst().dropLast()
+            guard text.count >= 2, text.last == "]", !inner.isEmpty,
+                  !inner.contains("["), !inner.contains("]")
+            else {
+                errors.append(ConfigError(.invalidSectionHeader(String(text)), at: location))
+                return
+            }
+            section = String(inner)
+            sections.append(ConfigSectionHeader(name: section, location: location))
+            return
+        }
+        guard let equals = text.firstIndex(of: "=") else {
+            errors.append(ConfigError(.missingEquals(String(text)), at: location))
+            return
+        }
+        let key = trimWhitespace(text[..<equals])
+        guard !key.isEmpty else {
+            errors.append(ConfigError(.missingKeyName, at: location))
+            return
+        }
+        let value = trimWhitespace(text[text.index(after: equals)...])
+        assignments.append(ConfigAssignment(section: section, key: String(key), value: String(value), location: location))
+    }
+}
+
+/// systemd's WHITESPACE: space, tab, newline, carriage return.
+func isWhitespace(_ c: Character) -> Bool {
+    c == " " || c == "\t" || c == "\n" || c == "\r" || c == "\r\n"
+}
+
+func trimWhitespace(_ s: Substring) -> Substring {
+    var s = s
+    while let first = s.first, isWhitespace(first) { s.removeFirst() }
+    while let last = s.last, isWhitespace(last) { s.removeLast() }
+    return s
+}
+
+/// Splits at LF, dropping a CR before it (Swift treats CR LF as one Character, so work on scalars).
+private func splitLines(_ text: String) -> [String] {
+    var lines: [String] = []
+    var current = String.UnicodeScalarView()
+    for scalar in text.unicodeScalars {
+        if scalar == "\n" {
+            if current.last == "\r" { current.removeLast() }
+            lines.append(String(current))
+            current = String.UnicodeScalarView()
+        } else {
+            current.append(scalar)
+        }
+    }
+    if !current.isEmpty {
+        if current.last == "\r" { current.removeLast() }
+        lines.append(String(current))
+    }
+    return lines
+}
+
+/// Whether the line ends in a backslash that is not itself escaped (`\\` at the end is a literal backslash).
+private func endsWithUnescapedBackslash(_ line: String) -> Bool {
+    var escaped = false
+    for scalar in line.unicodeScalars {
+        if escaped {
+            escaped = false
+        } else if scalar == "\\" {
+            escaped = true
+        }
+    }
+    return escaped
+}

@@ -1,0 +1,252 @@
+/// The states of an app (SPEC §2). Raw values are the wire and journal strings.
+public enum AppState: String, CaseIterable, Hashable, Sendable {
+    /// No process.
+    case notRunning = "not-running"
+    /// In the foreground but not receiving input (launching, interrupted, or between two events of a sequence).
+    case inactive
+    /// In the foreground and receiving input.
+    case active
+    /// Running in the background (grace window, assertions, activities, tasks).
+    case background
+    /// Frozen: uses no CPU until thawed.
+    case suspended
+
+    /// Whether the app is in the foreground (`active` or `inactive`), where `backgroundTimeRemaining` is unlimited.
+    public var isForeground: Bool { self == .active || self == .inactive }
+}
+
+/// The events the daemon delivers to an app (SPEC §2). Raw values are the wire strings.
+public enum LifecycleEventKind: String, CaseIterable, Hashable, Sendable {
+    /// The process has checked in after a launch; carries `launchReason`.
+    case didFinishLaunching = "did-finish-launching"
+    /// The app is about to come to the foreground.
+    case willEnterForeground = "will-enter-foreground"
+    /// The app is active.
+    case didBecomeActive = "did-become-active"
+    /// The app is about to lose the focus (interruption or backgrounding).
+    case willResignActive = "will-resign-active"
+    /// The app is in the background; must be acknowledged within the grace window.
+    case didEnterBackground = "did-enter-background"
+    /// An assertion or a scheduled task is about to run out of time; run its expiration handler.
+    case backgroundTaskWillExpire = "background-task-will-expire"
+    /// The app is being terminated; it has `WillTerminateTimeoutSec` to exit.
+    case willTerminate = "will-terminate"
+    /// Run a scheduled task (`identifier`), then call `CompleteTask`.
+    case performTask = "perform-task"
+    /// A posted or remote notification (`name`, `payload`).
+    case notification
+    /// The system is short of memory; release what can be rebuilt.
+    case memoryWarning = "memory-warning"
+}
+
+/// What a decision did (`BGTASKD_DECISION`, SPEC §11). Each has its own `MESSAGE_ID`.
+public enum DecisionKind: String, CaseIterable, Hashable, Sendable {
+    /// An app was launched (or started launching).
+    case launch
+    /// An app came to (or changed state within) the foreground.
+    case foreground
+    /// An app went to the background.
+    case background
+    /// An app was frozen.
+    case suspend
+    /// An app was thawed.
+    case resume
+    /// An app was (or is being) terminated, or exited.
+    case terminate
+    /// An assertion or activity was granted.
+    case grant
+    /// A request was refused.
+    case deny
+    /// An assertion or activity ended.
+    case end
+    /// An assertion or task is about to run out of time.
+    case expire
+    /// A scheduled task was started.
+    case runTask = "run-task"
+    /// A scheduled task was completed.
+    case completeTask = "complete-task"
+    /// A notification was delivered, queued or dropped.
+    case notify
+    /// A policy changed (refresh, low power mode, conditions).
+    case policy
+}
+
+/// Why a decision was taken (`BGTASKD_REASON`, kebab-case, SPEC §11).
+public enum Reason: String, CaseIterable, Hashable, Sendable {
+    /// Nothing holds the app in the background any more: no assertion, activity, task or wake.
+    case noAssertions = "no-assertions"
+    /// A user, shell or administrator asked (`bgtaskctl`, the Manager interface).
+    case userRequest = "user-request"
+    /// The app itself asked (begin/end of an assertion or activity).
+    case appRequest = "app-request"
+    /// The app's background time budget is spent.
+    case budgetExhausted = "budget-exhausted"
+    /// The budget (of the app or of a task) ends in `ExpirationWarningSec`.
+    case budgetEnding = "budget-ending"
+    /// `did-enter-background` was not acknowledged in time.
+    case didEnterBackgroundTimeout = "did-enter-background-timeout"
+    /// Assertions were still live when the budget ended.
+    case expirationNotHandled = "expiration-not-handled"
+    /// The connection that owned an assertion, an activity or the event stream closed.
+    case clientDisconnected = "client-disconnected"
+    /// Background App Refresh is off for the app or globally.
+    case refreshDisabled = "refresh-disabled"
+    /// Low Power Mode is on.
+    case lowPowerMode = "low-power-mode"
+    /// The administrator restricted the app's refresh.
+    case restricted
+    /// The network is metered and refresh is allowed only on unmetered networks.
+    case networkMetered = "network-metered"
+    /// Memory pressure.
+    case memoryPressure = "memory-pressure"
+    /// A launched app did not check in within `LaunchTimeoutSec`.
+    case launchTimeout = "launch-timeout"
+    /// The launcher could not start the app.
+    case launchFailed = "launch-failed"
+    /// The app already holds `MaxBackgroundTasksPerApp` live assertions.
+    case tooManyAssertions = "too-many-assertions"
+    /// A scheduled task ran out of time.
+    case taskNotCompleted = "task-not-completed"
+    /// A scheduled task was completed successfully.
+    case taskCompleted = "task-completed"
+    /// A scheduled task was completed unsuccessfully.
+    case taskFailed = "task-failed"
+    /// A scheduled task's date and conditions were met.
+    case taskScheduled = "task-scheduled"
+    /// A remote notification woke the app.
+    case remoteNotification = "remote-notification"
+    /// The app's process exited by itself.
+    case appExited = "app-exited"
+    /// A caller that is not the app's user (nor root) asked on its behalf (SO_PEERCRED).
+    case permissionDenied = "permission-denied"
+    /// An assertion was begun for a suspended app: it is thawed.
+    case assertionHeld = "assertion-held"
+    /// A background-mode activity was begun for a suspended app: it is thawed.
+    case activityHeld = "activity-held"
+    /// Another app came to the foreground exclusively.
+    case anotherAppForeground = "another-app-foreground"
+    /// An interruption (a call, a system alert) began.
+    case interruption
+    /// The interruption ended.
+    case interruptionEnded = "interruption-ended"
+    /// The app checked in without having been launched by the daemon.
+    case checkedIn = "checked-in"
+    /// An identifier (assertion, activity, task) that is unknown or already ended: harmless.
+    case unknownIdentifier = "unknown-identifier"
+    /// The manifest does not declare the background mode.
+    case modeNotDeclared = "mode-not-declared"
+    /// The background mode is not continuous (only audio, location, voip, external-accessory, bluetooth are).
+    case modeNotContinuous = "mode-not-continuous"
+    /// The app is not running.
+    case notRunning = "not-running"
+    /// The app has `LifecycleAware=no`: it gets no events.
+    case notLifecycleAware = "not-lifecycle-aware"
+    /// The app is being terminated.
+    case terminating
+    /// The request does not fit the app's state.
+    case invalidState = "invalid-state"
+    /// A notification was posted and delivered.
+    case notificationPosted = "notification-posted"
+    /// A notification was queued for a suspended app.
+    case notificationQueued = "notification-queued"
+    /// The queue of a suspended app was full: its oldest notification was dropped.
+    case queueFull = "queue-full"
+    /// The app's manifest was removed.
+    case manifestRemoved = "manifest-removed"
+}
+
+/// Why an app was launched (`launchReason` of `did-finish-launching`).
+public enum LaunchReason: String, CaseIterable, Hashable, Sendable {
+    /// By the user (Launch, Foreground) or by hand.
+    case user
+    /// To run a scheduled task.
+    case backgroundTask = "background-task"
+    /// For a remote notification.
+    case remoteNotification = "remote-notification"
+}
+
+/// Background modes an app's manifest may declare (`BackgroundModes=`, SPEC §4).
+public enum BackgroundMode: String, CaseIterable, Hashable, Sendable {
+    /// Playing audio.
+    case audio
+    /// Tracking location.
+    case location
+    /// Voice over IP.
+    case voip
+    /// Talking to an external accessory.
+    case externalAccessory = "external-accessory"
+    /// Talking to a Bluetooth device.
+    case bluetooth
+    /// May submit refresh tasks.
+    case fetch
+    /// May be woken for remote notifications.
+    case remoteNotification = "remote-notification"
+    /// May submit processing tasks.
+    case processing
+
+    /// Whether an activity of this mode keeps the app running without a time budget.
+    public var isContinuous: Bool {
+        switch self {
+        case .audio, .location, .voip, .externalAccessory, .bluetooth: return true
+        case .fetch, .remoteNotification, .processing: return false
+        }
+    }
+}
+
+/// The kind of a scheduled task (SPEC §6).
+public enum TaskKind: String, CaseIterable, Hashable, Sendable {
+    /// A short refresh task (`RefreshTaskBudgetSec`).
+    case refresh
+    /// A longer processing task (`ProcessingTaskBudgetSec`).
+    case processing
+}
+
+/// How loud a decision is in the journal (its `PRIORITY`).
+public enum Severity: String, CaseIterable, Hashable, Sendable, Comparable {
+    /// Routine (`LOG_INFO`).
+    case info
+    /// Worth noticing: terminations, denials (`LOG_NOTICE`).
+    case notice
+    /// Something went wrong on the client's side but is harmless (`LOG_WARNING`).
+    case warning
+
+    /// The syslog priority number.
+    public var syslogPriority: Int {
+        switch self {
+        case .info: return 6
+        case .notice: return 5
+        case .warning: return 4
+        }
+    }
+
+    /// Quieter first.
+    public static func < (lhs: Severity, rhs: Severity) -> Bool { lhs.syslogPriority > rhs.syslogPriority }
+}
+
+/// Errors returned to a request (a `Reply.failure`). ``varlinkName`` is the error's short name on the wire.
+public enum CoreError: String, Error, CaseIterable, Hashable, Sendable {
+    /// No manifest for that app.
+    case noSuchApp = "no-such-app"
+    /// The app has not checked in (no event stream).
+    case notCheckedIn = "not-checked-in"
+    /// The app already has an event stream.
+    case alreadyCheckedIn = "already-checked-in"
+    /// The manifest does not declare the background mode.
+    case modeNotDeclared = "mode-not-declared"
+    /// The mode is declared but not continuous, so it cannot be held as an activity.
+    case modeNotContinuous = "mode-not-continuous"
+    /// The request does not fit the app's state (not running, terminating, not lifecycle-aware…).
+    case invalidState = "invalid-state"
+
+    /// The error's short Varlink name, e.g. `NoSuchApp` (prefix with the interface name).
+    public var varlinkName: String {
+        switch self {
+        case .noSuchApp: return "NoSuchApp"
+        case .notCheckedIn: return "NotCheckedIn"
+        case .alreadyCheckedIn: return "AlreadyCheckedIn"
+        case .modeNotDeclared: return "ModeNotDeclared"
+        case .modeNotContinuous: return "ModeNotContinuous"
+        case .invalidState: return "InvalidState"
+        }
+    }
+}

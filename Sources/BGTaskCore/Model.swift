@@ -1,0 +1,281 @@
+/// Every timing and limit of SPEC §3 (`[Lifecycle]` and `[Refresh]` keys), with the SPEC's defaults.
+/// Negative spans are treated as zero.
+public struct LifecycleConfig: Hashable, Sendable {
+    /// `DidEnterBackgroundTimeoutSec=5s`: time to acknowledge `did-enter-background` (the grace window).
+    public var didEnterBackgroundTimeout: TimeSpan
+    /// `BackgroundTimeBudgetSec=30s`: background execution time per app, from entering the background.
+    public var backgroundTimeBudget: TimeSpan
+    /// `ExpirationWarningSec=5s`: how long before a budget ends `background-task-will-expire` is sent.
+    public var expirationWarning: TimeSpan
+    /// `MaxBackgroundTasksPerApp=64`: live assertions per app.
+    public var maxBackgroundTasksPerApp: Int
+    /// `LaunchTimeoutSec=20s`: time for a launched lifecycle-aware app to call `CheckIn`.
+    public var launchTimeout: TimeSpan
+    /// `WillTerminateTimeoutSec=5s`: time between `will-terminate` and SIGTERM.
+    public var willTerminateTimeout: TimeSpan
+    /// `KillTimeoutSec=5s`: time between SIGTERM and SIGKILL.
+    public var killTimeout: TimeSpan
+    /// `RefreshTaskBudgetSec=30s`: a refresh task's (and a remote-notification wake's) time.
+    public var refreshTaskBudget: TimeSpan
+    /// `ProcessingTaskBudgetSec=5min`: a processing task's time.
+    public var processingTaskBudget: TimeSpan
+    /// Names kept per app in the queue of notifications for a suspended app (SPEC §7: 64).
+    public var maxQueuedNotificationsPerApp: Int
+
+    /// The SPEC's defaults, overridable one by one.
+    public init(
+        didEnterBackgroundTimeout: TimeSpan = .seconds(5),
+        backgroundTimeBudget: TimeSpan = .seconds(30),
+        expirationWarning: TimeSpan = .seconds(5),
+        maxBackgroundTasksPerApp: Int = 64,
+        launchTimeout: TimeSpan = .seconds(20),
+        willTerminateTimeout: TimeSpan = .seconds(5),
+        killTimeout: TimeSpan = .seconds(5),
+        refreshTaskBudget: TimeSpan = .seconds(30),
+        processingTaskBudget: TimeSpan = .minutes(5),
+        maxQueuedNotificationsPerApp: Int = 64
+    ) {
+        self.didEnterBackgroundTimeout = didEnterBackgroundTimeout
+        self.backgroundTimeBudget = backgroundTimeBudget
+        self.expirationWarning = expirationWarning
+        self.maxBackgroundTasksPerApp = maxBackgroundTasksPerApp
+        self.launchTimeout = launchTimeout
+        self.willTerminateTimeout = willTerminateTimeout
+        self.killTimeout = killTimeout
+        self.refreshTaskBudget = refreshTaskBudget
+        self.processingTaskBudget = processingTaskBudget
+        self.maxQueuedNotificationsPerApp = maxQueuedNotificationsPerApp
+    }
+
+    /// The SPEC's defaults.
+    public static let `default` = LifecycleConfig()
+}
+
+/// What the core needs from an app manifest (`apps.d/<id>.app`).
+public struct AppManifest: Hashable, Sendable {
+    /// `ID=`.
+    public var id: AppID
+    /// `LifecycleAware=` (default yes). `false`: no events, no launch timeout, frozen after the grace window.
+    public var lifecycleAware: Bool
+    /// `BackgroundModes=`.
+    public var backgroundModes: Set<BackgroundMode>
+
+    /// A manifest; lifecycle-aware with no background modes unless told otherwise.
+    public init(id: AppID, lifecycleAware: Bool = true, backgroundModes: Set<BackgroundMode> = []) {
+        self.id = id
+        self.lifecycleAware = lifecycleAware
+        self.backgroundModes = backgroundModes
+    }
+}
+
+/// A notification payload: JSON text the core carries without reading (`payload: ?object` on the wire).
+public struct Payload: Hashable, Sendable, CustomStringConvertible {
+    /// The JSON text of the object.
+    public var json: String
+    /// Wraps JSON text; the core never parses it.
+    public init(json: String) { self.json = json }
+    /// The JSON text.
+    public var description: String { json }
+}
+
+/// One event for an app's event stream (`type Event` of `io.bgtaskd.App.CheckIn`).
+public struct Event: Hashable, Sendable {
+    /// The event's number, the argument of `Acknowledge` when ``needsAck``.
+    public var id: EventID
+    /// What happened.
+    public var kind: LifecycleEventKind
+    /// The app's state once the event is delivered.
+    public var state: AppState
+    /// Whether the app must call `Acknowledge(id)` (only `did-enter-background` and a remote-notification wake).
+    public var needsAck: Bool
+    /// The assertion a `background-task-will-expire` is about.
+    public var taskID: TaskID?
+    /// That assertion's name.
+    public var taskName: String?
+    /// The scheduled task's identifier (`perform-task`, its `background-task-will-expire`).
+    public var identifier: String?
+    /// The notification's name.
+    public var name: String?
+    /// The notification's payload.
+    public var payload: Payload?
+    /// Why the app was launched (`did-finish-launching`).
+    public var launchReason: LaunchReason?
+    /// When the corresponding time runs out (monotonic; `deadlineUSec`): the acknowledgement, the budget,
+    /// the task, or SIGTERM for `will-terminate`.
+    public var deadline: Instant?
+
+    /// An event; the optional fields default to `nil`.
+    public init(
+        id: EventID, kind: LifecycleEventKind, state: AppState, needsAck: Bool = false,
+        taskID: TaskID? = nil, taskName: String? = nil, identifier: String? = nil, name: String? = nil,
+        payload: Payload? = nil, launchReason: LaunchReason? = nil, deadline: Instant? = nil
+    ) {
+        self.id = id
+        self.kind = kind
+        self.state = state
+        self.needsAck = needsAck
+        self.taskID = taskID
+        self.taskName = taskName
+        self.identifier = identifier
+        self.name = name
+        self.payload = payload
+        self.launchReason = launchReason
+        self.deadline = deadline
+    }
+}
+
+/// One decision, one journal entry (SPEC §11). The shell adds the realtime stamp, uid and peer fields.
+public struct Decision: Hashable, Sendable {
+    /// `BGTASKD_DECISION`.
+    public var kind: DecisionKind
+    /// `BGTASKD_REASON`.
+    public var reason: Reason
+    /// `BGTASKD_APP`; `nil` only for decisions about no app in particular.
+    public var app: AppID?
+    /// `BGTASKD_STATE`: the app's state after the decision.
+    public var state: AppState?
+    /// `BGTASKD_PREVIOUS_STATE`: the app's state before it, when the decision changed it.
+    public var previousState: AppState?
+    /// `BGTASKD_TASK_ID`.
+    public var taskID: TaskID?
+    /// `BGTASKD_TASK_NAME`: an assertion's name or a scheduled task's identifier.
+    public var taskName: String?
+    /// The activity a grant/end is about.
+    public var activityID: ActivityID?
+    /// `BGTASKD_REMAINING_USEC`: background time left, where it applies.
+    public var remaining: TimeSpan?
+    /// `BGTASKD_PID` / `OBJECT_PID`.
+    public var pid: Int32?
+    /// The journal priority.
+    public var severity: Severity
+    /// `MESSAGE`: one human sentence.
+    public var message: String
+
+    /// A decision; optional fields default to `nil`, severity to `info`.
+    public init(
+        kind: DecisionKind, reason: Reason, app: AppID?, state: AppState? = nil, previousState: AppState? = nil,
+        taskID: TaskID? = nil, taskName: String? = nil, activityID: ActivityID? = nil, remaining: TimeSpan? = nil,
+        pid: Int32? = nil, severity: Severity = .info, message: String
+    ) {
+        self.kind = kind
+        self.reason = reason
+        self.app = app
+        self.state = state
+        self.previousState = previousState
+        self.taskID = taskID
+        self.taskName = taskName
+        self.activityID = activityID
+        self.remaining = remaining
+        self.pid = pid
+        self.severity = severity
+        self.message = message
+    }
+}
+
+/// The answer to the request an input carried. At most one per ``LifecycleMachine/handle(_:now:)`` call.
+public enum Reply: Hashable, Sendable {
+    /// Done (also for harmless no-ops such as ending an unknown assertion).
+    case ok
+    /// `CheckIn` accepted; the first reply of the stream carries this state (before any launch events).
+    case checkedIn(state: AppState)
+    /// `BeginBackgroundTask`: the new assertion, or ``TaskID/invalid`` when denied (see the `deny` decision).
+    case taskID(TaskID)
+    /// `BeginActivity`: the new activity.
+    case activityID(ActivityID)
+    /// The request failed.
+    case failure(CoreError)
+}
+
+/// Imperatives for the shell, in the order it must perform them (events are never reordered).
+///
+/// State has already changed when the actions are returned (as in async-http-client's state machines):
+/// the shell only performs them.
+public enum Action: Hashable, Sendable {
+    /// Send `event` on `connection`, the app's event stream (a `CheckIn` reply with `continues`).
+    case deliver(AppID, ConnectionID, Event)
+    /// Start the app's process (in its cgroup), then feed `appLaunched` or `launchFailed`.
+    case launch(AppID, LaunchReason, Decision)
+    /// Freeze the app (cgroup.freeze 1, or SIGSTOP).
+    case freeze(AppID, Decision)
+    /// Thaw the app (cgroup.freeze 0, or SIGCONT). Always before any event it enables.
+    case thaw(AppID, Decision)
+    /// Send SIGTERM to the app's processes.
+    case terminate(AppID, Decision)
+    /// Kill the app at once: cgroup.kill, or SIGKILL (also for a frozen app).
+    case kill(AppID, Decision)
+    /// Answer the request of the input being handled.
+    case reply(Reply)
+    /// Write a decision to the journal (and the `Monitor` stream) without any other effect.
+    case record(Decision)
+
+    /// The decision this action carries, if any: every action that changes an app carries one.
+    public var decision: Decision? {
+        switch self {
+        case .launch(_, _, let d), .freeze(_, let d), .thaw(_, let d), .terminate(_, let d), .kill(_, let d),
+            .record(let d):
+            return d
+        case .deliver, .reply:
+            return nil
+        }
+    }
+}
+
+/// Past-tense facts the shell feeds to ``LifecycleMachine/handle(_:now:)``.
+///
+/// Requests (`…Requested`, `appCheckedIn`, `eventAcknowledged`, `taskCompleted`, …) produce exactly one
+/// ``Action/reply(_:)``; facts about processes and connections produce none.
+public enum Input: Hashable, Sendable {
+    /// A manifest was loaded (or reloaded: the app's state is kept). Replies `.ok`.
+    case appRegistered(AppManifest)
+    /// A manifest disappeared on reload. A running app is terminated (`manifest-removed`) and forgotten at exit.
+    case appUnregistered(AppID)
+    /// The configuration was (re)loaded; new deadlines use it, armed ones keep their instants.
+    case configurationChanged(LifecycleConfig)
+    /// `Launch(appId, background?)`. A foreground launch of an app already running foregrounds it.
+    case launchRequested(AppID, background: Bool, exclusive: Bool)
+    /// The shell started the process of a ``Action/launch(_:_:_:)``.
+    case appLaunched(AppID, pid: Int32)
+    /// The shell could not start the process.
+    case launchFailed(AppID, message: String)
+    /// `CheckIn(appId)` on `connection`, which becomes the app's event stream.
+    case appCheckedIn(AppID, connection: ConnectionID, pid: Int32?)
+    /// `Acknowledge(eventId)`. Unknown or stale identifiers are ignored.
+    case eventAcknowledged(EventID)
+    /// `Foreground(appId, exclusive?)`: launches, thaws or activates the app.
+    case foregroundRequested(AppID, exclusive: Bool)
+    /// `Background(appId)`.
+    case backgroundRequested(AppID)
+    /// `Interrupt(appId)`.
+    case interruptionBegan(AppID)
+    /// `EndInterruption(appId)`.
+    case interruptionEnded(AppID)
+    /// `Terminate(appId)`.
+    case terminateRequested(AppID)
+    /// `BeginBackgroundTask(appId, name?)` on `connection`, which owns the assertion.
+    case assertionRequested(AppID, connection: ConnectionID, name: String?)
+    /// `EndBackgroundTask(appId, taskId)`.
+    case assertionEndRequested(AppID, TaskID)
+    /// `BeginActivity(appId, mode)` on `connection`, which owns the activity.
+    case activityRequested(AppID, connection: ConnectionID, mode: BackgroundMode)
+    /// `EndActivity(appId, activityId)`.
+    case activityEndRequested(AppID, ActivityID)
+    /// A client connection closed: its assertions and activities end; if it was an event stream, the app is gone.
+    case connectionClosed(ConnectionID)
+    /// The app's process exited. A `pid` that is not the app's current one is ignored (a stale report).
+    case processExited(AppID, pid: Int32?)
+    /// Run a scheduled task now (the policy already said yes): launch or resume into the background, `perform-task`.
+    case taskRunRequested(AppID, identifier: String, kind: TaskKind, reason: Reason)
+    /// `CompleteTask(appId, identifier, success)`.
+    case taskCompleted(AppID, identifier: String, success: Bool)
+    /// `WakeForRemoteNotification(appId, payload?)` (the policy already said yes).
+    case remoteNotificationReceived(AppID, payload: Payload?)
+    /// `PostNotification(name, appId?, payload?)`: to one app, or every app when `app` is `nil`.
+    case notificationPosted(name: String, app: AppID?, payload: Payload?)
+    /// Memory pressure: send `memory-warning` to the app, or to every background app when `nil`.
+    case memoryWarningRequested(AppID?)
+    /// Memory pressure persists: terminate up to `count` apps, suspended ones first, least recently used
+    /// first, then background ones; never a foreground app.
+    case memoryReclaimRequested(count: Int)
+    /// The timer armed for ``LifecycleMachine/nextDeadline`` fired (early or late: both harmless).
+    case deadlineReached
+}

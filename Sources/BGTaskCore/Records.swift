@@ -1,0 +1,116 @@
+// Internal bookkeeping of the machine. Nothing here is public: the shell sees snapshots (Snapshots.swift).
+
+/// The acknowledgement phase after entering the background.
+enum Grace: Hashable, Sendable {
+    /// Acknowledged (or the grace window of a lifecycle-unaware app is over).
+    case none
+    /// `did-enter-background` was sent (or could not be: `nil`, no event stream) and is not yet acknowledged.
+    case awaitingAck(EventID?)
+    /// A lifecycle-unaware app keeps running until the end of the grace window.
+    case window
+}
+
+/// Work that a background launch or resume carries to the app.
+enum Work: Hashable, Sendable {
+    case task(identifier: String, kind: TaskKind, reason: Reason)
+    case remoteNotification(Payload?)
+}
+
+struct PendingLaunch: Hashable, Sendable {
+    var reason: LaunchReason
+    var foreground: Bool
+    var cause: Reason
+    var work: [Work]
+}
+
+struct TaskRun: Hashable, Sendable {
+    var kind: TaskKind
+    var started: Instant
+    var deadline: Instant
+    var warned: Bool
+}
+
+/// The window in which a remote notification keeps the app running (`RefreshTaskBudgetSec`, or until acknowledged).
+struct Wake: Hashable, Sendable {
+    var event: EventID?
+    var deadline: Instant
+}
+
+struct Termination: Hashable, Sendable {
+    enum Phase: Hashable, Sendable {
+        case willTerminate
+        case sigterm
+        case killed
+    }
+    var reason: Reason
+    var phase: Phase
+}
+
+struct AppRecord: Sendable {
+    var manifest: AppManifest
+    var state: AppState = .notRunning
+    var pid: Int32?
+    var connection: ConnectionID?
+    var launchedByDaemon = false
+    var launch: PendingLaunch?
+    var interrupted = false
+    /// Where the budget is counted from; set while in the background or suspended.
+    var backgroundSince: Instant?
+    var grace: Grace = .none
+    /// Live assertions in the order they were begun.
+    var assertions: [TaskID] = []
+    var activities: [ActivityID] = []
+    var tasks: [String: TaskRun] = [:]
+    var wake: Wake?
+    var notifications = NotificationQueue()
+    var termination: Termination?
+    var lastDecision: Decision?
+    /// For memory reclaim: least recently used first.
+    var lastUsed: Instant
+    /// The manifest is gone: forget the app once it has exited.
+    var removed = false
+
+    var id: AppID { manifest.id }
+
+    init(manifest: AppManifest, lastUsed: Instant) {
+        self.manifest = manifest
+        self.lastUsed = lastUsed
+    }
+
+    /// Whether something entitles the app to run in the background.
+    var holdsBackground: Bool { !assertions.isEmpty || !activities.isEmpty || !tasks.isEmpty || wake != nil }
+}
+
+struct AssertionRecord: Hashable, Sendable {
+    var id: TaskID
+    var app: AppID
+    var connection: ConnectionID
+    var name: String?
+    var begun: Instant
+    var warned: Bool
+}
+
+struct ActivityRecord: Hashable, Sendable {
+    var id: ActivityID
+    var app: AppID
+    var connection: ConnectionID
+    var mode: BackgroundMode
+    var begun: Instant
+}
+
+struct Holdings: Hashable, Sendable {
+    var tasks: Set<TaskID> = []
+    var activities: Set<ActivityID> = []
+    var isEmpty: Bool { tasks.isEmpty && activities.isEmpty }
+}
+
+enum TimerKey: Hashable, Sendable {
+    case launch(AppID)
+    case grace(AppID)
+    case budgetWarning(AppID)
+    case budgetEnd(AppID)
+    case escalation(AppID)
+    case taskWarning(AppID, String)
+    case taskEnd(AppID, String)
+    case wakeEnd(AppID)
+}

@@ -1,0 +1,143 @@
+/// A live background-task assertion, as `ListAssertions` and `GetApp` show it.
+public struct AssertionSnapshot: Hashable, Sendable {
+    /// Its identifier.
+    public var taskID: TaskID
+    /// The app it keeps running.
+    public var app: AppID
+    /// The name given at begin.
+    public var name: String?
+    /// The connection that began it (it ends when that connection closes).
+    public var connection: ConnectionID
+    /// When it was begun.
+    public var begun: Instant
+    /// The app's background time left; `nil` while the app is in the foreground.
+    public var remaining: TimeSpan?
+    /// Whether `background-task-will-expire` was sent for it.
+    public var expiring: Bool
+}
+
+/// A live background-mode activity.
+public struct ActivitySnapshot: Hashable, Sendable {
+    /// Its identifier.
+    public var activityID: ActivityID
+    /// The app it keeps running.
+    public var app: AppID
+    /// Its mode.
+    public var mode: BackgroundMode
+    /// The connection that began it.
+    public var connection: ConnectionID
+    /// When it was begun.
+    public var begun: Instant
+}
+
+/// A scheduled task the app is performing.
+public struct TaskRunSnapshot: Hashable, Sendable {
+    /// The task request's identifier.
+    public var identifier: String
+    /// Refresh or processing.
+    public var kind: TaskKind
+    /// When `perform-task` was delivered.
+    public var started: Instant
+    /// When it must be completed.
+    public var deadline: Instant
+    /// Whether `background-task-will-expire` was sent for it.
+    public var expiring: Bool
+}
+
+/// One app as the core sees it (the core's part of `AppInfo`).
+public struct AppSnapshot: Hashable, Sendable {
+    /// The app.
+    public var id: AppID
+    /// `LifecycleAware=`.
+    public var lifecycleAware: Bool
+    /// `BackgroundModes=`.
+    public var backgroundModes: Set<BackgroundMode>
+    /// Its state.
+    public var state: AppState
+    /// Its main process, when known.
+    public var pid: Int32?
+    /// Its event stream, when checked in.
+    public var connection: ConnectionID?
+    /// A launch is under way (spawned or not, not yet checked in).
+    public var launching: Bool
+    /// Why it is being terminated, while it is.
+    public var terminationReason: Reason?
+    /// Interrupted (inactive until `EndInterruption`).
+    public var interrupted: Bool
+    /// `did-enter-background` not yet acknowledged (or the grace window of an unaware app not yet over).
+    public var inGraceWindow: Bool
+    /// Background time left; `nil` in the foreground and when not running.
+    public var backgroundTimeRemaining: TimeSpan?
+    /// Live assertions, in begin order.
+    public var assertions: [AssertionSnapshot]
+    /// Live activities, in begin order.
+    public var activities: [ActivitySnapshot]
+    /// Scheduled tasks being performed, by identifier.
+    public var runningTasks: [TaskRunSnapshot]
+    /// The end of a remote-notification wake window, while one is open.
+    public var wakeDeadline: Instant?
+    /// Notifications queued while suspended, in delivery order.
+    public var queuedNotifications: [QueuedNotification]
+    /// The last decision about it.
+    public var lastDecision: Decision?
+
+    /// Whether it is being terminated.
+    public var terminating: Bool { terminationReason != nil }
+}
+
+extension LifecycleMachine {
+    /// The registered apps, sorted.
+    public var appIDs: [AppID] { slots.keys.sorted() }
+
+    /// The number of live assertions (all apps).
+    public var liveAssertionCount: Int { assertionTable.count }
+
+    /// One app at `now` (for `GetApp`, `BackgroundTimeRemaining`, `Explain`); `nil` if unknown.
+    public func app(_ id: AppID, now: Instant) -> AppSnapshot? {
+        guard let i = slots[id] else { return nil }
+        return snapshot(records[i], now: now)
+    }
+
+    /// Every app at `now`, sorted by identifier (for `ListApps`).
+    public func apps(now: Instant) -> [AppSnapshot] {
+        records.sorted { $0.id < $1.id }.map { snapshot($0, now: now) }
+    }
+
+    /// Every live assertion at `now`, in begin order (for `ListAssertions`).
+    public func assertions(now: Instant) -> [AssertionSnapshot] {
+        assertionTable.keys.sorted().compactMap { assertionSnapshot($0, now: now) }
+    }
+
+    /// `BackgroundTimeRemaining(appId)`: `nil` in the foreground (unlimited) and when not running.
+    public func backgroundTimeRemaining(of app: AppID, now: Instant) -> TimeSpan? {
+        guard let i = slots[app] else { return nil }
+        return remaining(of: records[i], at: now)
+    }
+
+    func snapshot(_ r: AppRecord, now: Instant) -> AppSnapshot {
+        AppSnapshot(
+            id: r.id, lifecycleAware: r.manifest.lifecycleAware, backgroundModes: r.manifest.backgroundModes,
+            state: r.state, pid: r.pid, connection: r.connection, launching: r.launch != nil,
+            terminationReason: r.termination?.reason, interrupted: r.interrupted, inGraceWindow: r.grace != .none,
+            backgroundTimeRemaining: remaining(of: r, at: now),
+            assertions: r.assertions.compactMap { assertionSnapshot($0, now: now) },
+            activities: r.activities.compactMap { id in
+                activityTable[id].map {
+                    ActivitySnapshot(activityID: id, app: $0.app, mode: $0.mode, connection: $0.connection, begun: $0.begun)
+                }
+            },
+            runningTasks: r.tasks.sorted { $0.key < $1.key }.map {
+                TaskRunSnapshot(
+                    identifier: $0.key, kind: $0.value.kind, started: $0.value.started, deadline: $0.value.deadline,
+                    expiring: $0.value.warned)
+            },
+            wakeDeadline: r.wake?.deadline, queuedNotifications: r.notifications.entries, lastDecision: r.lastDecision)
+    }
+
+    func assertionSnapshot(_ task: TaskID, now: Instant) -> AssertionSnapshot? {
+        guard let a = assertionTable[task], let i = slots[a.app] else { return nil }
+        return AssertionSnapshot(
+            taskID: task, app: a.app, name: a.name, connection: a.connection, begun: a.begun,
+            remaining: remaining(of: records[i], at: now), expiring: a.warned)
+    }
+}

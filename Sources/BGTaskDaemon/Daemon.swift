@@ -1,0 +1,196 @@
+public import Dispatch
+import BGTaskProtocol
+import Logging
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Where the daemon finds its files (the flags of `bgtaskd`).
+public struct DaemonOptions: Sendable {
+    public var configDir = "/etc/bgtaskd"
+    public var stateDir = "/var/lib/bgtaskd"
+    public var runtimeDir = "/run/bgtaskd"
+    /// Overrides `Socket=`.
+    public var socketPath: String?
+
+    public init() {}
+}
+
+/// The daemon process: wires the Varlink server, the service, systemd notification, signals and
+/// the watchdog onto one serial queue. `run()` never returns.
+public final class Daemon: @unchecked Sendable {
+    // @unchecked: mutable state is touched only on `queue`.
+    public let queue = DispatchQueue(label: "bgtaskd.state")
+    let options: DaemonOptions
+    let journal: JournalSink
+    let notifier = Notifier()
+    var service: DaemonService?
+    var server: VarlinkServer?
+    var signalSources: [any DispatchSourceSignal] = []
+    var watchdogTimer: (any DispatchSourceTimer)?
+    /// issue 5: the PSI trigger of `[Memory] PressureKill=yes` (nil when off).
+    var memoryPressure: MemoryPressureMonitor?
+    var boundPath: String?
+    let logger: Logger
+
+    public init(options: DaemonOptions) {
+        self.options = options
+        let journal = JournalSink()
+        self.journal = journal
+        self.logger = Logger(label: "bgtaskd") { _ in JournalLogHandler(sink: journal) }
+    }
+
+    /// Loads configuration, starts serving, and parks the main thread in `dispatchMain()`.
+    public func run() -> Never {
+        let config: LoadedConfiguration
+        switch LoadedConfiguration.load(from: options) {
+        case .success(let c): config = c
+        case .failure(let error):
+            // Refuse to start: the message names file, line and key.
+            writeStderr("bgtaskd: \(error)\n")
+            exit(1)
+        }
+        for w in config.warnings { logger.warning("\(w)") }
+
+        let fd: Int32
+        if let passed = ListeningSocket.fromSystemd() {
+            fd = passed
+        } else {
+            do {
+                fd = try ListeningSocket.bind(path: config.socketPath)
+                boundPath = config.socketPath
+            } catch {
+                writeStderr("bgtaskd: \(error)\n")
+                exit(1)
+            }
+        }
+        makeDirectories(options.stateDir, mode: 0o755)
+
+        queue.async { [self] in
+            let freezer = makeFreezer(config)
+            let service = DaemonService(
+                queue: queue, config: config, journal: journal, logger: logger, options: options, freezer: freezer)
+            service.reloadHandler = { [weak self] in self?.reload() }
+            var limits = VarlinkLimits()
+            limits.maxMessageSize = config.maxMessageSize
+            let server = VarlinkServer(queue: queue, service: service, limits: limits)
+            service.server = server
+            self.service = service
+            updateMemoryPressure(config)  // issue 5
+            self.server = server
+            server.listen(fd: fd)
+            startWatchdog()
+            // READY=1 only once the signal sources are registered: a SIGTERM sent right after READY
+            // must stop the daemon, not fall into the SIG_IGN set before registration.
+            installSignalHandlers { [self] in
+                logger.info("bgtaskd started, listening on \(boundPath ?? "the socket passed by systemd")")
+                notifier.ready(status: "Serving on \(boundPath ?? "socket-activated fd")")
+            }
+        }
+        dispatchMain()
+    }
+
+    /// The freezer backend `FreezerBackend=` asks for; `auto` takes the cgroup freezer when the cgroup
+    /// v2 subtree is writable, else signals.
+    private func makeFreezer(_ config: LoadedConfiguration) -> any Freezer {
+        // issue 5: processes a previous run left stopped with SIGSTOP are reconciled first (whatever
+        // the backend now); the cgroup freezer reconciles its own subtree in `make`.
+        let stopped = StoppedProcessRecords(directory: options.runtimeDir + "/stopped", logger: logger)
+        stopped.recover()
+        switch config.daemon.freezerBackend {
+        case .none:
+            return NoFreezer()
+        case .signal:
+            return SignalFreezer(records: stopped)
+        case .cgroup, .auto:
+            if let cgroup = CgroupFreezer.make(config: config, logger: logger, queue: queue, stopped: stopped) {
+                return cgroup
+            }
+            if config.daemon.freezerBackend == .cgroup {
+                logger.warning("FreezerBackend=cgroup but no writable cgroup v2 subtree: using signals")
+            }
+            return SignalFreezer(records: stopped)
+        }
+    }
+
+    /// issue 5: starts, restarts or stops the memory-pressure trigger for `config` (SPEC §8); its
+    /// triggers become the core's `memoryWarningRequested` / `memoryReclaimRequested` inputs.
+    private func updateMemoryPressure(_ config: LoadedConfiguration) {
+        let cgroupPressure = (service?.freezer as? CgroupFreezer).map { $0.layout.apps + "/memory.pressure" }
+        memoryPressure = MemoryPressureMonitor.reconfigure(
+            memoryPressure, config: config.daemon, cgroupPressure: cgroupPressure, queue: queue, logger: logger
+        ) { [weak self] input in self?.service?.feed(input) }
+    }
+
+    /// Installs the signal sources; `registered` runs on the queue once all of them are registered.
+    private func installSignalHandlers(registered: @escaping @Sendable () -> Void) {
+        let group = DispatchGroup()
+        for sig in [SIGTERM, SIGINT, SIGHUP] {
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: queue)
+            source.setEventHandler { [weak self] in
+                guard let self else { return }
+                if sig == SIGHUP { self.reload() } else { self.stop(signal: sig) }
+            }
+            group.enter()
+            source.setRegistrationHandler { group.leave() }
+            source.resume()
+            signalSources.append(source)
+        }
+        signal(SIGPIPE, SIG_IGN)
+        group.notify(queue: queue, execute: registered)
+    }
+
+    /// Sends WATCHDOG=1 from the state queue, so a stalled queue stops the pings and systemd notices.
+    private func startWatchdog() {
+        guard let usec = notifier.watchdogUSec else { return }
+        let interval = DispatchTimeInterval.microseconds(Int(usec / 2))
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        timer.schedule(deadline: .now() + interval, repeating: interval, leeway: .milliseconds(50))
+        let notifier = self.notifier
+        timer.setEventHandler { notifier.watchdog() }
+        timer.resume()
+        watchdogTimer = timer
+    }
+
+    /// SIGHUP / Reload: re-read configuration without dropping clients; keep the old one on error.
+    func reload() {
+        dispatchPrecondition(condition: .onQueue(queue))
+        notifier.reloading()
+        switch LoadedConfiguration.load(from: options) {
+        case .success(let config):
+            for w in config.warnings { logger.warning("\(w)") }
+            service?.apply(config)
+            updateMemoryPressure(config)  // issue 5
+            logger.info("configuration reloaded")
+            notifier.ready(status: "Serving (configuration reloaded)")
+        case .failure(let error):
+            logger.error("reload failed, keeping the previous configuration: \(error)")
+            notifier.ready(status: "Serving (reload failed: \(error))")
+        }
+    }
+
+    private func stop(signal sig: Int32) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        notifier.stopping()
+        logger.info("stopping on signal \(sig)")
+        service?.shutdown()
+        server?.shutdown()
+        if let boundPath { unlink(boundPath) }
+        journal.flush()
+        exit(0)
+    }
+}
+
+func writeStderr(_ text: String) {
+    var bytes = Array(text.utf8)
+    bytes.withUnsafeMutableBytes { raw in
+        var off = 0
+        while off < raw.count, let base = raw.baseAddress {
+            let n = write(2, base + off, raw.count - off)
+            if n <= 0 { break }
+            off += n
+        }
+    }
+}

@@ -1,0 +1,563 @@
+import BGTaskConfig
+import BGTaskCore
+import BGTaskProtocol
+import Dispatch
+import Logging
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Serves `io.bgtaskd.App` and `io.bgtaskd.Manager` on the daemon's queue: turns calls into the core's
+/// inputs, performs the core's actions (deliver, launch, freeze, thaw, terminate, kill, reply), journals
+/// every decision, and keeps the one timer armed for the core's next deadline.
+final class DaemonService: VarlinkService, @unchecked Sendable {
+    // @unchecked: used only on `queue`.
+    let queue: DispatchQueue
+    private(set) var config: LoadedConfiguration
+    let journal: JournalSink
+    let logger: Logger
+    let options: DaemonOptions
+    weak var server: VarlinkServer?
+    var reloadHandler: (() -> Void)?
+    let startedUSec = Monotonic.nowUSec()
+
+    private var machine: LifecycleMachine
+    private var timer: (any DispatchSourceTimer)?
+    private var armedDeadline: Instant?
+    let freezer: any Freezer
+    let launcher: Launcher
+    /// Background App Refresh: policy, scheduled tasks, persistence (SPEC §5, §6).
+    private(set) var refresh: RefreshController!
+
+    /// Event streams: the CheckIn call of each connection that checked in.
+    private var streams: [ConnectionID: VarlinkRequest] = [:]
+    private var monitors: [ConnectionID: VarlinkRequest] = [:]
+    /// The request whose reply the input being handled produces.
+    private var pendingRequest: VarlinkRequest?
+    /// Recent decisions per app (for Explain and status), newest last.
+    private var history: [AppID: [DecisionRecord]] = [:]
+    private static let historyLimit = 32
+    private(set) var decisionCount = 0
+    /// pid → app, for exit reports.
+    private var appByPid: [Int32: AppID] = [:]
+    private var uidByApp: [AppID: UInt32] = [:]
+
+    struct DecisionRecord {
+        var realtimeUSec: Int64
+        var decision: Decision
+    }
+
+    init(queue: DispatchQueue, config: LoadedConfiguration, journal: JournalSink, logger: Logger, options: DaemonOptions,
+         freezer: any Freezer)
+    {
+        self.queue = queue
+        self.config = config
+        self.journal = journal
+        self.logger = logger
+        self.options = options
+        self.freezer = freezer
+        self.machine = LifecycleMachine(config: config.lifecycle)
+        self.launcher = Launcher(queue: queue)
+        launcher.onExit = { [weak self] pid, status in self?.processExited(pid: pid, status: status) }
+        launcher.start()
+        refresh = RefreshController(service: self, stateDirectory: options.stateDir)
+        register(config.manifests)
+    }
+
+    /// Registers (or re-registers, keeping state) every manifest with the core, in app-id order.
+    private func register(_ manifests: [AppID: AppManifestFile]) {
+        for (_, manifest) in manifests.sorted(by: { $0.key < $1.key }) {
+            if let m = LoadedConfiguration.coreManifest(manifest) { feed(.appRegistered(m)) }
+        }
+    }
+
+    var interfaceDescriptions: [(name: String, description: String)] {
+        [(Interfaces.appName, Interfaces.app), (Interfaces.managerName, Interfaces.manager)]
+    }
+
+    /// A new configuration (SIGHUP / Reload): timings for new deadlines, manifests added and removed.
+    func apply(_ newConfig: LoadedConfiguration) {
+        let old = config
+        config = newConfig
+        feed(.configurationChanged(newConfig.lifecycle))
+        register(newConfig.manifests)
+        for id in old.manifests.keys.sorted() where newConfig.manifests[id] == nil {
+            feed(.appUnregistered(id))
+        }
+        refresh.configurationChanged()
+    }
+
+    /// SIGTERM: thaw every frozen app so that nothing stays frozen with nobody managing it.
+    func shutdown() {
+        freezer.thawAll()
+        timer?.cancel()
+    }
+
+    func connectionClosed(_ connection: VarlinkConnection) {
+        let id = ConnectionID(connection.id)
+        let streamApp = streams.removeValue(forKey: id)?.call.parameters["appId"]?.stringValue.flatMap(AppID.init)
+        let pid = streamApp.flatMap { machine.app($0, now: now())?.pid }
+        monitors[id] = nil
+        feed(.connectionClosed(id))
+        // An app the daemon started that the core now counts as gone (its stream closed during
+        // termination) must not live on unmanaged: kill what is left of it.
+        if let app = streamApp, let pid, launcher.isRunningChild(pid),
+            let snap = machine.app(app, now: now()), snap.state == .notRunning, !snap.launching
+        {
+            freezer.kill(app: app, pid: pid)
+        }
+    }
+
+    // MARK: - Calls
+
+    func handle(_ request: VarlinkRequest) {
+        let call = request.call
+        if call.interface == Interfaces.appName[...] {
+            handleApp(request)
+        } else {
+            handleManager(request)
+        }
+    }
+
+    func appParameter(_ request: VarlinkRequest, prefix: String) -> AppID? {
+        guard case .string(let raw)? = request.call.parameters["appId"] else {
+            request.fail(.invalidParameter("appId"))
+            return nil
+        }
+        guard let id = AppID(raw), config.manifests[id] != nil else {
+            request.fail(VarlinkError(prefix + ".NoSuchApp", ["appId": .string(raw)]))
+            return nil
+        }
+        return id
+    }
+
+    /// The uid an app's calls must come from (besides root): its `User=`, else the daemon's own.
+    private func expectedUID(_ app: AppID) -> UInt32 {
+        if let cached = uidByApp[app] { return cached }
+        let uid = config.manifests[app].flatMap { resolveUser($0.user)?.uid } ?? getuid()
+        uidByApp[app] = uid
+        return uid
+    }
+
+    private func handleApp(_ request: VarlinkRequest) {
+        let call = request.call
+        let prefix = Interfaces.appName
+        let conn = ConnectionID(request.connection.id)
+        let p = call.parameters
+
+        if call.methodName == "Acknowledge" {
+            guard let raw = p["eventId"]?.intValue, raw > 0 else { return request.fail(.invalidParameter("eventId")) }
+            return run(.eventAcknowledged(EventID(UInt64(raw))), for: request)
+        }
+        guard let app = appParameter(request, prefix: prefix) else { return }
+        let peer = request.peer
+        guard peer.uid == 0 || peer.uid == expectedUID(app) else {
+            record(Decision(kind: .deny, reason: .permissionDenied, app: app, severity: .warning,
+                            message: "Denied \(call.methodName) for \(app) to \(peer): not the app's user"),
+                   peer: peer)
+            return request.fail(VarlinkError(prefix + ".PermissionDenied"))
+        }
+
+        switch call.methodName {
+        case "CheckIn":
+            guard call.more else { return request.fail(.expectedMore) }
+            appByPid[peer.pid] = app
+            freezer.attach(app: app, pid: peer.pid)
+            launcher.watch(pid: peer.pid)
+            pendingStream = (conn, request)
+            run(.appCheckedIn(app, connection: conn, pid: peer.pid), for: request)
+            pendingStream = nil
+        case "BeginBackgroundTask":
+            let name = p["name"]?.stringValue
+            run(.assertionRequested(app, connection: conn, name: name), for: request)
+        case "EndBackgroundTask":
+            guard let raw = p["taskId"]?.intValue, raw >= 0 else { return request.fail(.invalidParameter("taskId")) }
+            run(.assertionEndRequested(app, TaskID(UInt64(raw))), for: request)
+        case "BackgroundTimeRemaining":
+            let remaining = machine.backgroundTimeRemaining(of: app, now: now())
+            request.reply(["remainingUSec": remaining.map { .int($0.microseconds) } ?? .null])
+        case "BeginActivity":
+            guard let raw = p["mode"]?.stringValue else { return request.fail(.invalidParameter("mode")) }
+            guard let mode = BackgroundMode(rawValue: raw) else { return request.fail(.invalidParameter("mode")) }
+            run(.activityRequested(app, connection: conn, mode: mode), for: request)
+        case "EndActivity":
+            guard let raw = p["activityId"]?.intValue, raw >= 0 else { return request.fail(.invalidParameter("activityId")) }
+            run(.activityEndRequested(app, ActivityID(UInt64(raw))), for: request)
+        case "RefreshStatus":
+            request.reply(["status": .string(refreshStatus(app))])
+        default:
+            if !refresh.handleApp(request, app: app) { request.fail(.methodNotImplemented(call.method)) }
+        }
+    }
+
+    private func handleManager(_ request: VarlinkRequest) {
+        let call = request.call
+        let prefix = Interfaces.managerName
+        let p = call.parameters
+        let readOnly: Set<Substring> = ["ListApps", "GetApp", "ListAssertions", "GetSettings", "Explain", "Monitor", "Stats"]
+        if !readOnly.contains(call.methodName) && !mayControl(request.peer) {
+            return request.fail(VarlinkError(prefix + ".PermissionDenied"))
+        }
+        let t = now()
+        switch call.methodName {
+        case "ListApps":
+            request.reply(["apps": .array(machine.apps(now: t).map { appInfo($0) })])
+        case "GetApp":
+            guard let app = appParameter(request, prefix: prefix), let snap = machine.app(app, now: t) else { return }
+            request.reply(["app": appInfo(snap)])
+        case "ListAssertions":
+            request.reply(["assertions": .array(machine.assertions(now: t).map(assertionJSON))])
+        case "GetSettings":
+            request.reply(["settings": .object(settingsJSON())])
+        case "Stats":
+            request.reply(["stats": .object(statsJSON())])
+        case "Explain":
+            guard let app = appParameter(request, prefix: prefix), let snap = machine.app(app, now: t) else { return }
+            let reasons = (history[app] ?? []).suffix(Self.historyLimit).map(decisionJSON)
+            request.reply(["state": .string(snap.state.rawValue), "reasons": .array(reasons)])
+        case "Monitor":
+            guard call.more else { return request.fail(.expectedMore) }
+            monitors[ConnectionID(request.connection.id)] = request
+        case "Launch":
+            guard let app = appParameter(request, prefix: prefix) else { return }
+            let background = p["background"]?.boolValue ?? false
+            run(.launchRequested(app, background: background, exclusive: true), for: request)
+        case "Foreground":
+            guard let app = appParameter(request, prefix: prefix) else { return }
+            run(.foregroundRequested(app, exclusive: p["exclusive"]?.boolValue ?? true), for: request)
+        case "Background":
+            guard let app = appParameter(request, prefix: prefix) else { return }
+            run(.backgroundRequested(app), for: request)
+        case "Interrupt":
+            guard let app = appParameter(request, prefix: prefix) else { return }
+            run(.interruptionBegan(app), for: request)
+        case "EndInterruption":
+            guard let app = appParameter(request, prefix: prefix) else { return }
+            run(.interruptionEnded(app), for: request)
+        case "Terminate":
+            guard let app = appParameter(request, prefix: prefix) else { return }
+            run(.terminateRequested(app), for: request)
+        case "PostNotification":
+            guard let name = p["name"]?.stringValue, !name.isEmpty else { return request.fail(.invalidParameter("name")) }
+            var app: AppID?
+            if p["appId"] != nil && p["appId"] != .null {
+                guard let a = appParameter(request, prefix: prefix) else { return }
+                app = a
+            }
+            let payload = p["payload"].flatMap { $0 == .null ? nil : Payload(json: $0.serialized()) }
+            run(.notificationPosted(name: name, app: app, payload: payload), for: request)
+        case "Reload":
+            reloadHandler?()
+            request.reply()
+        default:
+            if !refresh.handleManager(request) { request.fail(.methodNotImplemented(call.method)) }
+        }
+    }
+
+    // MARK: - Driving the core
+
+    private var pendingStream: (ConnectionID, VarlinkRequest)?
+
+    /// Feeds a request's input and answers the request from the core's reply.
+    func run(_ input: Input, for request: VarlinkRequest) {
+        pendingRequest = request
+        feed(input)
+        if let still = pendingRequest, still.isOpen, !still.call.more {
+            // Every request input yields one reply; this is a safety net for invariants.
+            still.reply()
+        }
+        pendingRequest = nil
+    }
+
+    /// Feeds one input (and the inputs its actions cause), performs the actions, re-arms the timer.
+    func feed(_ first: Input) {
+        var inputs = [first]
+        var i = 0
+        while i < inputs.count {
+            let input = inputs[i]
+            i += 1
+            let t = now()
+            for action in machine.handle(input, now: t) {
+                if let follow = perform(action) { inputs.append(follow) }
+            }
+        }
+        armTimer()
+    }
+
+    private func perform(_ action: Action) -> Input? {
+        if let d = action.decision { record(d, peer: pendingRequest?.peer) }
+        switch action {
+        case .deliver(_, let conn, let event):
+            guard let stream = streams[conn] else { return nil }
+            stream.reply(checkInReply(app: nil, state: event.state, event: event), continues: true)
+            return nil
+        case .launch(let app, _, _):
+            guard let manifest = config.manifests[app] else { return .launchFailed(app, message: "no manifest") }
+            let cgroupFD = freezer.prepareLaunch(app: app)
+            defer { if let cgroupFD { close(cgroupFD) } }
+            switch launcher.spawn(manifest, socketPath: config.socketPath, cgroupProcsFD: cgroupFD) {
+            case .success(let pid):
+                appByPid[pid] = app
+                return .appLaunched(app, pid: pid)
+            case .failure(let error):
+                return .launchFailed(app, message: error.description)
+            }
+        case .freeze(let app, _):
+            freezer.freeze(app: app, pid: machine.app(app, now: now())?.pid)
+        case .thaw(let app, _):
+            freezer.thaw(app: app, pid: machine.app(app, now: now())?.pid)
+        case .terminate(let app, _):
+            freezer.signal(app: app, pid: machine.app(app, now: now())?.pid, SIGTERM)
+        case .kill(let app, _):
+            freezer.kill(app: app, pid: machine.app(app, now: now())?.pid)
+        case .reply(let reply):
+            answer(reply)
+        case .record:
+            break
+        }
+        return nil
+    }
+
+    private func answer(_ reply: Reply) {
+        guard let request = pendingRequest else { return }
+        let call = request.call
+        let prefix = String(call.interface)
+        switch reply {
+        case .ok:
+            request.reply()
+        case .checkedIn(let state):
+            guard let (conn, stream) = pendingStream else { return request.reply() }
+            streams[conn] = stream
+            let app = AppID(call.parameters["appId"]?.stringValue ?? "")
+            stream.reply(checkInReply(app: app, state: state, event: nil), continues: true)
+            pendingRequest = nil
+        case .taskID(let id):
+            request.reply(["taskId": .int(Int64(id.rawValue))])
+        case .activityID(let id):
+            request.reply(["activityId": .int(Int64(id.rawValue))])
+        case .failure(let error):
+            var params: [String: JSON] = [:]
+            switch error {
+            case .noSuchApp, .notCheckedIn, .alreadyCheckedIn:
+                params["appId"] = call.parameters["appId"] ?? .null
+            case .modeNotDeclared, .modeNotContinuous:
+                params["mode"] = call.parameters["mode"] ?? .null
+            case .invalidState:
+                let app = call.parameters["appId"]?.stringValue.flatMap(AppID.init)
+                params["state"] = .string(app.flatMap { machine.app($0, now: now())?.state.rawValue } ?? "unknown")
+            }
+            request.fail(VarlinkError(prefix + "." + error.varlinkName, params))
+        }
+    }
+
+    private func checkInReply(app: AppID?, state: AppState, event: Event?) -> [String: JSON] {
+        var r: [String: JSON] = ["state": .string(state.rawValue)]
+        if let app { r["refreshStatus"] = .string(refreshStatus(app)) }
+        if let event {
+            var e: [String: JSON] = [
+                "id": .int(Int64(event.id.rawValue)), "kind": .string(event.kind.rawValue),
+                "state": .string(event.state.rawValue), "needsAck": .bool(event.needsAck),
+            ]
+            if let v = event.taskID { e["taskId"] = .int(Int64(v.rawValue)) }
+            if let v = event.taskName { e["taskName"] = .string(v) }
+            if let v = event.identifier { e["identifier"] = .string(v) }
+            if let v = event.name { e["name"] = .string(v) }
+            if let v = event.payload { e["payload"] = (try? JSON.parse(v.json)) ?? .null }
+            if let v = event.launchReason { e["launchReason"] = .string(v.rawValue) }
+            if let v = event.deadline { e["deadlineUSec"] = .int(v.microseconds) }
+            r["event"] = .object(e)
+        }
+        return r
+    }
+
+    private func armTimer() {
+        guard let deadline = machine.nextDeadline else {
+            if armedDeadline != nil {
+                timer?.suspend()
+                armedDeadline = nil
+            }
+            return
+        }
+        if deadline == armedDeadline { return }
+        let delay = max(0, deadline.microseconds - now().microseconds)
+        if timer == nil {
+            let t = DispatchSource.makeTimerSource(flags: .strict, queue: queue)
+            t.setEventHandler { [weak self] in
+                guard let self else { return }
+                self.armedDeadline = nil
+                self.timer?.suspend()
+                self.feed(.deadlineReached)
+            }
+            timer = t
+            t.schedule(deadline: .now() + .microseconds(Int(delay)), leeway: .microseconds(50))
+            t.resume()
+        } else {
+            timer?.schedule(deadline: .now() + .microseconds(Int(delay)), leeway: .microseconds(50))
+            if armedDeadline == nil { timer?.resume() }
+        }
+        armedDeadline = deadline
+    }
+
+    private func processExited(pid: Int32, status: Int32?) {
+        guard let app = appByPid.removeValue(forKey: pid) else { return }
+        feed(.processExited(app, pid: pid))
+        if machine.app(app, now: now())?.pid == nil { freezer.released(app: app) }
+    }
+
+    func now() -> Instant { Instant(microseconds: Monotonic.nowUSec()) }
+
+    // MARK: - Decisions: journal, Monitor, history
+
+    func record(_ d: Decision, peer: PeerCredentials?) {
+        decisionCount += 1
+        refresh?.observe(d)
+        let realtime = Monotonic.realtimeUSec()
+        if let app = d.app {
+            // In place: no copy of the app's history per decision.
+            history[app, default: []].append(DecisionRecord(realtimeUSec: realtime, decision: d))
+            if let count = history[app]?.count, count > Self.historyLimit * 2 {
+                history[app]?.removeFirst(count - Self.historyLimit)
+            }
+        }
+        var fields: [JournalField] = []
+        func add(_ name: String, _ value: String?) {
+            if let value, let f = JournalField(name, value) { fields.append(f) }
+        }
+        add("MESSAGE_ID", MessageIDs.byDecision[d.kind.rawValue])
+        add("BGTASKD_DECISION", d.kind.rawValue)
+        add("BGTASKD_REASON", d.reason.rawValue)
+        add("BGTASKD_APP", d.app?.rawValue)
+        add("BGTASKD_STATE", d.state?.rawValue)
+        add("BGTASKD_PREVIOUS_STATE", d.previousState?.rawValue)
+        add("BGTASKD_TASK_ID", d.taskID.map { String($0.rawValue) })
+        add("BGTASKD_TASK_NAME", d.taskName)
+        add("BGTASKD_REMAINING_USEC", d.remaining.map { String($0.microseconds) })
+        add("BGTASKD_PID", d.pid.map(String.init))
+        add("OBJECT_PID", d.pid.map(String.init))
+        add("BGTASKD_UID", d.app.map { String(expectedUID($0)) })
+        add("BGTASKD_PEER_PID", peer.map { String($0.pid) })
+        let priority: JournalPriority = d.severity == .warning ? .warning : (d.severity == .notice ? .notice : .info)
+        journal.send(d.message, priority: priority, fields: fields)
+        if !monitors.isEmpty {
+            let json = decisionJSON(DecisionRecord(realtimeUSec: realtime, decision: d))
+            for m in monitors.values { m.reply(["decision": json], continues: true) }
+        }
+    }
+
+    // MARK: - JSON views
+
+    private func decisionJSON(_ r: DecisionRecord) -> JSON {
+        [
+            "realtimeUSec": .int(r.realtimeUSec), "appId": r.decision.app.map { .string($0.rawValue) } ?? .null,
+            "decision": .string(r.decision.kind.rawValue), "reason": .string(r.decision.reason.rawValue),
+            "message": .string(r.decision.message),
+        ]
+    }
+
+    private func assertionJSON(_ a: AssertionSnapshot) -> JSON {
+        [
+            "taskId": .int(Int64(a.taskID.rawValue)), "appId": .string(a.app.rawValue),
+            "name": a.name.map { .string($0) } ?? .null,
+            "remainingUSec": a.remaining.map { .int($0.microseconds) } ?? .null, "expiring": .bool(a.expiring),
+        ]
+    }
+
+    private func appInfo(_ s: AppSnapshot) -> JSON {
+        let manifest = config.manifests[s.id]
+        let last = history[s.id]?.last
+        return [
+            "appId": .string(s.id.rawValue), "name": .string(manifest?.name ?? s.id.rawValue),
+            "state": .string(s.state.rawValue), "pid": s.pid.map { .int(Int64($0)) } ?? .null,
+            "uid": s.pid == nil ? .null : .int(Int64(expectedUID(s.id))),
+            "lifecycleAware": .bool(s.lifecycleAware),
+            "assertions": .array(s.assertions.map(assertionJSON)),
+            "activities": .array(s.activities.map {
+                ["activityId": .int(Int64($0.activityID.rawValue)), "appId": .string($0.app.rawValue), "mode": .string($0.mode.rawValue)]
+            }),
+            "refreshSetting": .string(refreshSetting(s.id) ? "on" : "off"),
+            "refreshStatus": .string(refreshStatus(s.id)),
+            "backgroundTimeRemainingUSec": s.backgroundTimeRemaining.map { .int($0.microseconds) } ?? .null,
+            "pendingTaskRequests": .int(Int64(refresh.pendingCount(for: s.id))),
+            "lastDecision": last.map(decisionJSON) ?? .null,
+        ]
+    }
+
+    /// The app's own Background App Refresh setting ("on"/"off").
+    func refreshSetting(_ app: AppID) -> Bool { refresh.setting(for: app) }
+
+    /// SPEC §5: restricted, denied or available.
+    func refreshStatus(_ app: AppID) -> String { refresh.status(for: app) }
+
+    /// Read-only access to the core for the refresh controller.
+    var lifecycle: LifecycleMachine { machine }
+
+    func settingsJSON() -> [String: JSON] {
+        let d = config.daemon
+        var settings: [String: JSON] = [
+            "backgroundAppRefresh": .string(d.backgroundAppRefresh.rawValue),
+            "lowPowerMode": false,
+            "onExternalPower": true,
+            "network": "unmetered",
+            "freezerBackend": .string(freezer.name),
+            "socket": .string(config.socketPath),
+            "didEnterBackgroundTimeoutUSec": .int(d.didEnterBackgroundTimeoutUSec),
+            "backgroundTimeBudgetUSec": .int(d.backgroundTimeBudgetUSec),
+            "expirationWarningUSec": .int(d.expirationWarningUSec),
+            "maxBackgroundTasksPerApp": .int(Int64(d.maxBackgroundTasksPerApp)),
+            "launchTimeoutUSec": .int(d.launchTimeoutUSec),
+            "killTimeoutUSec": .int(d.killTimeoutUSec),
+        ]
+        refresh.overrideSettings(&settings)
+        return settings
+    }
+
+    func statsJSON() -> [String: JSON] {
+        [
+            "uptimeUSec": .int(Monotonic.nowUSec() - startedUSec),
+            "apps": .int(Int64(machine.appIDs.count)),
+            "connections": .int(Int64(server?.connectionCount ?? 0)),
+            "calls": .int(Int64(server?.callCount ?? 0)),
+            "decisions": .int(Int64(decisionCount)),
+            "liveAssertions": .int(Int64(machine.liveAssertionCount)),
+            "journalEntries": .int(Int64(journal.sent)),
+            "journalDropped": .int(Int64(journal.dropped)),
+        ]
+    }
+
+    /// Control methods: root, or a member of `ControlGroup=` (primary or supplementary group of the
+    /// calling process, read from /proc at call time).
+    func mayControl(_ peer: PeerCredentials) -> Bool {
+        if peer.uid == 0 { return true }
+        guard let gid = config.controlGroupID else { return false }
+        if peer.gid == gid { return true }
+        return ProcessInfoReader.supplementaryGroups(pid: peer.pid).contains(gid)
+    }
+}
+
+/// Facts about other processes from /proc.
+enum ProcessInfoReader {
+    static func supplementaryGroups(pid: Int32) -> [UInt32] {
+        guard let text = readFile("/proc/\(pid)/status") else { return [] }
+        for line in text.split(separator: "\n") where line.hasPrefix("Groups:") {
+            return line.dropFirst("Groups:".count).split(whereSeparator: { $0 == " " || $0 == "\t" }).compactMap { UInt32($0) }
+        }
+        return []
+    }
+}
+
+/// Reads a whole (small) file, nil on any error.
+func readFile(_ path: String) -> String? {
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var out: [UInt8] = []
+    var buf = [UInt8](repeating: 0, count: 4096)
+    while true {
+        let n = buf.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        if n < 0 && errno == EINTR { continue }
+        if n <= 0 { break }
+        out.append(contentsOf: buf[0..<n])
+    }
+    return String(decoding: out, as: UTF8.self)
+}

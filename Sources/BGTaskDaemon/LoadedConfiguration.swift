@@ -1,0 +1,92 @@
+import BGTaskConfig
+import BGTaskCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The configuration the daemon runs with: bgtaskd.conf (+ drop-ins), the app manifests, and what the
+/// flags override. A bad bgtaskd.conf refuses the whole load; a bad manifest only leaves that app out.
+struct LoadedConfiguration: Sendable {
+    var daemon: DaemonConfig
+    var manifests: [AppID: AppManifestFile]
+    var socketPath: String
+    var controlGroupID: UInt32?
+    /// Unknown keys, and manifests that could not be loaded (file:line: key: what).
+    var warnings: [String]
+
+    var maxMessageSize: Int { daemon.maxMessageSize }
+
+    var lifecycle: LifecycleConfig {
+        let d = daemon
+        return LifecycleConfig(
+            didEnterBackgroundTimeout: .microseconds(d.didEnterBackgroundTimeoutUSec),
+            backgroundTimeBudget: .microseconds(d.backgroundTimeBudgetUSec),
+            expirationWarning: .microseconds(d.expirationWarningUSec),
+            maxBackgroundTasksPerApp: d.maxBackgroundTasksPerApp,
+            launchTimeout: .microseconds(d.launchTimeoutUSec),
+            willTerminateTimeout: .microseconds(d.willTerminateTimeoutUSec),
+            killTimeout: .microseconds(d.killTimeoutUSec),
+            refreshTaskBudget: .microseconds(d.refreshTaskBudgetUSec),
+            processingTaskBudget: .microseconds(d.processingTaskBudgetUSec)
+        )
+    }
+
+    static func coreManifest(_ m: AppManifestFile) -> AppManifest? {
+        guard let id = AppID(m.id) else { return nil }
+        return AppManifest(
+            id: id, lifecycleAware: m.lifecycleAware,
+            backgroundModes: Set(m.backgroundModes.compactMap { BackgroundMode(rawValue: $0.rawValue) }))
+    }
+
+    static func load(from options: DaemonOptions) -> Result<LoadedConfiguration, LoadError> {
+        let daemon: DaemonConfig
+        var warnings: [String] = []
+        do {
+            let loaded = try DaemonConfig.load(configDirectory: options.configDir)
+            daemon = loaded.config
+            warnings += loaded.warnings.map(\.description)
+        } catch {
+            return .failure(LoadError(description: error.description))
+        }
+        let apps = AppManifestFile.loadAll(appsDirectory: AppManifestFile.appsDirectory(inConfigDirectory: options.configDir))
+        warnings += apps.errors.map { "\($0) (app left out)" }
+        warnings += apps.warnings.map(\.description)
+        var manifests: [AppID: AppManifestFile] = [:]
+        for m in apps.manifests {
+            if let id = AppID(m.id) { manifests[id] = m }
+        }
+        var gid: UInt32?
+        if let group = daemon.controlGroup {
+            switch group {
+            case .id(let id): gid = id
+            case .name(let name):
+                guard let gr = getgrnam(name) else {
+                    return .failure(LoadError(description: "ControlGroup=\(name): no such group"))
+                }
+                gid = gr.pointee.gr_gid
+            }
+        }
+        // --socket wins; then an explicit Socket=; else the socket lives in the runtime directory.
+        let socket = options.socketPath
+            ?? (daemon.socket != DaemonConfig().socket ? daemon.socket : options.runtimeDir + "/io.bgtaskd")
+        return .success(LoadedConfiguration(daemon: daemon, manifests: manifests, socketPath: socket, controlGroupID: gid, warnings: warnings))
+    }
+
+    struct LoadError: Error, CustomStringConvertible, Sendable {
+        var description: String
+    }
+}
+
+/// Resolves a manifest's `User=` to uid and gid (nil: run as the daemon's own user).
+func resolveUser(_ account: Account?) -> (uid: UInt32, gid: UInt32, name: String?)? {
+    guard let account else { return nil }
+    switch account {
+    case .id(let uid):
+        if let pw = getpwuid(uid) { return (uid, pw.pointee.pw_gid, String(cString: pw.pointee.pw_name)) }
+        return (uid, uid, nil)
+    case .name(let name):
+        guard let pw = getpwnam(name) else { return nil }
+        return (pw.pointee.pw_uid, pw.pointee.pw_gid, name)
+    }
+}

@@ -1,0 +1,278 @@
+import BGTaskConfig
+import BGTaskCore
+import CSystemd
+import Dispatch
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// How an app's processes are stopped and resumed. Every method runs on the daemon's queue and
+/// returns quickly (no waiting for the kernel beyond a write and a re-read).
+protocol Freezer: AnyObject {
+    /// `cgroup`, `signal` or `none`, as in `FreezerBackend=` and the journal.
+    var name: String { get }
+    /// Called before spawning: a descriptor of the app's `cgroup.procs` for the child to join
+    /// (nil: the app is not placed in a cgroup). The caller closes it.
+    func prepareLaunch(app: AppID) -> Int32?
+    /// Adopts a process the daemon did not start (an app that checked in on its own).
+    func attach(app: AppID, pid: Int32)
+    func freeze(app: AppID, pid: Int32?)
+    func thaw(app: AppID, pid: Int32?)
+    /// SIGTERM (or another signal) to every process of the app.
+    func signal(app: AppID, pid: Int32?, _ sig: Int32)
+    /// Kills every process of the app at once (cgroup.kill, or SIGKILL to each; works when frozen).
+    func kill(app: AppID, pid: Int32?)
+    /// The app has no process left: forget it (remove its cgroup).
+    func released(app: AppID)
+    /// Daemon stops: thaw everything so that nothing stays frozen unmanaged.
+    func thawAll()
+}
+
+/// `FreezerBackend=none`: decide and log only (a dry run).
+final class NoFreezer: Freezer {
+    var name: String { "none" }
+    func prepareLaunch(app: AppID) -> Int32? { nil }
+    func attach(app: AppID, pid: Int32) {}
+    func freeze(app: AppID, pid: Int32?) {}
+    func thaw(app: AppID, pid: Int32?) {}
+    func signal(app: AppID, pid: Int32?, _ sig: Int32) {
+        if let pid { SignalFreezer.signalTree(root: pid, sig) }
+    }
+    func kill(app: AppID, pid: Int32?) {
+        if let pid { SignalFreezer.signalTree(root: pid, SIGKILL) }
+    }
+    func released(app: AppID) {}
+    func thawAll() {}
+}
+
+/// `FreezerBackend=signal`: SIGSTOP/SIGCONT to every process of the app: its session (an app started
+/// by the daemon leads its own session, so children started later are in it) and the descendants of
+/// its main process.
+final class SignalFreezer: Freezer {
+    var name: String { "signal" }
+    private var frozen: [AppID: Int32] = [:]
+    /// issue 5: records of the processes stopped, so that a daemon restarted after a crash finds them
+    /// (SignalRecovery.swift); nil: not recorded.
+    let records: StoppedProcessRecords?
+
+    init(records: StoppedProcessRecords? = nil) {
+        self.records = records
+    }
+
+    func prepareLaunch(app: AppID) -> Int32? { nil }
+    func attach(app: AppID, pid: Int32) {}
+
+    func freeze(app: AppID, pid: Int32?) {
+        guard let pid else { return }
+        // issue 5: recorded before stopping (a crash in between must not leave an unrecorded stop),
+        // and again if children turned up meanwhile.
+        let known = records == nil ? [] : Self.processTree(root: pid)
+        records?.stopped(app: app, pids: known)
+        let stopped = Self.signalTree(root: pid, SIGSTOP)
+        frozen[app] = pid
+        if stopped != known { records?.stopped(app: app, pids: stopped) }
+    }
+
+    func thaw(app: AppID, pid: Int32?) {
+        guard let pid = pid ?? frozen[app] else { return }
+        Self.signalTree(root: pid, SIGCONT)
+        frozen[app] = nil
+        records?.cleared(app: app)  // issue 5
+    }
+
+    func signal(app: AppID, pid: Int32?, _ sig: Int32) {
+        guard let pid else { return }
+        Self.signalTree(root: pid, sig)
+    }
+
+    func kill(app: AppID, pid: Int32?) {
+        guard let pid else { return }
+        Self.signalTree(root: pid, SIGKILL)
+        frozen[app] = nil
+        records?.cleared(app: app)  // issue 5
+    }
+
+    func released(app: AppID) {
+        frozen[app] = nil
+        records?.cleared(app: app)  // issue 5
+    }
+
+    func thawAll() {
+        for (app, pid) in frozen {
+            Self.signalTree(root: pid, SIGCONT)
+            records?.cleared(app: app)  // issue 5
+        }
+        frozen.removeAll()
+    }
+
+    /// Signals `root`, every process in the session `root` leads, and every descendant of `root`;
+    /// returns the pids signalled.
+    @discardableResult
+    static func signalTree(root: Int32, _ sig: Int32) -> [Int32] {
+        // issue 5: a process that was not stopped yet may have forked between the scan of /proc and
+        // its signal. Once kill(2) has returned the target can no longer complete a fork (a pending
+        // signal restarts it), so rescanning until nothing new turns up catches every child.
+        var signalled: Set<Int32> = []
+        for _ in 0..<8 {
+            let fresh = processTree(root: root).filter { !signalled.contains($0) }
+            if fresh.isEmpty { break }
+            for pid in fresh { _ = Glibc.kill(pid, sig) }
+            signalled.formUnion(fresh)
+            if sig != SIGSTOP && sig != SIGKILL { break }
+        }
+        return signalled.sorted()
+    }
+
+    /// `root` and the processes that belong to it, from /proc.
+    static func processTree(root: Int32) -> [Int32] {
+        var parent: [Int32: Int32] = [:]
+        var inSession: [Int32] = []
+        guard let dir = opendir("/proc") else { return [root] }
+        defer { closedir(dir) }
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+            }
+            guard let pid = Int32(name), let stat = readFile("/proc/\(pid)/stat") else { continue }
+            // Fields after the command name (which may hold spaces and parentheses).
+            guard let close = stat.lastIndex(of: ")") else { continue }
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            // state ppid pgrp session …
+            guard fields.count > 3, let ppid = Int32(fields[1]), let sid = Int32(fields[3]) else { continue }
+            parent[pid] = ppid
+            if sid == root && pid != root { inSession.append(pid) }
+        }
+        var result: Set<Int32> = [root]
+        result.formUnion(inSession)
+        // Descendants: repeat until no new child is found (the tree is small).
+        var changed = true
+        while changed {
+            changed = false
+            for (pid, ppid) in parent where !result.contains(pid) && result.contains(ppid) {
+                result.insert(pid)
+                changed = true
+            }
+        }
+        return result.sorted()
+    }
+}
+
+/// Starts apps and watches them exit.
+final class Launcher: @unchecked Sendable {
+    // @unchecked: used only on `queue`.
+    let queue: DispatchQueue
+    /// (pid, wait status) of every reaped child and (pid, nil) for watched non-children.
+    var onExit: ((Int32, Int32?) -> Void)?
+    private var sigchld: (any DispatchSourceSignal)?
+    private var pidfdSources: [Int32: any DispatchSourceRead] = [:]
+    private var children: Set<Int32> = []
+
+    init(queue: DispatchQueue) {
+        self.queue = queue
+    }
+
+    func start() {
+        Glibc.signal(SIGCHLD, SIG_DFL)
+        let source = DispatchSource.makeSignalSource(signal: SIGCHLD, queue: queue)
+        source.setEventHandler { [weak self] in self?.reap() }
+        source.resume()
+        sigchld = source
+        reap()
+    }
+
+    private func reap() {
+        while true {
+            var status: Int32 = 0
+            let pid = waitpid(-1, &status, WNOHANG)
+            if pid <= 0 { return }
+            children.remove(pid)
+            onExit?(pid, status)
+        }
+    }
+
+    /// True while `pid` is a child the daemon started and has not reaped.
+    func isRunningChild(_ pid: Int32) -> Bool { children.contains(pid) }
+
+    /// Watches a process the daemon did not start: reports (pid, nil) when it exits.
+    func watch(pid: Int32) {
+        guard !children.contains(pid), pidfdSources[pid] == nil else { return }
+        let fd = bgtaskd_pidfd_open(pid)
+        guard fd >= 0 else { return }
+        let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
+        source.setEventHandler { [weak self] in
+            guard let self else { return }
+            self.pidfdSources[pid]?.cancel()
+            self.pidfdSources[pid] = nil
+            self.onExit?(pid, nil)
+        }
+        source.setCancelHandler { closeDeferred(fd) }
+        source.resume()
+        pidfdSources[pid] = source
+    }
+
+    struct LaunchError: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// Starts `manifest`'s `Exec=` as its `User=`, with `BGTASKD_APP_ID` and `BGTASKD_SOCKET`.
+    func spawn(_ manifest: AppManifestFile, socketPath: String, cgroupProcsFD: Int32?) -> Result<Int32, LaunchError> {
+        guard let first = manifest.exec.first else { return .failure(LaunchError(description: "Exec= is empty")) }
+        guard let path = Self.resolveExecutable(first) else {
+            return .failure(LaunchError(description: "\(first): executable not found"))
+        }
+        var setIDs: Int32 = 0
+        var uid: uid_t = 0
+        var gid: gid_t = 0
+        var home: String?
+        var userName: String?
+        if let user = manifest.user {
+            guard let resolved = resolveUser(user) else {
+                return .failure(LaunchError(description: "User=\(user): no such user"))
+            }
+            (uid, gid, userName) = resolved
+            setIDs = 1
+            if let pw = getpwuid(uid) { home = String(cString: pw.pointee.pw_dir) }
+        }
+        var env: [String: String] = [:]
+        for key in ["PATH", "LANG", "TZ", "HOME", "USER", "LOGNAME", "XDG_RUNTIME_DIR", "WAYLAND_DISPLAY", "DISPLAY"] {
+            if let v = getenv(key) { env[key] = String(cString: v) }
+        }
+        if env["PATH"] == nil { env["PATH"] = "/usr/local/bin:/usr/bin:/bin" }
+        if let home { env["HOME"] = home }
+        if let userName { env["USER"] = userName; env["LOGNAME"] = userName }
+        for v in manifest.environment { env[v.name] = v.value }
+        env["BGTASKD_APP_ID"] = manifest.id
+        env["BGTASKD_SOCKET"] = socketPath
+        let envStrings = env.sorted(by: { $0.key < $1.key }).map { "\($0.key)=\($0.value)" }
+
+        let pid = withCStrings(manifest.exec) { argv in
+            withCStrings(envStrings) { envp in
+                bgtaskd_spawn(path, argv, envp, manifest.workingDirectory, uid, gid, setIDs, cgroupProcsFD ?? -1)
+            }
+        }
+        if pid < 0 {
+            return .failure(LaunchError(description: "\(path): \(String(cString: strerror(-pid)))"))
+        }
+        children.insert(pid)
+        return .success(pid)
+    }
+
+    static func resolveExecutable(_ name: String) -> String? {
+        if name.contains("/") { return access(name, X_OK) == 0 ? name : nil }
+        let path = getenv("PATH").map { String(cString: $0) } ?? "/usr/local/bin:/usr/bin:/bin"
+        for dir in path.split(separator: ":") {
+            let candidate = "\(dir)/\(name)"
+            if access(candidate, X_OK) == 0 { return candidate }
+        }
+        return nil
+    }
+}
+
+/// Calls `body` with a NULL-terminated `char *[]` of `strings`.
+func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>?) -> R) -> R {
+    var pointers: [UnsafeMutablePointer<CChar>?] = strings.map { strdup($0) }
+    pointers.append(nil)
+    defer { for p in pointers { free(p) } }
+    return pointers.withUnsafeBufferPointer { body($0.baseAddress) }
+}

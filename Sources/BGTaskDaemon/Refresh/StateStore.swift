@@ -1,0 +1,250 @@
+import BGTaskCore
+import BGTaskProtocol
+import Dispatch
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What Background App Refresh keeps across restarts and crashes (SPEC §5, §6): the run-time settings,
+/// the last conditions set, each app's pending task requests and last refresh.
+struct RefreshState: Equatable, Sendable {
+    /// `SetGlobalRefresh`; `nil`: `BackgroundAppRefresh=` of the configuration.
+    var mode: RefreshMode?
+    /// `SetLowPowerMode`.
+    var lowPowerMode = false
+    /// The last `SetConditions(onExternalPower:)`; automatic detection overrides it where present.
+    var onExternalPower: Bool?
+    /// The last `SetConditions(network:)`.
+    var network: NetworkCondition?
+    /// `SetRefreshPolicy` per app; apps without an entry use their manifest or `DefaultAppRefresh=`.
+    var appSettings: [AppID: Bool] = [:]
+    /// Pending requests and last refreshes.
+    var schedule = TaskSchedule()
+}
+
+extension RefreshState {
+    static let formatVersion: Int64 = 1
+
+    /// The file's JSON. Keys are written sorted, so equal states give equal bytes.
+    func json() -> JSON {
+        var root: [String: JSON] = ["version": .int(Self.formatVersion), "lowPowerMode": .bool(lowPowerMode)]
+        if let mode { root["backgroundAppRefresh"] = .string(mode.rawValue) }
+        var conditions: [String: JSON] = [:]
+        if let onExternalPower { conditions["onExternalPower"] = .bool(onExternalPower) }
+        if let network { conditions["network"] = .string(network.rawValue) }
+        if !conditions.isEmpty { root["conditions"] = .object(conditions) }
+        var apps: [String: JSON] = [:]
+        let ids = Set(appSettings.keys).union(schedule.pending.keys).union(schedule.lastRefresh.keys)
+        for id in ids.sorted() {
+            var entry: [String: JSON] = [:]
+            if let enabled = appSettings[id] { entry["refresh"] = .bool(enabled) }
+            if let last = schedule.lastRefresh[id] { entry["lastRefreshRealtimeUSec"] = .int(last.microsecondsSinceEpoch) }
+            let requests = schedule.requests(for: id)
+            if !requests.isEmpty { entry["requests"] = .array(requests.map(Self.requestJSON)) }
+            apps[id.rawValue] = .object(entry)
+        }
+        root["apps"] = .object(apps)
+        return .object(root)
+    }
+
+    /// A request as on the wire (`type TaskRequest`), `earliestBeginUSec` left out when there is none.
+    static func requestJSON(_ r: TaskRequest) -> JSON {
+        var o: [String: JSON] = [
+            "identifier": .string(r.identifier), "kind": .string(r.kind.rawValue),
+            "requiresNetwork": .bool(r.requiresNetwork), "requiresExternalPower": .bool(r.requiresExternalPower),
+        ]
+        if let begin = r.earliestBegin { o["earliestBeginUSec"] = .int(begin.microsecondsSinceEpoch) }
+        return .object(o)
+    }
+
+    /// Reads a saved state. Entries that make no sense are skipped and reported; only a file that is not a
+    /// JSON object at all fails.
+    static func decode(_ json: JSON) -> (state: RefreshState, warnings: [String])? {
+        guard let root = json.objectValue else { return nil }
+        var state = RefreshState()
+        var warnings: [String] = []
+        if let v = root["version"]?.intValue, v > formatVersion {
+            warnings.append("state format \(v) is newer than \(formatVersion); reading what is understood")
+        }
+        if let raw = root["backgroundAppRefresh"]?.stringValue {
+            if let mode = RefreshMode(rawValue: raw) { state.mode = mode } else { warnings.append("unknown backgroundAppRefresh \(raw)") }
+        }
+        state.lowPowerMode = root["lowPowerMode"]?.boolValue ?? false
+        if let conditions = root["conditions"]?.objectValue {
+            state.onExternalPower = conditions["onExternalPower"]?.boolValue
+            if let raw = conditions["network"]?.stringValue {
+                if let n = NetworkCondition(rawValue: raw) { state.network = n } else { warnings.append("unknown network \(raw)") }
+            }
+        }
+        for (rawID, value) in (root["apps"]?.objectValue ?? [:]).sorted(by: { $0.key < $1.key }) {
+            guard let id = AppID(rawID), let entry = value.objectValue else {
+                warnings.append("skipped the entry of \(rawID.debugDescription)")
+                continue
+            }
+            if let enabled = entry["refresh"]?.boolValue { state.appSettings[id] = enabled }
+            if let last = entry["lastRefreshRealtimeUSec"]?.intValue {
+                state.schedule.setLastRefresh(RealtimeInstant(microsecondsSinceEpoch: last), for: id)
+            }
+            for item in entry["requests"]?.arrayValue ?? [] {
+                guard let request = requestFrom(item) else {
+                    warnings.append("skipped a malformed task request of \(id)")
+                    continue
+                }
+                if !state.schedule.restore(request, for: id) {
+                    warnings.append("dropped task request \(request.identifier) of \(id): over the limit")
+                }
+            }
+        }
+        return (state, warnings)
+    }
+
+    static func requestFrom(_ json: JSON) -> TaskRequest? {
+        guard let identifier = json["identifier"]?.stringValue, !identifier.isEmpty,
+            let kind = json["kind"]?.stringValue.flatMap(TaskKind.init(rawValue:))
+        else { return nil }
+        return TaskRequest(
+            identifier: identifier, kind: kind,
+            earliestBegin: json["earliestBeginUSec"]?.intValue.map { RealtimeInstant(microsecondsSinceEpoch: $0) },
+            requiresNetwork: json["requiresNetwork"]?.boolValue ?? false,
+            requiresExternalPower: json["requiresExternalPower"]?.boolValue ?? false)
+    }
+}
+
+/// Keeps ``RefreshState`` in one file of the state directory, crash-safe: each save writes a temporary
+/// file, fsyncs it, renames it over the old one and fsyncs the directory, so a `kill -9` (or a power cut)
+/// at any moment leaves either the old file or the new one, both complete.
+///
+/// Saves run on a private queue so that fsync never stalls the daemon's queue; a save's completion runs
+/// on the daemon's queue once a write that includes it is durable. Saves made while a write is under way
+/// are written together by the next one (group commit), so a burst of changes costs two fsyncs, not one each.
+final class StateStore: @unchecked Sendable {
+    // @unchecked: the mutable properties are used only on `queue`; `ioQueue` gets values, never `self`'s state.
+    let directory: String
+    let path: String
+    let temporaryPath: String
+    private let queue: DispatchQueue
+    private let ioQueue = DispatchQueue(label: "bgtaskd.state-writer")
+
+    private var version: UInt64 = 0
+    private var latest: [UInt8]?
+    private var writing = false
+    private var waiters: [(version: UInt64, completion: (String?) -> Void)] = []
+    /// Writes done (for tests and Stats).
+    private(set) var writes = 0
+
+    static let fileName = "refresh.json"
+
+    init(directory: String, queue: DispatchQueue) {
+        self.directory = directory
+        self.path = directory + "/" + Self.fileName
+        self.temporaryPath = directory + "/." + Self.fileName + ".tmp"
+        self.queue = queue
+    }
+
+    /// Reads the saved state; a missing file is a fresh start. A file that cannot be read back (which the
+    /// write protocol never leaves behind: someone else wrote it) is renamed `*.corrupt` and reported.
+    /// A leftover temporary file (from a crash in the middle of a write) is removed.
+    func load() -> (state: RefreshState, warnings: [String]) {
+        unlink(temporaryPath)
+        guard let bytes = Self.readAll(path) else {
+            if errno == ENOENT { return (RefreshState(), []) }
+            return (RefreshState(), ["cannot read \(path): \(String(cString: strerror(errno))); starting from the defaults"])
+        }
+        if let json = try? JSON.parse(bytes), let decoded = RefreshState.decode(json) {
+            return decoded
+        }
+        let aside = path + ".corrupt"
+        rename(path, aside)
+        return (RefreshState(), ["\(path) could not be read back; moved it to \(aside) and started from the defaults"])
+    }
+
+    /// Saves `state`; `completion(nil)` once it is durable, `completion(error)` if the write failed.
+    func save(_ state: RefreshState, completion: @escaping (String?) -> Void = { _ in }) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        version += 1
+        var bytes: [UInt8] = []
+        state.json().write(into: &bytes)
+        bytes.append(UInt8(ascii: "\n"))
+        latest = bytes
+        waiters.append((version, completion))
+        if !writing { startWrite() }
+    }
+
+    private func startWrite() {
+        guard let bytes = latest else { return }
+        latest = nil
+        writing = true
+        let target = version
+        let (path, temporaryPath, directory) = (self.path, self.temporaryPath, self.directory)
+        ioQueue.async { [weak self] in
+            let error = Self.writeAtomically(bytes, path: path, temporaryPath: temporaryPath, directory: directory)
+            guard let self else { return }
+            self.queue.async { self.finished(target, error: error) }
+        }
+    }
+
+    private func finished(_ target: UInt64, error: String?) {
+        writing = false
+        writes += 1
+        let done = waiters.filter { $0.version <= target }
+        waiters.removeAll { $0.version <= target }
+        for w in done { w.completion(error) }
+        if latest != nil { startWrite() }
+    }
+
+    /// Write, fsync, rename, fsync the directory. Returns an error text, nil on success.
+    static func writeAtomically(_ bytes: [UInt8], path: String, temporaryPath: String, directory: String) -> String? {
+        func failure(_ what: String) -> String { "\(what) \(temporaryPath): \(String(cString: strerror(errno)))" }
+        let fd = open(temporaryPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { return failure("cannot create") }
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { raw -> Int in
+                guard let base = raw.baseAddress else { return 0 }
+                return write(fd, base + offset, raw.count - offset)
+            }
+            if n <= 0 {
+                if n < 0 && errno == EINTR { continue }
+                let message = failure("cannot write")
+                close(fd)
+                unlink(temporaryPath)
+                return message
+            }
+            offset += n
+        }
+        if fsync(fd) != 0 {
+            let message = failure("cannot fsync")
+            close(fd)
+            unlink(temporaryPath)
+            return message
+        }
+        close(fd)
+        if rename(temporaryPath, path) != 0 {
+            let message = failure("cannot rename")
+            unlink(temporaryPath)
+            return message
+        }
+        let dir = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard dir >= 0 else { return "cannot open \(directory): \(String(cString: strerror(errno)))" }
+        defer { close(dir) }
+        if fsync(dir) != 0 { return "cannot fsync \(directory): \(String(cString: strerror(errno)))" }
+        return nil
+    }
+
+    static func readAll(_ path: String) -> [UInt8]? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var out: [UInt8] = []
+        var buf = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = buf.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            if n < 0 { return nil }
+            if n == 0 { break }
+            out.append(contentsOf: buf[0..<n])
+        }
+        return out
+    }
+}

@@ -1,0 +1,226 @@
+/// Splits a byte stream into NUL-terminated Varlink messages.
+///
+/// Bytes arrive in any chunking (one at a time, several messages at once); `next()` returns each
+/// complete message once. A message longer than `maxMessageSize` without its terminator is an error:
+/// the connection must be closed, since nothing after it can be trusted.
+public struct VarlinkFramer: Sendable {
+    public let maxMessageSize: Int
+    private var buffer: [UInt8] = []
+    private var start = 0
+    private var scanned = 0
+
+    public init(maxMessageSize: Int = 64 * 1024) {
+        self.maxMessageSize = maxMessageSize
+    }
+
+    public enum Failure: Error, Sendable, Equatable { case messageTooLarge }
+
+    /// Bytes received but not yet returned as a message.
+    public var bufferedCount: Int { buffer.count - start }
+
+    /// True when a terminated message is buffered.
+    public var hasCompleteMessage: Bool { buffer[max(scanned, start)...].contains(0) }
+
+    public mutating func append<C: Collection<UInt8>>(_ bytes: C) {
+        buffer.append(contentsOf: bytes)
+    }
+
+    public mutating func append(_ bytes: UnsafeRawBufferPointer) {
+        buffer.append(contentsOf: bytes)
+    }
+
+    /// The next complete message without its NUL, nil when more bytes are needed.
+    public mutating func next() throws(Failure) -> ArraySlice<UInt8>? {
+        var i = max(scanned, start)
+        let end = buffer.count
+        while i < end {
+            if buffer[i] == 0 {
+                let message = buffer[start..<i]
+                start = i + 1
+                scanned = start
+                if message.count > maxMessageSize { throw .messageTooLarge }
+                compactIfNeeded()
+                return message
+            }
+            i += 1
+        }
+        scanned = end
+        if end - start > maxMessageSize { throw .messageTooLarge }
+        compactIfNeeded()
+        return nil
+    }
+
+    private mutating func compactIfNeeded() {
+        if start == buffer.count {
+            buffer.removeAll(keepingCapacity: true)
+            start = 0
+            scanned = 0
+        } else if start > 4096 && start * 2 > buffer.count {
+            buffer.removeFirst(start)
+            scanned -= start
+            start = 0
+        }
+    }
+}
+
+/// A method call as received from a Varlink client.
+public struct VarlinkCall: Sendable, Equatable {
+    /// Fully qualified: `interface.Method`.
+    public var method: String
+    public var parameters: [String: JSON]
+    public var more: Bool
+    public var oneway: Bool
+    public var upgrade: Bool
+
+    public init(method: String, parameters: [String: JSON] = [:], more: Bool = false, oneway: Bool = false, upgrade: Bool = false) {
+        self.method = method
+        self.parameters = parameters
+        self.more = more
+        self.oneway = oneway
+        self.upgrade = upgrade
+    }
+
+    /// The interface part of `method`.
+    public var interface: Substring {
+        guard let dot = method.lastIndex(of: ".") else { return "" }
+        return method[..<dot]
+    }
+
+    /// The method name without its interface.
+    public var methodName: Substring {
+        guard let dot = method.lastIndex(of: ".") else { return method[...] }
+        return method[method.index(after: dot)...]
+    }
+
+    /// Why a message is not a valid call.
+    public enum DecodeError: Error, Sendable, Equatable {
+        case invalidJSON(String)
+        case notAnObject
+        case missingMethod
+        case invalidField(String)
+    }
+
+    /// Decodes one message (without its NUL).
+    public static func decode<C: Collection<UInt8>>(_ bytes: C) throws(DecodeError) -> VarlinkCall {
+        let json: JSON
+        do { json = try JSON.parse(bytes) } catch { throw .invalidJSON(error.description) }
+        guard case .object(let o) = json else { throw .notAnObject }
+        guard let m = o["method"] else { throw .missingMethod }
+        guard case .string(let method) = m, !method.isEmpty else { throw .invalidField("method") }
+        var call = VarlinkCall(method: method)
+        switch o["parameters"] {
+        case nil, .null?: break
+        case .object(let p)?: call.parameters = p
+        default: throw .invalidField("parameters")
+        }
+        for (field, path) in [("more", \VarlinkCall.more), ("oneway", \.oneway), ("upgrade", \.upgrade)] {
+            switch o[field] {
+            case nil, .null?: break
+            case .bool(let b)?: call[keyPath: path] = b
+            default: throw .invalidField(field)
+            }
+        }
+        return call
+    }
+
+    /// The call as a NUL-terminated message.
+    public func encoded() -> [UInt8] {
+        var o: [String: JSON] = ["method": .string(method)]
+        if !parameters.isEmpty { o["parameters"] = .object(parameters) }
+        if more { o["more"] = true }
+        if oneway { o["oneway"] = true }
+        if upgrade { o["upgrade"] = true }
+        var out: [UInt8] = []
+        out.reserveCapacity(128)
+        JSON.object(o).write(into: &out)
+        out.append(0)
+        return out
+    }
+}
+
+/// A reply to a call: parameters, or a named error; `continues` while more replies follow.
+public struct VarlinkReply: Sendable, Equatable {
+    public var parameters: [String: JSON]
+    public var continues: Bool
+    public var error: String?
+
+    public init(parameters: [String: JSON] = [:], continues: Bool = false, error: String? = nil) {
+        self.parameters = parameters
+        self.continues = continues
+        self.error = error
+    }
+
+    public static func failure(_ error: VarlinkError) -> VarlinkReply {
+        VarlinkReply(parameters: error.parameters, error: error.name)
+    }
+
+    /// The reply as a NUL-terminated message.
+    public func encoded() -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(64)
+        append(to: &out)
+        return out
+    }
+
+    /// Appends the NUL-terminated message to `out` (avoids a copy when writing several).
+    public func append(to out: inout [UInt8]) {
+        var o: [String: JSON] = ["parameters": .object(parameters)]
+        if continues { o["continues"] = true }
+        if let error { o["error"] = .string(error) }
+        JSON.object(o).write(into: &out)
+        out.append(0)
+    }
+
+    public static func decode<C: Collection<UInt8>>(_ bytes: C) throws(VarlinkCall.DecodeError) -> VarlinkReply {
+        let json: JSON
+        do { json = try JSON.parse(bytes) } catch { throw .invalidJSON(error.description) }
+        guard case .object(let o) = json else { throw .notAnObject }
+        var reply = VarlinkReply()
+        switch o["parameters"] {
+        case nil, .null?: break
+        case .object(let p)?: reply.parameters = p
+        default: throw .invalidField("parameters")
+        }
+        switch o["continues"] {
+        case nil, .null?: break
+        case .bool(let b)?: reply.continues = b
+        default: throw .invalidField("continues")
+        }
+        switch o["error"] {
+        case nil, .null?: break
+        case .string(let e)?: reply.error = e
+        default: throw .invalidField("error")
+        }
+        return reply
+    }
+}
+
+/// A named Varlink error with its parameters.
+public struct VarlinkError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var name: String
+    public var parameters: [String: JSON]
+
+    public init(_ name: String, _ parameters: [String: JSON] = [:]) {
+        self.name = name
+        self.parameters = parameters
+    }
+
+    public var description: String {
+        parameters.isEmpty ? name : "\(name) \(JSON.object(parameters).serialized())"
+    }
+
+    public static func interfaceNotFound(_ interface: some StringProtocol) -> VarlinkError {
+        VarlinkError("org.varlink.service.InterfaceNotFound", ["interface": .string(String(interface))])
+    }
+    public static func methodNotFound(_ method: some StringProtocol) -> VarlinkError {
+        VarlinkError("org.varlink.service.MethodNotFound", ["method": .string(String(method))])
+    }
+    public static func methodNotImplemented(_ method: some StringProtocol) -> VarlinkError {
+        VarlinkError("org.varlink.service.MethodNotImplemented", ["method": .string(String(method))])
+    }
+    public static func invalidParameter(_ parameter: some StringProtocol) -> VarlinkError {
+        VarlinkError("org.varlink.service.InvalidParameter", ["parameter": .string(String(parameter))])
+    }
+    public static let permissionDenied = VarlinkError("org.varlink.service.PermissionDenied")
+    public static let expectedMore = VarlinkError("org.varlink.service.ExpectedMore")
+}

@@ -1,0 +1,207 @@
+import ArgumentParser
+import BGTaskProtocol
+
+// Control verbs: root or ControlGroup= members (SPEC §10). Silent on success, like systemctl.
+
+/// A verb that calls one Manager method with the app ID as its only parameter.
+protocol AppVerb: ParsableCommand {
+    static var method: String { get }
+    var global: GlobalOptions { get }
+    var app: String { get }
+}
+
+extension AppVerb {
+    func run() throws {
+        try global.connect().manager(Self.method, ["appId": .string(app)])
+    }
+}
+
+struct Launch: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Launch an app, to the foreground or with --background into the background (Launch).")
+
+    @OptionGroup var global: GlobalOptions
+    @Argument(help: "The app's ID.") var app: String
+    @Flag(name: .long, help: "Launch into the background instead of the foreground.") var background = false
+
+    func run() throws {
+        try global.connect().manager("Launch", ["appId": .string(app), "background": .bool(background)])
+    }
+}
+
+struct Foreground: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Bring an app to the foreground; the active apps go to the background unless --keep-others (Foreground)."
+    )
+
+    @OptionGroup var global: GlobalOptions
+    @Argument(help: "The app's ID.") var app: String
+    @Flag(name: .long, help: "Leave the other active apps active (a desktop).") var keepOthers = false
+
+    func run() throws {
+        try global.connect().manager("Foreground", ["appId": .string(app), "exclusive": .bool(!keepOthers)])
+    }
+}
+
+struct Background: AppVerb {
+    static let configuration = CommandConfiguration(abstract: "Send an app to the background (Background).")
+    static let method = "Background"
+    @OptionGroup var global: GlobalOptions
+    @Argument(help: "The app's ID.") var app: String
+}
+
+struct Interrupt: AppVerb {
+    static let configuration = CommandConfiguration(abstract: "Interrupt an active app: it becomes inactive (Interrupt).")
+    static let method = "Interrupt"
+    @OptionGroup var global: GlobalOptions
+    @Argument(help: "The app's ID.") var app: String
+}
+
+struct EndInterruption: AppVerb {
+    static let configuration = CommandConfiguration(
+        commandName: "end-interruption", abstract: "End an interruption: the app becomes active again (EndInterruption)."
+    )
+    static let method = "EndInterruption"
+    @OptionGroup var global: GlobalOptions
+    @Argument(help: "The app's ID.") var app: String
+}
+
+struct Terminate: AppVerb {
+    static let configuration = CommandConfiguration(abstract: "Terminate an app (Terminate).")
+    static let method = "Terminate"
+    @OptionGroup var global: GlobalOptions
+    @Argument(help: "The app's ID.") var app: String
+}
+
+struct Reload: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Re-read the configuration and app manifests (Reload).")
+    @OptionGroup var global: GlobalOptions
+
+    func run() throws {
+        try global.connect().manager("Reload")
+    }
+}
+
+struct Refresh: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Turn Background App Refresh on or off for an app (SetRefreshPolicy), or set the global mode (SetGlobalRefresh).",
+        usage: """
+            bgtaskctl refresh <app> on|off
+            bgtaskctl refresh --global on|unmetered|off
+            """
+    )
+
+    enum GlobalMode: String, ExpressibleByArgument, CaseIterable { case on, unmetered, off }
+
+    @OptionGroup var global: GlobalOptions
+    @Option(name: .customLong("global"), help: "The global setting: on, unmetered (only on unmetered networks) or off.")
+    var globalMode: GlobalMode?
+    @Argument(help: "The app's ID, then on or off.") var arguments: [String] = []
+
+    func validate() throws {
+        if globalMode != nil {
+            guard arguments.isEmpty else { throw ValidationError("refresh --global takes no app (use `refresh APP on|off` for one app)") }
+            return
+        }
+        guard arguments.count == 2 else { throw ValidationError("usage: refresh APP on|off, or refresh --global on|unmetered|off") }
+        guard Switch(rawValue: arguments[1]) != nil else { throw ValidationError("refresh: expected on or off, not '\(arguments[1])'") }
+    }
+
+    func run() throws {
+        let client = try global.connect()
+        if let globalMode {
+            try client.manager("SetGlobalRefresh", ["mode": .string(globalMode.rawValue)])
+        } else if let setting = Switch(rawValue: arguments[1]) {
+            try client.manager("SetRefreshPolicy", ["appId": .string(arguments[0]), "enabled": .bool(setting.enabled)])
+        }
+    }
+}
+
+struct LowPower: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "low-power", abstract: "Turn Low Power Mode on or off: it disables refresh for every app (SetLowPowerMode)."
+    )
+    @OptionGroup var global: GlobalOptions
+    @Argument(help: "on or off.") var setting: Switch
+
+    func run() throws {
+        try global.connect().manager("SetLowPowerMode", ["enabled": .bool(setting.enabled)])
+    }
+}
+
+struct Conditions: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Set the power and network conditions scheduled tasks wait for (SetConditions); without options, show them (GetSettings)."
+    )
+
+    enum Power: String, ExpressibleByArgument, CaseIterable { case external, battery }
+    enum Network: String, ExpressibleByArgument, CaseIterable { case none, metered, unmetered }
+
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var output: JSONOptions
+    @Option(help: "external or battery.") var power: Power?
+    @Option(help: "none, metered or unmetered.") var network: Network?
+
+    func run() throws {
+        let client = try global.connect()
+        if power == nil && network == nil {
+            let reply = try client.manager("GetSettings")
+            let terminal = Terminal.current()
+            if output.json { return output.print(reply, terminal: terminal) }
+            var settings = reply.object("settings") ?? [:]
+            // Only the conditions and what they govern; `stats`/GetSettings hold the rest.
+            settings = settings.filter { ["onExternalPower", "network", "backgroundAppRefresh", "lowPowerMode"].contains($0.key) }
+            Output.lines(settings.isEmpty ? ["The daemon reports no conditions."] : Render.keyValues(settings, labels: Render.settingsLabels))
+            return
+        }
+        var parameters: [String: JSON] = [:]
+        if let power { parameters["onExternalPower"] = .bool(power == .external) }
+        if let network { parameters["network"] = .string(network.rawValue) }
+        try client.manager("SetConditions", parameters)
+    }
+}
+
+struct Notify: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Post a notification to one app or to all; suspended apps get it when next thawed (PostNotification)."
+    )
+    @OptionGroup var global: GlobalOptions
+    @Argument(help: "The notification's name.") var name: String
+    @Argument(help: "The app's ID (default: every app).") var app: String?
+    @Option(help: "A JSON object delivered with the notification.") var payload: String?
+
+    func run() throws {
+        var parameters: [String: JSON] = ["name": .string(name)]
+        if let app { parameters["appId"] = .string(app) }
+        if let payload = try parsePayload(payload) { parameters["payload"] = payload }
+        try global.connect().manager("PostNotification", parameters)
+    }
+}
+
+struct Wake: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Wake an app for a remote notification, as a push would (WakeForRemoteNotification)."
+    )
+    @OptionGroup var global: GlobalOptions
+    @Argument(help: "The app's ID.") var app: String
+    @Option(help: "A JSON object delivered with the notification.") var payload: String?
+
+    func run() throws {
+        var parameters: [String: JSON] = ["appId": .string(app)]
+        if let payload = try parsePayload(payload) { parameters["payload"] = payload }
+        try global.connect().manager("WakeForRemoteNotification", parameters)
+    }
+}
+
+struct RunTask: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "run-task",
+        abstract: "Run an app's pending task request now, bypassing dates and conditions but not the refresh policy (RunTaskNow)."
+    )
+    @OptionGroup var global: GlobalOptions
+    @Argument(help: "The app's ID.") var app: String
+    @Argument(help: "The task request's identifier.") var identifier: String
+
+    func run() throws {
+        try global.connect().manager("RunTaskNow", ["appId": .string(app), "identifier": .string(identifier)])
+    }
+}

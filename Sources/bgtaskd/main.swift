@@ -1,0 +1,2 @@
+// Kept tiny on purpose: closures written here would be main-actor isolated (see STYLE.md).
+BgtaskdCommand.main()

@@ -1,0 +1,197 @@
+import BGTaskProtocol
+import Synchronization
+import Testing
+
+@testable import BGTaskClient
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One client connection of the fake server, as the test's handler sees it.
+final class FakePeer: Sendable {
+    let fd: Int32
+    let number: Int
+    /// `shut`: hung up on; `released`: the descriptor is closed (and its number may be another socket's).
+    private let state = Mutex((shut: false, released: false))
+
+    init(fd: Int32, number: Int) {
+        self.fd = fd
+        self.number = number
+    }
+
+    /// Writes raw bytes (any chunking the test wants).
+    func write(_ bytes: [UInt8]) {
+        state.withLock { st in
+            guard !st.shut, !st.released else { return }
+            var offset = 0
+            while offset < bytes.count {
+                let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress.map { $0 + offset }, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else { return }
+                offset += n
+            }
+        }
+    }
+
+    func reply(_ parameters: [String: JSON] = [:], continues: Bool = false) {
+        write(VarlinkReply(parameters: parameters, continues: continues).encoded())
+    }
+
+    func fail(_ name: String, _ parameters: [String: JSON] = [:]) {
+        write(VarlinkReply(parameters: parameters, error: name).encoded())
+    }
+
+    /// Hangs up, as a daemon that goes away does.
+    func close() {
+        state.withLock { st in
+            guard !st.shut, !st.released else { return }
+            st.shut = true
+            _ = Glibc.shutdown(fd, Int32(SHUT_RDWR))
+        }
+    }
+
+    /// Closes the descriptor once the reader is done with it.
+    func release() {
+        state.withLock { st in
+            guard !st.released else { return }
+            st.released = true
+            Glibc.close(fd)
+        }
+    }
+}
+
+/// A Varlink peer on a temporary Unix socket: a thread accepts, a thread per connection reads calls and
+/// hands each to `handler`, which answers through the `FakePeer`. Every call is recorded.
+final class FakeVarlinkServer: Sendable {
+    typealias Handler = @Sendable (VarlinkCall, FakePeer) -> Void
+
+    let path: String
+    private let listenFD: Int32
+    private let handler: Handler
+    private struct State {
+        var calls: [(connection: Int, call: VarlinkCall)] = []
+        var peers: [FakePeer] = []
+        var stopped = false
+    }
+    private let state = Mutex(State())
+
+    struct SetupError: Error { var message: String }
+
+    /// A temporary directory for sockets.
+    static func temporaryDirectory() throws -> String {
+        var template = Array("/tmp/bgtaskclient-test-XXXXXX".utf8CString)
+        let made = template.withUnsafeMutableBufferPointer { buffer -> UnsafeMutablePointer<CChar>? in
+            guard let base = buffer.baseAddress else { return nil }
+            return mkdtemp(base)
+        }
+        guard let made else {
+            throw SetupError(message: "mkdtemp failed")
+        }
+        return String(cString: made)
+    }
+
+    init(path: String, handler: @escaping Handler) throws {
+        self.path = path
+        self.handler = handler
+        unlink(path)
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw SetupError(message: "socket failed") }
+        var addr = sockaddr_un()
+        addr.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        withUnsafeMutableBytes(of: &addr.sun_path) { raw in
+            for (i, b) in bytes.enumerated() { raw[i] = b }
+        }
+        let len = socklen_t(MemoryLayout<sa_family_t>.size + bytes.count + 1)
+        let bound = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) } }
+        guard bound == 0, listen(fd, 16) == 0 else {
+            Glibc.close(fd)
+            throw SetupError(message: "bind/listen failed: \(String(cString: strerror(errno)))")
+        }
+        listenFD = fd
+        spawnThread { self.acceptLoop() }
+    }
+
+    var calls: [VarlinkCall] { state.withLock { $0.calls.map(\.call) } }
+    var callsWithConnection: [(connection: Int, call: VarlinkCall)] { state.withLock { $0.calls } }
+    var connectionCount: Int { state.withLock { $0.peers.count } }
+
+    /// Stops listening, hangs up on every client and removes the socket file.
+    func stop() {
+        let peers = state.withLock { st -> [FakePeer]? in
+            guard !st.stopped else { return nil }
+            st.stopped = true
+            // Under the lock: the accept loop closes the descriptor only after this.
+            _ = Glibc.shutdown(listenFD, Int32(SHUT_RDWR))
+            return st.peers
+        }
+        guard let peers else { return }
+        unlink(path)
+        for peer in peers { peer.close() }
+    }
+
+    private func acceptLoop() {
+        while true {
+            let fd = accept(listenFD, nil, nil)
+            if fd < 0 {
+                if errno == EINTR { continue }
+                if !state.withLock({ $0.stopped }) {
+                    usleep(1000)
+                    continue
+                }
+                Glibc.close(listenFD)
+                return
+            }
+            let peer = state.withLock { st -> FakePeer? in
+                guard !st.stopped else { return nil }
+                let peer = FakePeer(fd: fd, number: st.peers.count + 1)
+                st.peers.append(peer)
+                return peer
+            }
+            guard let peer else {
+                Glibc.close(fd)
+                continue
+            }
+            spawnThread { self.serve(peer) }
+        }
+    }
+
+    private func serve(_ peer: FakePeer) {
+        var framer = VarlinkFramer()
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        defer { peer.release() }
+        while true {
+            let n = buffer.withUnsafeMutableBytes { read(peer.fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { return }
+            framer.append(buffer[0..<n])
+            while let message = try? framer.next() {
+                guard let call = try? VarlinkCall.decode(message) else { return }
+                state.withLock { $0.calls.append((peer.number, call)) }
+                handler(call, peer)
+            }
+        }
+    }
+}
+
+/// Polls `condition` until it holds or `seconds` pass. The fake peer runs on real threads and sockets,
+/// so tests wait for what they caused; nothing asserts a duration.
+func eventually(
+    _ seconds: Double = 5, isolation: isolated (any Actor)? = #isolation, _ condition: () -> Bool
+) async -> Bool {
+    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+    while ContinuousClock.now < deadline {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(2))
+    }
+    return condition()
+}
+
+/// A thread-safe list the handlers and sinks append to.
+final class Recorder<Element: Sendable>: Sendable {
+    private let items = Mutex<[Element]>([])
+    func append(_ item: Element) { items.withLock { $0.append(item) } }
+    var all: [Element] { items.withLock { $0 } }
+    var count: Int { items.withLock { $0.count } }
+}

@@ -1,0 +1,82 @@
+import BGTaskConfig
+import Foundation
+import Testing
+
+/// The repository's systemd files, read with this package's own systemd.syntax(7) parser.
+/// tests/check-units.sh runs systemd's own checks (verify, security, catalog, sysusers).
+@Suite("systemd files")
+struct SystemdFilesTests {
+    private func unit(_ name: String) throws -> [String: [String]] {
+        let path = repositoryRoot() + "/systemd/" + name
+        let file = ParsedConfigFile.parse(try String(contentsOfFile: path, encoding: .utf8), file: path)
+        #expect(file.errors.map(\.description) == [])
+        var values: [String: [String]] = [:]
+        for assignment in file.assignments {
+            values["\(assignment.section).\(assignment.key)", default: []].append(assignment.value)
+        }
+        return values
+    }
+
+    @Test func serviceHasTheContractedSettings() throws {
+        let service = try unit("bgtaskd.service")
+        #expect(service["Service.Type"] == ["notify"])
+        #expect(service["Service.NotifyAccess"] == ["main"])
+        #expect(service["Service.ExecStart"] == ["/usr/bin/bgtaskd"])
+        #expect(service["Service.ExecReload"] == ["/bin/kill -HUP $MAINPID"])
+        #expect(service["Service.WatchdogSec"].flatMap { $0.last.flatMap(SystemdTimeSpan.parse) } == 30_000_000)
+        #expect(service["Service.Delegate"] == ["yes"])
+        #expect(service["Service.KillMode"] == ["mixed"])
+        #expect(service["Service.RuntimeDirectory"] == ["bgtaskd"])
+        #expect(service["Service.RuntimeDirectoryPreserve"] == ["yes"])
+        #expect(service["Service.StateDirectory"] == ["bgtaskd"])
+        #expect(service["Service.Restart"] == ["on-failure"])
+        #expect(service["Service.ProtectControlGroups"] == nil)
+        #expect(service["Service.MemoryDenyWriteExecute"] == nil)
+        #expect(service["Install.Also"] == ["bgtaskd.socket"])
+        // The user the service runs as is the one bgtaskd.sysusers creates.
+        let sysusers = try String(contentsOfFile: repositoryRoot() + "/systemd/bgtaskd.sysusers", encoding: .utf8)
+        let user = try #require(service["Service.User"]?.last)
+        #expect(sysusers.split(separator: "\n").contains { $0.hasPrefix("u \(user) ") })
+    }
+
+    @Test func socketMatchesTheDefaultConfiguration() throws {
+        let socket = try unit("bgtaskd.socket")
+        #expect(socket["Socket.ListenStream"] == [DaemonConfig().socket])
+        #expect(socket["Socket.FileDescriptorName"] == ["varlink"])
+        #expect(socket["Socket.SocketMode"] == ["0666"])
+        #expect(socket["Socket.Service"] == ["bgtaskd.service"])
+        // The service's runtime directory is the socket's directory.
+        let service = try unit("bgtaskd.service")
+        #expect(service["Service.RuntimeDirectory"].map { "/run/" + $0[0] + "/io.bgtaskd" } == DaemonConfig().socket)
+    }
+
+    @Test func catalogHasOneEntryPerDecisionKind() throws {
+        let ids = try String(contentsOfFile: repositoryRoot() + "/systemd/message-ids.txt", encoding: .utf8)
+            .split(separator: "\n").filter { !$0.hasPrefix("#") }
+            .map { $0.split(separator: " ").map(String.init) }.filter { $0.count == 2 }
+        #expect(ids.count == 14)
+        let catalog = try String(contentsOfFile: repositoryRoot() + "/systemd/bgtaskd.catalog", encoding: .utf8)
+        // Entries start with "-- <id>"; the header lines run to the first empty line.
+        var entries: [String: [String]] = [:]
+        var current: String?
+        var inHeader = false
+        for line in catalog.split(separator: "\n", omittingEmptySubsequences: false) {
+            if line.hasPrefix("-- ") {
+                current = String(line.dropFirst(3))
+                inHeader = true
+                entries[current ?? ""] = []
+            } else if line.isEmpty {
+                inHeader = false
+            } else if inHeader, let id = current {
+                entries[id, default: []].append(String(line))
+            }
+        }
+        #expect(Set(entries.keys) == Set(ids.map { $0[1] }))
+        for (id, header) in entries {
+            #expect(header.contains { $0.hasPrefix("Subject: ") }, "\(id) has no Subject:")
+            #expect(header.contains("Defined-By: bgtaskd"), "\(id) has no Defined-By:")
+            #expect(header.contains { $0.hasPrefix("Support: ") }, "\(id) has no Support:")
+            #expect(id.count == 32 && id.allSatisfy(\.isHexDigit))
+        }
+    }
+}

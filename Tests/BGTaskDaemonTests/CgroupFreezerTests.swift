@@ -1,0 +1,121 @@
+import Testing
+@testable import BGTaskDaemon
+
+/// The pure parts of the cgroup freezer and the memory-pressure watch (issue 5): where the subtree is,
+/// parsing of the kernel's files, the trigger and the episode logic. The behaviour on real cgroups and
+/// processes is in tests/integration/test_freezer.py.
+@Suite struct CgroupParsingTests {
+    static let hybridMounts = """
+        tmpfs /sys/fs/cgroup tmpfs rw,relatime,mode=755 0 0
+        cgroup /sys/fs/cgroup/memory cgroup rw,relatime,memory 0 0
+        cgroup2 /sys/fs/cgroup/unified cgroup2 rw,relatime 0 0
+        """
+
+    @Test func findsTheCgroup2MountAmongV1Mounts() {
+        #expect(Cgroup.v2Mount(mounts: Self.hybridMounts) == "/sys/fs/cgroup/unified")
+        #expect(Cgroup.v2Mount(mounts: "cgroup2 /sys/fs/cgroup cgroup2 rw,nosuid 0 0\n") == "/sys/fs/cgroup")
+        #expect(Cgroup.v2Mount(mounts: "cgroup /sys/fs/cgroup/memory cgroup rw,memory 0 0\n") == nil)
+    }
+
+    @Test func decodesOctalEscapesInMountPoints() {
+        #expect(Cgroup.v2Mount(mounts: "none /mnt/my\\040cgroups cgroup2 rw 0 0") == "/mnt/my cgroups")
+    }
+
+    @Test func readsTheV2LineOfProcSelfCgroup() {
+        let text = "9:name=systemd:/\n4:memory:/x\n0::/system.slice/bgtaskd.service\n"
+        #expect(Cgroup.ownPath(selfCgroup: text) == "/system.slice/bgtaskd.service")
+        #expect(Cgroup.ownPath(selfCgroup: "0::/\n") == "/")
+        #expect(Cgroup.ownPath(selfCgroup: "0::/a/b (deleted)\n") == "/a/b")
+        #expect(Cgroup.ownPath(selfCgroup: "1:cpu:/\n") == nil)
+    }
+
+    @Test func parsesCgroupEvents() {
+        #expect(Cgroup.parseEvents("populated 1\nfrozen 0\n") == Cgroup.Events(populated: true, frozen: false))
+        #expect(Cgroup.parseEvents("populated 0\nfrozen 1\n") == Cgroup.Events(populated: false, frozen: true))
+        #expect(Cgroup.parseEvents("populated 1\n") == nil)
+    }
+}
+
+@Suite struct CgroupLayoutTests {
+    static let mounts = "cgroup2 /sys/fs/cgroup cgroup2 rw 0 0\n"
+
+    @Test func delegatedServiceCgroupMovesTheDaemonIntoALeaf() throws {
+        let layout = try CgroupLayout.plan(
+            cgroupRoot: nil, mounts: Self.mounts, selfCgroup: "0::/system.slice/bgtaskd.service\n"
+        ).get()
+        #expect(layout.base == "/sys/fs/cgroup/system.slice/bgtaskd.service")
+        #expect(layout.apps == "/sys/fs/cgroup/system.slice/bgtaskd.service/apps")
+        #expect(layout.daemonLeaf == "/sys/fs/cgroup/system.slice/bgtaskd.service/daemon")
+        #expect(layout.moveSelf)
+        #expect(layout.origin == .delegated)
+        #expect(layout.appPath("org.example.Mail") == "/sys/fs/cgroup/system.slice/bgtaskd.service/apps/org.example.Mail")
+    }
+
+    @Test func alreadyInTheDaemonLeafUsesItsParent() throws {
+        let layout = try CgroupLayout.plan(
+            cgroupRoot: nil, mounts: Self.mounts, selfCgroup: "0::/system.slice/bgtaskd.service/daemon\n"
+        ).get()
+        #expect(layout.base == "/sys/fs/cgroup/system.slice/bgtaskd.service")
+        #expect(!layout.moveSelf)
+    }
+
+    @Test func theRootCgroupIsNotTakenOver() {
+        #expect(CgroupLayout.plan(cgroupRoot: nil, mounts: Self.mounts, selfCgroup: "0::/\n") == .failure(.rootCgroup))
+        #expect(CgroupLayout.plan(cgroupRoot: nil, mounts: "", selfCgroup: "0::/x\n") == .failure(.noCgroup2Mount))
+    }
+
+    @Test func cgroupRootIsAbsoluteOrRelativeToTheMount() throws {
+        let absolute = try CgroupLayout.plan(
+            cgroupRoot: "/sys/fs/cgroup/bgtaskd-test", mounts: Self.mounts, selfCgroup: "0::/\n"
+        ).get()
+        #expect(absolute.base == "/sys/fs/cgroup/bgtaskd-test")
+        #expect(!absolute.moveSelf)
+        #expect(absolute.origin == .cgroupRoot)
+        let relative = try CgroupLayout.plan(cgroupRoot: "/bgtaskd", mounts: Self.mounts, selfCgroup: "0::/\n").get()
+        #expect(relative.base == "/sys/fs/cgroup/bgtaskd")
+    }
+
+    @Test func recognisesCgroupsThatSystemdManages() {
+        #expect(CgroupLayout.managedBySystemd("/sys/fs/cgroup/system.slice/bgtaskd.service"))
+        #expect(CgroupLayout.managedBySystemd("/sys/fs/cgroup/user.slice/user-1000.slice/session-2.scope"))
+        #expect(!CgroupLayout.managedBySystemd("/sys/fs/cgroup/unified/bgtaskd-test-1"))
+    }
+
+    @Test func cgroupRootThatHoldsTheDaemonMovesItOut() throws {
+        let layout = try CgroupLayout.plan(
+            cgroupRoot: "/sys/fs/cgroup/bgtaskd", mounts: Self.mounts, selfCgroup: "0::/bgtaskd\n"
+        ).get()
+        #expect(layout.moveSelf)
+    }
+}
+
+@Suite struct MemoryPressureTests {
+    @Test func triggerIsTheThresholdShareOfTheWindow() {
+        let spec = MemoryPressureMonitor.triggerSpec(fraction: 0.10, windowUSec: 1_000_000, unprivileged: false)
+        #expect(spec.stallUSec == 100_000 && spec.windowUSec == 1_000_000)
+    }
+
+    @Test func unprivilegedWindowsAreRoundedUpToTwoSeconds() {
+        let spec = MemoryPressureMonitor.triggerSpec(fraction: 0.10, windowUSec: 1_000_000, unprivileged: true)
+        #expect(spec.stallUSec == 200_000 && spec.windowUSec == 2_000_000)
+        let kept = MemoryPressureMonitor.triggerSpec(fraction: 0.01, windowUSec: 4_000_000, unprivileged: true)
+        #expect(kept.stallUSec == 40_000 && kept.windowUSec == 4_000_000)
+    }
+
+    @Test func thresholdsStayWithinTheWindow() {
+        #expect(MemoryPressureMonitor.triggerSpec(fraction: 0, windowUSec: 500_000, unprivileged: false).stallUSec == 1)
+        #expect(MemoryPressureMonitor.triggerSpec(fraction: 1, windowUSec: 500_000, unprivileged: false).stallUSec == 500_000)
+    }
+
+    @Test func warningFirstThenOneAppPerTriggerWhilePressurePersists() {
+        var episode = PressureEpisode(windowUSec: 1_000_000)
+        #expect(episode.triggered(atUSec: 10_000_000) == .warn)
+        #expect(episode.triggered(atUSec: 11_000_000) == .reclaim(count: 1))
+        #expect(episode.triggered(atUSec: 12_000_000) == .reclaim(count: 1))
+        // 3 windows later is still the same episode…
+        #expect(episode.triggered(atUSec: 15_000_000) == .reclaim(count: 1))
+        // …one microsecond more and it is a new one: a new warning first.
+        #expect(episode.triggered(atUSec: 18_000_001) == .warn)
+        #expect(episode.triggersInEpisode == 1)
+    }
+}

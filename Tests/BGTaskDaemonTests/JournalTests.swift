@@ -1,0 +1,102 @@
+import Foundation
+import Testing
+@testable import BGTaskDaemon
+
+@Suite struct JournalFieldTests {
+    @Test(arguments: ["MESSAGE", "BGTASKD_APP", "OBJECT_PID", "A", "X1_2", String(repeating: "A", count: 64)])
+    func acceptsValidNames(name: String) {
+        #expect(JournalField(name, "v") != nil)
+    }
+
+    @Test(arguments: ["", "_PID", "1ABC", "bgtaskd_app", "BGTASKD-APP", "BGTASKD APP", "É", String(repeating: "A", count: 65)])
+    func rejectsNamesJournaldWouldDrop(name: String) {
+        #expect(JournalField(name, "v") == nil)
+    }
+}
+
+/// Writes through the real sink into the real journald and reads it back with journalctl.
+@Suite(.serialized) struct JournalRoundTripTests {
+    /// Runs journalctl and returns what it printed.
+    static func journalctl(_ args: [String]) throws -> String {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/journalctl")
+        p.arguments = args
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    @Test func entryReadBackWithEveryField() throws {
+        try #require(
+            FileManager.default.fileExists(atPath: "/run/systemd/journal/socket"),
+            "no journald socket: run `make test` (it starts /lib/systemd/systemd-journald)")
+        let sink = JournalSink(identifier: "bgtaskd-test", destination: .journal)
+        let marker = UUID().uuidString.replacingOccurrences(of: "-", with: "")
+        let fields = [
+            JournalField("BGTASKD_TEST_MARKER", marker)!,
+            JournalField("BGTASKD_DECISION", "suspend")!,
+            JournalField("BGTASKD_REASON", "no-assertions")!,
+            JournalField("BGTASKD_APP", "org.example.Mail")!,
+            JournalField("BGTASKD_REMAINING_USEC", "29999999")!,
+            JournalField("MESSAGE_ID", MessageIDs.byDecision["suspend"]!)!,
+            JournalField("BGTASKD_MULTILINE", "line one\nline two = with equals")!,
+        ]
+        let line = #line + 1
+        sink.send("Suspended org.example.Mail: no assertions", priority: .notice, fields: fields)
+        sink.flush()
+        #expect(sink.sent == 1)
+        #expect(sink.dropped == 0)
+
+        // `journalctl --sync` returns once journald has written everything it received: no polling.
+        _ = try Self.journalctl(["--sync"])
+        let text = try Self.journalctl(["-o", "json", "--no-pager", "BGTASKD_TEST_MARKER=\(marker)"])
+        let entry = try text.split(separator: "\n").first.flatMap {
+            try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+        let e = try #require(entry, "entry never appeared in the journal")
+        #expect(e["MESSAGE"] as? String == "Suspended org.example.Mail: no assertions")
+        #expect(e["PRIORITY"] as? String == "5")
+        #expect(e["SYSLOG_IDENTIFIER"] as? String == "bgtaskd-test")
+        #expect(e["BGTASKD_DECISION"] as? String == "suspend")
+        #expect(e["BGTASKD_REASON"] as? String == "no-assertions")
+        #expect(e["BGTASKD_APP"] as? String == "org.example.Mail")
+        #expect(e["BGTASKD_REMAINING_USEC"] as? String == "29999999")
+        #expect(e["MESSAGE_ID"] as? String == MessageIDs.byDecision["suspend"])
+        #expect(e["BGTASKD_MULTILINE"] as? String == "line one\nline two = with equals")
+        #expect(e["CODE_LINE"] as? String == String(line))
+        #expect((e["CODE_FILE"] as? String)?.hasSuffix("JournalTests.swift") == true)
+        #expect(e["_PID"] as? String == String(getpid()))
+    }
+
+    @Test func fullQueueDropsAndCounts() {
+        // capacity 0: everything is dropped, nothing blocks.
+        let sink = JournalSink(identifier: "bgtaskd-test", destination: .stderr, capacity: 0)
+        for _ in 0..<100 { sink.send("dropped") }
+        sink.flush()
+        #expect(sink.dropped == 100)
+        #expect(sink.sent == 0)
+    }
+}
+
+@Suite struct CatalogTests {
+    static let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    @Test func everyDecisionHasAnIDInTheCatalogAndTheList() throws {
+        let catalog = try String(contentsOf: Self.repo.appendingPathComponent("systemd/bgtaskd.catalog"), encoding: .utf8)
+        let list = try String(contentsOf: Self.repo.appendingPathComponent("systemd/message-ids.txt"), encoding: .utf8)
+        let decisions = ["launch", "foreground", "background", "suspend", "resume", "terminate", "grant", "deny",
+                         "end", "expire", "run-task", "complete-task", "notify", "policy"]
+        #expect(Set(MessageIDs.byDecision.keys) == Set(decisions))
+        #expect(Set(MessageIDs.byDecision.values).count == decisions.count, "MESSAGE_IDs must be distinct")
+        for d in decisions {
+            let id = try #require(MessageIDs.byDecision[d])
+            #expect(id.count == 32 && id.allSatisfy(\.isHexDigit))
+            #expect(catalog.contains("-- \(id)"), "catalog lacks \(d) \(id)")
+            #expect(list.contains("\(d) \(id)"), "message-ids.txt lacks \(d) \(id)")
+        }
+    }
+}

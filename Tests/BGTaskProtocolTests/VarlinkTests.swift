@@ -1,0 +1,106 @@
+import Testing
+@testable import BGTaskProtocol
+
+@Suite struct FramingTests {
+    static let messages: [[UInt8]] = [
+        VarlinkCall(method: "org.varlink.service.GetInfo").encoded(),
+        VarlinkCall(method: "io.bgtaskd.App.BeginBackgroundTask", parameters: ["appId": "org.example.Mail", "name": "sync"]).encoded(),
+        VarlinkCall(method: "io.bgtaskd.App.CheckIn", parameters: ["appId": "a"], more: true).encoded(),
+    ]
+
+    func collect(_ chunks: [[UInt8]]) throws -> [VarlinkCall] {
+        var framer = VarlinkFramer()
+        var out: [VarlinkCall] = []
+        for chunk in chunks {
+            framer.append(chunk)
+            while let m = try framer.next() { out.append(try VarlinkCall.decode(m)) }
+        }
+        #expect(framer.bufferedCount == 0)
+        return out
+    }
+
+    @Test func dripFedByteByByte() throws {
+        let all = Self.messages.flatMap { $0 }
+        let calls = try collect(all.map { [$0] })
+        #expect(calls.map(\.method) == ["org.varlink.service.GetInfo", "io.bgtaskd.App.BeginBackgroundTask", "io.bgtaskd.App.CheckIn"])
+        #expect(calls[2].more)
+        #expect(calls[1].parameters["name"] == "sync")
+    }
+
+    @Test func batchedAndSplitAtEveryOffset() throws {
+        let all = Self.messages.flatMap { $0 }
+        for cut in 0...all.count {
+            let calls = try collect([Array(all[..<cut]), Array(all[cut...])])
+            #expect(calls.count == 3)
+        }
+    }
+
+    @Test func oversizedMessageWithoutTerminatorFails() {
+        var framer = VarlinkFramer(maxMessageSize: 100)
+        framer.append([UInt8](repeating: 0x20, count: 101))
+        #expect(throws: VarlinkFramer.Failure.messageTooLarge) { _ = try framer.next() }
+    }
+
+    @Test func oversizedMessageWithTerminatorFails() {
+        var framer = VarlinkFramer(maxMessageSize: 100)
+        framer.append([UInt8](repeating: 0x20, count: 150) + [0])
+        #expect(throws: VarlinkFramer.Failure.messageTooLarge) { _ = try framer.next() }
+    }
+
+    @Test func messageAtTheLimitPasses() throws {
+        var framer = VarlinkFramer(maxMessageSize: 100)
+        framer.append([UInt8](repeating: 0x20, count: 100) + [0])
+        #expect(try framer.next()?.count == 100)
+    }
+}
+
+@Suite struct MessageTests {
+    @Test func goldenCall() {
+        let call = VarlinkCall(method: "io.bgtaskd.App.EndBackgroundTask", parameters: ["appId": "org.example.Mail", "taskId": 7], oneway: true)
+        #expect(String(decoding: call.encoded().dropLast(), as: UTF8.self)
+            == #"{"method":"io.bgtaskd.App.EndBackgroundTask","oneway":true,"parameters":{"appId":"org.example.Mail","taskId":7}}"#)
+        #expect(call.encoded().last == 0)
+    }
+
+    @Test func goldenReplies() {
+        #expect(String(decoding: VarlinkReply(parameters: ["taskId": 1], continues: true).encoded().dropLast(), as: UTF8.self)
+            == #"{"continues":true,"parameters":{"taskId":1}}"#)
+        #expect(String(decoding: VarlinkReply.failure(.methodNotFound("x.Y")).encoded().dropLast(), as: UTF8.self)
+            == #"{"error":"org.varlink.service.MethodNotFound","parameters":{"method":"x.Y"}}"#)
+    }
+
+    @Test(arguments: [
+        (#"[]"#, VarlinkCall.DecodeError.notAnObject),
+        (#"{}"#, .missingMethod),
+        (#"{"method":5}"#, .invalidField("method")),
+        (#"{"method":"a.B","parameters":[]}"#, .invalidField("parameters")),
+        (#"{"method":"a.B","more":"yes"}"#, .invalidField("more")),
+    ])
+    func invalidCalls(text: String, error: VarlinkCall.DecodeError) {
+        #expect(throws: error) { _ = try VarlinkCall.decode(Array(text.utf8)) }
+    }
+
+    @Test func interfaceAndMethodNames() {
+        let call = VarlinkCall(method: "io.bgtaskd.Manager.ListApps")
+        #expect(call.interface == "io.bgtaskd.Manager")
+        #expect(call.methodName == "ListApps")
+    }
+
+    @Test func idlDeclaresSpecMethods() {
+        let app = Interfaces.methodNames(in: Interfaces.app)
+        for m in ["CheckIn", "Acknowledge", "BeginBackgroundTask", "EndBackgroundTask", "BackgroundTimeRemaining",
+                  "BeginActivity", "EndActivity", "SubmitTaskRequest", "CancelTaskRequest", "CancelAllTaskRequests",
+                  "PendingTaskRequests", "CompleteTask", "RefreshStatus"] {
+            #expect(app.contains(m), "io.bgtaskd.App lacks \(m)")
+        }
+        let manager = Interfaces.methodNames(in: Interfaces.manager)
+        for m in ["ListApps", "GetApp", "ListAssertions", "GetSettings", "Explain", "Monitor", "Stats", "Launch",
+                  "Foreground", "Background", "Interrupt", "EndInterruption", "Terminate", "SetRefreshPolicy",
+                  "SetGlobalRefresh", "SetLowPowerMode", "SetConditions", "PostNotification",
+                  "WakeForRemoteNotification", "RunTaskNow", "Reload"] {
+            #expect(manager.contains(m), "io.bgtaskd.Manager lacks \(m)")
+        }
+        #expect(Interfaces.interfaceName(in: Interfaces.app) == "io.bgtaskd.App")
+        #expect(Interfaces.interfaceName(in: Interfaces.manager) == "io.bgtaskd.Manager")
+    }
+}

@@ -1,0 +1,808 @@
+#!/usr/bin/env python3
+"""`make bench`: bgtaskd's speed and scale, every figure beside a baseline measured in the same run.
+
+Prints one table (and the machine it ran on); bench/README.md says what each row means. Needs the release
+binaries (BGTASKD_BIN_DIR, default .build/release: bgtaskd and bgtaskd-bench), journald, and root for
+the freezer row. Not a test: nothing here passes or fails on a figure, it reports.
+
+Usage: python3 bench/bench.py [--quick] [--json results.json] [--only 1,2,...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import resource
+import select
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+BIN = Path(os.environ.get("BGTASKD_BIN_DIR", REPO / ".build" / "release")).resolve()
+DAEMON = BIN / "bgtaskd"
+TOOL = BIN / "bgtaskd-bench"
+
+# MARK: figures
+
+
+def pct(values, p: float) -> float:
+    """Percentile with linear interpolation (p in 0..100)."""
+    s = sorted(values)
+    if not s:
+        return float("nan")
+    k = (len(s) - 1) * p / 100
+    lo, hi = int(k), min(int(k) + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (k - lo)
+
+
+def us(ns_values):
+    return [v / 1000 for v in ns_values]
+
+
+def fmt_us(v: float) -> str:
+    if v != v:
+        return "n/a"
+    if abs(v) >= 10000:
+        return f"{v / 1000:.1f} ms"
+    if abs(v) >= 100:
+        return f"{v:.0f} µs"
+    return f"{v:.1f} µs"
+
+
+def fmt_rate(v: float) -> str:
+    return f"{v / 1000:.1f} k/s"
+
+
+def fmt_kib(v: float) -> str:
+    return f"{v / 1024:.1f} MiB"
+
+
+class Table:
+    """Rows of: number, what, bgtaskd's figure, baseline (name: figure), ratio, target, verdict."""
+
+    def __init__(self):
+        self.rows: list[tuple[str, ...]] = []
+        self.notes: list[str] = []
+
+    def add(self, n, what, ours, baseline="", ratio="", target="", verdict=""):
+        self.rows.append((str(n), what, ours, baseline, ratio, target, verdict))
+
+    def render(self) -> str:
+        head = ("#", "measure", "bgtaskd", "baseline (same run)", "ratio", "target", "met")
+        rows = [head] + self.rows
+        widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+
+        def line(r):
+            return "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()
+
+        out = [line(head), "  ".join("-" * w for w in widths)]
+        last = None
+        for r in self.rows:
+            if last is not None and r[0] != last and r[0]:
+                out.append("")
+            out.append(line(r))
+            last = r[0] or last
+        return "\n".join(out)
+
+
+def ratio(a: float, b: float) -> str:
+    if not b or a != a or b != b:
+        return "n/a"
+    return f"{a / b:.2f}×"
+
+
+def verdict(ok: bool | None) -> str:
+    return "n/a" if ok is None else ("yes" if ok else "NO")
+
+
+# MARK: machine
+
+
+def machine() -> str:
+    model = "unknown CPU"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = ""
+    try:
+        for line in open("/proc/meminfo"):
+            if line.startswith("MemTotal"):
+                mem = f", {int(line.split()[1]) / 1024 / 1024:.0f} GiB"
+    except OSError:
+        pass
+    return f"{os.cpu_count()} CPUs (nproc), {model}{mem}, Linux {platform.release()}"
+
+
+# MARK: daemons
+
+
+class NotifySocket:
+    """A NOTIFY_SOCKET: a datagram socket that sd_notify(3) writes to."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(path)
+
+    def wait_ready(self, timeout: float) -> float | None:
+        """Monotonic time at which READY=1 arrived, or None."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            r, _, _ = select.select([self.sock], [], [], left)
+            if not r:
+                return None
+            data = self.sock.recv(65536)
+            t = time.monotonic()
+            if b"READY=1" in data.split(b"\n"):
+                return t
+
+    def close(self):
+        self.sock.close()
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+
+
+def manifest(app_id: str, aware: bool = False, exec_line: str = "/bin/sleep 600") -> str:
+    return f"[App]\nID={app_id}\nExec={exec_line}\nLifecycleAware={'yes' if aware else 'no'}\n"
+
+
+class Daemon:
+    """A bgtaskd in a throw-away directory, started and found ready through NOTIFY_SOCKET."""
+
+    def __init__(self, name: str, conf: str, apps: list[str], aware_apps: list[str] = ()):
+        self.root = Path(tempfile.mkdtemp(prefix=f"bgtaskd-bench-{name}-", dir="/tmp"))
+        config = self.root / "config"
+        (config / "bgtaskd.conf.d").mkdir(parents=True)
+        (config / "apps.d").mkdir()
+        (self.root / "state").mkdir()
+        (self.root / "run").mkdir()
+        (config / "bgtaskd.conf.d" / "50-bench.conf").write_text(conf)
+        for a in apps:
+            (config / "apps.d" / f"{a}.app").write_text(manifest(a))
+        for a in aware_apps:
+            (config / "apps.d" / f"{a}.app").write_text(manifest(a, aware=True))
+        self.socket = str(self.root / "run" / "io.bgtaskd")
+        self.proc: subprocess.Popen | None = None
+        self.ready_s = None
+
+    def argv(self):
+        return [str(DAEMON), "--config-dir", str(self.root / "config"), "--state-dir", str(self.root / "state"),
+                "--runtime-dir", str(self.root / "run"), "--socket", self.socket]
+
+    def start(self) -> float:
+        """Starts the daemon; returns exec → READY=1 in seconds."""
+        notify = NotifySocket(str(self.root / "notify"))
+        env = dict(os.environ, NOTIFY_SOCKET=notify.path)
+        log = open(self.root / "daemon.log", "ab")
+        try:
+            t0 = time.monotonic()
+            self.proc = subprocess.Popen(self.argv(), env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+            t1 = notify.wait_ready(60)
+        finally:
+            notify.close()
+            log.close()
+        if t1 is None:
+            self.stop()
+            raise SystemExit(f"bgtaskd did not become ready:\n{(self.root / 'daemon.log').read_text()[-3000:]}")
+        self.ready_s = t1 - t0
+        return self.ready_s
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def call(self, method: str, params: dict | None = None, timeout: float = 30) -> dict:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(timeout)
+            s.connect(self.socket)
+            m = {"method": method}
+            if params is not None:
+                m["parameters"] = params
+            s.sendall(json.dumps(m).encode() + b"\0")
+            buf = b""
+            while b"\0" not in buf:
+                chunk = s.recv(1 << 20)
+                if not chunk:
+                    raise RuntimeError(f"{method}: connection closed")
+                buf += chunk
+        reply = json.loads(buf.split(b"\0", 1)[0])
+        if "error" in reply:
+            raise RuntimeError(f"{method}: {reply}")
+        return reply.get("parameters", {})
+
+    def children(self) -> list[int]:
+        pids = []
+        for tid in os.listdir(f"/proc/{self.pid}/task"):
+            try:
+                pids += [int(p) for p in open(f"/proc/{self.pid}/task/{tid}/children").read().split()]
+            except OSError:
+                pass
+        return pids
+
+    def kill_apps(self, timeout: float = 60):
+        """SIGKILL the app processes the daemon started (by pid, only `sleep`s), and wait until it reaped them."""
+        for pid in self.children():
+            try:
+                if open(f"/proc/{pid}/comm").read().strip() == "sleep":
+                    os.kill(pid, signal.SIGKILL)
+            except (OSError, ProcessLookupError):
+                pass
+        deadline = time.monotonic() + timeout
+        while self.children() and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.kill_apps()
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+def status_fields(pid: int) -> dict:
+    out = {}
+    for line in open(f"/proc/{pid}/status"):
+        k, _, v = line.partition(":")
+        out[k] = v.strip()
+    return out
+
+
+def rss_kib(pid: int) -> int:
+    return int(status_fields(pid)["VmRSS"].split()[0])
+
+
+def switches_by_thread(pid: int) -> dict[str, int]:
+    """Voluntary + involuntary context switches of each thread: each one is a wake-up or a preemption."""
+    out = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            out[tid] = sum(int(line.split()[1]) for line in open(f"/proc/{pid}/task/{tid}/status")
+                           if "ctxt_switches" in line)
+        except OSError:
+            pass  # a thread that just ended
+    return out
+
+
+def cpu_ns(pid: int) -> int:
+    """CPU time of every thread of `pid` so far, ns (/proc/PID/task/TID/schedstat)."""
+    total = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            total += int(open(f"/proc/{pid}/task/{tid}/schedstat").read().split()[0])
+        except (OSError, ValueError):
+            pass
+    return total
+
+
+def context_switches(pid: int) -> int:
+    return sum(switches_by_thread(pid).values())
+
+
+def switches_since(pid: int, before: dict[str, int]) -> int:
+    """Switches since `before`, counting threads that started meanwhile in full (ended ones are lost)."""
+    return sum(n - before.get(tid, 0) for tid, n in switches_by_thread(pid).items())
+
+
+def idle_wakeups(pid: int, seconds: float, settle_max: float = 9.0) -> tuple[float, float]:
+    """Wake-ups per second over `seconds` once the daemon is idle. libdispatch retires the worker threads
+    an activity started ~5 s after their last work item, each with a last wake-up; idle means those are
+    gone (the main thread parked in dispatchMain and the event-loop thread remain) and a whole second
+    passed without a switch. Returns (rate, seconds waited to settle)."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < settle_max:
+        before = switches_by_thread(pid)
+        time.sleep(1)
+        after = switches_by_thread(pid)
+        if len(after) <= 2 and set(after) == set(before) and switches_since(pid, before) == 0:
+            break
+    settled = time.monotonic() - t0
+    before = switches_by_thread(pid)
+    time.sleep(seconds)
+    return switches_since(pid, before) / seconds, settled
+
+
+def journald_pid() -> int:
+    """The running systemd-journald (0 if none is found)."""
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                if open(f"/proc/{p}/comm").read().strip() == "systemd-journal":
+                    return int(p)
+            except OSError:
+                pass
+    return 0
+
+
+def settle_journald(max_s: float = 10.0) -> float:
+    """Waits until journald is quiet (under 5% of a CPU over 200 ms): the daemon journals every decision,
+    and a baseline measured while journald still digests the daemon's entries would be measured on a
+    busier machine than the daemon was. Returns the seconds waited."""
+    pid = journald_pid()
+    t0 = time.monotonic()
+    if not pid:
+        return 0.0
+    while time.monotonic() - t0 < max_s:
+        a = cpu_ns(pid)
+        time.sleep(0.2)
+        if cpu_ns(pid) - a < 10_000_000:
+            break
+    return time.monotonic() - t0
+
+
+def tool(*args, pass_fds=(), input_bytes=None, timeout=300) -> dict:
+    out = subprocess.run([str(TOOL), *args], capture_output=True, pass_fds=pass_fds, input=input_bytes,
+                         timeout=timeout)
+    if out.returncode != 0:
+        raise SystemExit(f"bgtaskd-bench {args[0]} failed ({out.returncode}): {out.stderr.decode()[-2000:]}")
+    return json.loads(out.stdout.decode().strip().splitlines()[-1])
+
+
+class Server:
+    """A baseline server process (echo or the Python reference) on its own socket."""
+
+    def __init__(self, argv: list[str], path: str, ready_line: bool = False):
+        self.path = path
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE if ready_line else subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 20
+        while not os.path.exists(path):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"{argv[0]} did not start")
+            time.sleep(0.01)
+        time.sleep(0.05)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.proc.kill()
+        self.proc.wait()
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+
+
+# MARK: rows
+
+BASE_CONF = """[Daemon]
+FreezerBackend=none
+[Lifecycle]
+MaxBackgroundTasksPerApp={max}
+"""
+
+
+def wait_for(pred, timeout, what):
+    deadline = time.monotonic() + timeout
+    while not pred():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+def launch_all(d: Daemon, apps: list[str]):
+    """Starts every app and puts it in the foreground (unlimited time, no deadline). Launch itself is
+    exclusive (it sends the other foreground apps to the background), so: background launch, then a
+    non-exclusive Foreground."""
+    for a in apps:
+        d.call("io.bgtaskd.Manager.Launch", {"appId": a, "background": True})
+        d.call("io.bgtaskd.Manager.Foreground", {"appId": a, "exclusive": False})
+
+
+def rows_calls(t: Table, res: dict, a):
+    """Rows 1 and 2: call round trip and 64-client throughput, beside the echo servers and Python."""
+    apps = [f"org.bench.C{i:02d}" for i in range(64)]
+    rounds = 3 if a.quick else 6
+    pairs = (1500 if a.quick else 6000) // rounds
+    seconds = "0.7" if a.quick else "1"
+    work = Path(tempfile.mkdtemp(prefix="bgtaskd-bench-calls-", dir="/tmp"))
+    with Daemon("calls", BASE_CONF.format(max=1000), apps) as d:
+        launch_all(d, apps)
+        res["idle_rss_kib"] = rss_kib(d.pid)
+        res["idle_wakeups_per_s"], res["idle_settle_s"] = idle_wakeups(d.pid, 2 if a.quick else 5)
+        probe = tool("rtt", "--socket", d.socket, "--app", apps[0], "--pairs", "10", "--warmup", "0")
+        sizes = ",".join(str(x) for x in probe["reply_bytes"])
+        echo = [str(TOOL), "echo-server", "--socket", str(work / "echo"), "--reply-sizes", sizes]
+        decho = [str(TOOL), "dispatch-echo-server", "--socket", str(work / "decho"), "--reply-sizes", sizes]
+        ref = [sys.executable, str(REPO / "bench" / "ref_server.py"), f"unix:{work / 'ref'}"]
+        with Server(echo, str(work / "echo")) as e, Server(decho, str(work / "decho")) as x, \
+                Server(ref, str(work / "ref"), ready_line=True) as p:
+            # Every server is measured in each round, in turn: on a 2-vCPU VM a round trip costs ~10 µs or
+            # ~50 µs depending on whether the two ends share a CPU, and that drifts over seconds; taking
+            # turns makes every figure see the same mix.
+            targets = {"bgtaskd": d.socket, "echo": e.path, "dispatch_echo": x.path, "python": p.path}
+            rtt = {k: {"begin_ns": [], "end_ns": [], "errors": 0, "denied": 0} for k in targets}
+            thr = {k: [] for k in targets}
+            switches = 0
+            cpu = {"ns": 0, "calls": 0}
+            for _ in range(rounds):
+                for k, path in targets.items():
+                    settle_journald(3)
+                    n = pairs // 3 if k == "python" else pairs
+                    c0 = cpu_ns(d.pid)
+                    r = tool("rtt", "--socket", path, "--app", apps[0], "--pairs", str(n), "--warmup", "200")
+                    if k == "bgtaskd":
+                        cpu["ns"] += cpu_ns(d.pid) - c0
+                        cpu["calls"] += 2 * (n + 200)
+                    for f in ("begin_ns", "end_ns"):
+                        rtt[k][f] += r[f]
+                    for f in ("errors", "denied"):
+                        rtt[k][f] += r[f]
+                    rtt[k]["request_bytes"], rtt[k]["reply_bytes"] = r["request_bytes"], r["reply_bytes"]
+            for _ in range(max(2, rounds // 2)):
+                for k, path in targets.items():
+                    settle_journald(3)
+                    before = switches_by_thread(d.pid) if k == "bgtaskd" else None
+                    thr[k].append(tool("throughput", "--socket", path, "--apps", ",".join(apps), "--clients", "64",
+                                       "--seconds", seconds))
+                    if before is not None:
+                        switches += switches_since(d.pid, before)
+        res["daemon_context_switches_per_call_64"] = switches / max(1, sum(r["calls"] for r in thr["bgtaskd"]))
+        res["calls_daemon_rss_kib"] = rss_kib(d.pid)
+        res["daemon_cpu_us_per_call_sequential"] = cpu["ns"] / max(1, cpu["calls"]) / 1000
+    shutil.rmtree(work, ignore_errors=True)
+    rtt_d, rtt_e, rtt_de, rtt_p = rtt["bgtaskd"], rtt["echo"], rtt["dispatch_echo"], rtt["python"]
+
+    def merged(runs):
+        calls = sum(r["calls"] for r in runs)
+        secs = sum(float(r["seconds"]) for r in runs)
+        return {"calls": calls, "calls_per_s": calls / secs, "errors": sum(r["errors"] for r in runs),
+                "denied": sum(r["denied"] for r in runs), "rounds": [r["calls_per_s"] for r in runs]}
+
+    thr_d, thr_e, thr_de, thr_p = (merged(thr[k]) for k in ("bgtaskd", "echo", "dispatch_echo", "python"))
+
+    def per_call(r):
+        v = us(r["begin_ns"] + r["end_ns"])
+        return statistics.median(v), pct(v, 99)
+
+    dm, dp = per_call(rtt_d)
+    em, ep = per_call(rtt_e)
+    xm, xp = per_call(rtt_de)
+    pm, pp = per_call(rtt_p)
+    for name, r in (("bgtaskd", rtt_d), ("echo", rtt_e), ("python", rtt_p)):
+        if r["errors"] or r["denied"]:
+            t.notes.append(f"row 1: {name} answered {r['errors']} errors, {r['denied']} denials")
+    res["rtt"] = {"bgtaskd": [dm, dp], "echo": [em, ep], "dispatch_echo": [xm, xp], "python": [pm, pp],
+                  "request_bytes": rtt_d["request_bytes"], "reply_bytes": rtt_d["reply_bytes"]}
+    req = "/".join(str(x) for x in rtt_d["request_bytes"])
+    rep = "/".join(str(x) for x in rtt_d["reply_bytes"])
+    t.add(1, f"call round trip, sequential (Begin/End {req} B → {rep} B), median", fmt_us(dm),
+          f"bare echo (epoll): {fmt_us(em)}", ratio(dm, em), "≤ 2×", verdict(dm <= 2 * em))
+    t.add("", "  p99", fmt_us(dp), f"bare echo (epoll): {fmt_us(ep)}", ratio(dp, ep))
+    t.add("", "  median", fmt_us(dm), f"echo on Dispatch sources: {fmt_us(xm)}", ratio(dm, xm))
+    t.add("", "  daemon CPU time per call (all threads)", fmt_us(res["daemon_cpu_us_per_call_sequential"]))
+    t.add("", "  median", fmt_us(dm), f"Python varlink ThreadingServer: {fmt_us(pm)}", ratio(dm, pm))
+    t.add("", "  p99", fmt_us(dp), f"Python varlink ThreadingServer: {fmt_us(pp)}", ratio(dp, pp))
+
+    res["throughput"] = {"bgtaskd": thr_d, "echo": thr_e, "dispatch_echo": thr_de, "python": thr_p}
+    d_rate, e_rate = thr_d["calls_per_s"], thr_e["calls_per_s"]
+    t.add(2, "throughput, 64 clients (1 connection each, sequential pairs)", fmt_rate(d_rate),
+          f"bare echo (epoll): {fmt_rate(e_rate)}", f"{100 * d_rate / e_rate:.0f}%", "≥ 50%",
+          verdict(d_rate >= 0.5 * e_rate))
+    t.add("", "", fmt_rate(d_rate), f"echo on Dispatch sources: {fmt_rate(thr_de['calls_per_s'])}",
+          f"{100 * d_rate / thr_de['calls_per_s']:.0f}%")
+    t.add("", "", fmt_rate(d_rate), f"Python varlink ThreadingServer: {fmt_rate(thr_p['calls_per_s'])}",
+          f"{100 * d_rate / thr_p['calls_per_s']:.0f}%")
+    if thr_d["errors"] or thr_d["denied"]:
+        t.notes.append(f"row 2: bgtaskd answered {thr_d['errors']} errors, {thr_d['denied']} denials")
+
+
+def helper_connections(path: str, n: int) -> tuple[int, list[int]]:
+    """`n` connections to `path` made by a helper process that then becomes `sleep`: the daemon's peer
+    credentials name the helper, so a termination the daemon might decide hits it, not this benchmark."""
+    parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            parent.close()
+            conns = []
+            for _ in range(n):
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                s.connect(path)
+                conns.append(s)
+            for i in range(0, n, 200):
+                socket.send_fds(child, [b"x"], [c.fileno() for c in conns[i:i + 200]])
+            os.execv("/bin/sleep", ["sleep", "600"])
+        finally:
+            os._exit(1)
+    child.close()
+    fds: list[int] = []
+    while len(fds) < n:
+        _, got, _, _ = socket.recv_fds(parent, 16, 200)
+        if not got:
+            raise SystemExit("helper connections: helper failed")
+        fds += got
+    parent.close()
+    return pid, fds
+
+
+def row_deadlines(t: Table, res: dict, a):
+    """Row 3: lateness of expiration events and suspensions, 1,000 apps × 10 assertions (+ 1,000 idle apps)."""
+    n_apps, per_app = (200, 10) if a.quick else (1000, 10)
+    spacing_us = int(os.environ.get("BENCH_DEADLINE_SPACING_US", "3000"))
+    budget_us, warning_us, grace_us = 2_000_000, 1_000_000, 1_500_000
+    aware = [f"org.bench.D{i:04d}" for i in range(n_apps)]
+    idle = [f"org.bench.I{i:04d}" for i in range(n_apps)]
+    conf = (BASE_CONF.format(max=16)
+            + f"BackgroundTimeBudgetSec={budget_us // 1000}ms\nExpirationWarningSec={warning_us // 1000}ms\n"
+            + f"DidEnterBackgroundTimeoutSec={grace_us // 1000}ms\n")
+    with Daemon("deadlines", conf, idle, aware_apps=aware) as d:
+        helper, fds = helper_connections(d.socket, 2 * n_apps)
+        try:
+            (d.root / "aware.txt").write_text("\n".join(aware) + "\n")
+            (d.root / "idle.txt").write_text("\n".join(idle) + "\n")
+            cs0 = switches_by_thread(d.pid)
+            cpu0 = cpu_ns(d.pid)
+            stats0 = d.call("io.bgtaskd.Manager.Stats")["stats"]
+            t0 = time.monotonic()
+            r = tool("deadlines", "--socket", d.socket, "--apps-file", str(d.root / "aware.txt"),
+                     "--idle-apps-file", str(d.root / "idle.txt"), "--stream-fds", ",".join(map(str, fds)),
+                     "--per-app", str(per_app), "--spacing-us", str(spacing_us), "--warning-us", str(warning_us),
+                     "--grace-us", str(grace_us), pass_fds=fds)
+            elapsed = time.monotonic() - t0
+            stats1 = d.call("io.bgtaskd.Manager.Stats")["stats"]
+            res["deadline_daemon"] = {
+                "context_switches": switches_since(d.pid, cs0), "cpu_s": (cpu_ns(d.pid) - cpu0) / 1e9,
+                "wall_s": elapsed, "decisions": stats1["decisions"] - stats0["decisions"],
+                "calls": stats1["calls"] - stats0["calls"],
+                "journal_dropped": stats1["journalDropped"] - stats0["journalDropped"]}
+        finally:
+            for fd in fds:
+                os.close(fd)
+            os.kill(helper, signal.SIGKILL)
+            os.waitpid(helper, 0)
+    settle_journald()
+    # The baseline: the same schedule (n due instants, spacing apart, each fanned out per_app times).
+    b = tool("timer-baseline", "--count", str(n_apps), "--spacing-us", str(spacing_us), "--lead-us", "300000",
+             "--fanout", str(per_app))
+    res["deadlines"] = {k: v for k, v in r.items() if not k.endswith("_ns")}
+
+    def trio(v):
+        v = us(v)
+        return (pct(v, 50), pct(v, 99), max(v)) if v else (float("nan"),) * 3
+
+    def show(v):
+        return " / ".join(fmt_us(x) for x in v)
+
+    se, me = trio(r["stream_expire_ns"]), trio(r["monitor_expire_ns"])
+    ms, es = trio(r["monitor_suspend_ns"]), trio(r["expire_to_suspend_ns"])
+    ba, bt = trio(b["arrival_ns"]), trio(b["timer_ns"])
+    res["deadlines"].update({"stream_expire_us": se, "monitor_expire_us": me, "monitor_suspend_us": ms,
+                             "expire_to_suspend_us": es, "baseline_arrival_us": ba, "baseline_timer_us": bt})
+    expected = n_apps * per_app
+    ok = lambda ours, base, n, want: ours[1] == ours[1] and ours[1] <= base[1] + 2000 and n == want
+    n = len(r["stream_expire_ns"])
+    t.add(3, f"expiration event on the app's CheckIn stream, late by p50/p99/max (n={n}/{expected})", show(se),
+          f"Dispatch timer + socket hop: {show(ba)}", f"p99 +{fmt_us(se[1] - ba[1])}", "p99 ≤ base + 2 ms",
+          verdict(ok(se, ba, n, expected)))
+    n = len(r["monitor_expire_ns"])
+    t.add("", f"expire decision taken (Monitor realtimeUSec), late by (n={n}/{expected})", show(me),
+          f"bare Dispatch timer: {show(bt)}", f"p99 +{fmt_us(me[1] - bt[1])}", "p99 ≤ base + 2 ms",
+          verdict(ok(me, bt, n, expected)))
+    n = len(r["monitor_suspend_ns"])
+    t.add("", f"suspension at grace end, idle apps (Monitor), late by (n={n}/{n_apps})", show(ms),
+          f"bare Dispatch timer: {show(bt)}", f"p99 +{fmt_us(ms[1] - bt[1])}", "p99 ≤ base + 2 ms",
+          verdict(ok(ms, bt, n, n_apps)))
+    t.add("", f"expiration due → all 10 tasks ended by the app → suspended (n={len(r['expire_to_suspend_ns'])})",
+          show(es), "(whole loop; no baseline)")
+    dd = res["deadline_daemon"]
+    t.notes.append(f"row 3: {n_apps:,} lifecycle-aware apps with {per_app} tasks each and {n_apps:,} idle apps, "
+                   f"backgrounded {spacing_us / 1000:g} ms apart; the daemon took {dd['decisions']:,} decisions and "
+                   f"{dd['calls']:,} calls in {dd['wall_s']:.1f} s using {dd['cpu_s']:.2f} CPU-s"
+                   + (f"; the journal sink dropped {dd['journal_dropped']:,}" if dd["journal_dropped"] else ""))
+    if r["terminations"] or r["denied"] or r["call_errors"] or r["unknown_due"]:
+        t.notes.append(f"row 3: {r['terminations']} terminations, {r['denied']} denials, {r['call_errors']} call "
+                       f"errors, {r['unknown_due']} decisions without a known due time")
+
+
+def row_scale(t: Table, res: dict, a):
+    """Row 4: per-call cost at 100 / 10,000 / 100,000 live assertions; RSS at 10,000 apps; idle."""
+    n_apps = 1000 if a.quick else 10000
+    levels = [100, 1000, 10000] if a.quick else [100, 10000, 100000]
+    apps = [f"org.bench.S{i:05d}" for i in range(n_apps)]
+    pairs = 1000 if a.quick else 3000
+    with Daemon("scale", BASE_CONF.format(max=16), apps) as d:
+        res["startup_10k_apps_s"] = d.ready_s
+        apps_file = d.root / "apps.txt"
+        apps_file.write_text("\n".join(apps) + "\n")
+        p = subprocess.Popen([str(TOOL), "scale", "--socket", d.socket, "--apps-file", str(apps_file),
+                              "--levels", ",".join(map(str, levels)), "--per-app", "10", "--pairs", str(pairs),
+                              "--daemon-pid", str(d.pid), "--launch", "yes", "--hold", "yes",
+                              "--journald-pid", str(journald_pid())],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        try:
+            line = p.stdout.readline()
+            if not line:
+                raise SystemExit("bgtaskd-bench scale failed")
+            r = json.loads(line)
+            loaded_rss = rss_kib(d.pid)
+            stats = d.call("io.bgtaskd.Manager.Stats")["stats"]
+            loaded_wakeups, loaded_settle = idle_wakeups(d.pid, 2 if a.quick else 3)
+        finally:
+            p.stdin.close()
+            p.wait(60)
+    per_level = []
+    for lv in r["levels"]:
+        v = us(lv["begin_ns"] + lv["end_ns"])
+        per_level.append((lv["live_assertions"], statistics.median(v), pct(v, 99), lv["rss_kib"],
+                          lv["daemon_cpu_ns_per_call"] / 1000))
+    res["scale"] = {"levels": per_level, "launch_s": r.get("launch_s"), "loaded_rss_kib": loaded_rss,
+                    "loaded_idle_wakeups_per_s": loaded_wakeups, "loaded_idle_settle_s": loaded_settle,
+                    "stats": stats, "denied": r["denied"]}
+    first = per_level[0]
+    for i, (live, med, p99, _, cpu) in enumerate(per_level):
+        last = i == len(per_level) - 1
+        what = f"per call at {live:,} live assertions" + (f" ({n_apps:,} apps)" if i == 0 else "")
+        t.add(4 if i == 0 else "", what + ": median / p99 wall", f"{fmt_us(med)} / {fmt_us(p99)}",
+              "" if i == 0 else f"{first[0]:,} live: {fmt_us(first[1])}", "" if i == 0 else ratio(med, first[1]),
+              "≤ 1.3×" if last else "", verdict(med <= 1.3 * first[1]) if last else "")
+        t.add("", "  daemon CPU time per call (all threads)", fmt_us(cpu),
+              "" if i == 0 else f"{first[0]:,} live: {fmt_us(first[4])}", "" if i == 0 else ratio(cpu, first[4]),
+              "≤ 1.3×" if last else "", verdict(cpu <= 1.3 * first[4]) if last else "")
+    spawn = tool("spawn-baseline", "--count", "300")
+    res["scale"]["spawn_baseline_us"] = spawn["spawn_ns_per_process"] / 1000
+    if r.get("launch_s"):
+        per_app = r["launch_s"] * 1e6 / n_apps
+        t.add("", f"launch into the foreground, per app (Launch + Foreground, pipelined, {n_apps:,} apps)",
+              fmt_us(per_app), f"posix_spawn of /bin/sleep: {fmt_us(res['scale']['spawn_baseline_us'])}",
+              ratio(per_app, res["scale"]["spawn_baseline_us"]))
+    t.add("", f"daemon RSS, {n_apps:,} apps running, {stats['liveAssertions']:,} assertions", fmt_kib(loaded_rss),
+          "", "", "≤ 64 MiB", verdict(loaded_rss <= 64 * 1024))
+    t.add("", "idle RSS (64 apps running, no clients)", fmt_kib(res["idle_rss_kib"]))
+    t.add("", "wake-ups/s idle, no deadline pending (64 apps)", f"{res['idle_wakeups_per_s']:.1f}", "", "",
+          "0", verdict(res["idle_wakeups_per_s"] == 0))
+    t.add("", f"wake-ups/s idle, {n_apps:,} apps, {stats['liveAssertions']:,} assertions",
+          f"{loaded_wakeups:.1f}", "", "", "0", verdict(loaded_wakeups == 0))
+    if r["denied"]:
+        t.notes.append(f"row 4: {r['denied']} Begin calls denied while setting up")
+    if stats["journalDropped"]:
+        t.notes.append(f"row 4: the journal sink dropped {stats['journalDropped']:,} of {stats['decisions']:,} decisions "
+                       f"while {n_apps:,} apps were launched and {stats['liveAssertions']:,} tasks begun (pipelined "
+                       f"bursts; journalDropped in Manager.Stats)")
+
+
+def row_freeze(t: Table, res: dict, a):
+    """Row 5: bench/freeze_latency.py (the freezer's own benchmark), parsed."""
+    script = REPO / "bench" / "freeze_latency.py"
+    if not script.exists():
+        t.add(5, "freeze latency", "not measured", "bench/freeze_latency.py is missing")
+        return
+    if os.geteuid() != 0:
+        t.add(5, "freeze latency", "not measured", "needs root (cgroup freezer)")
+        return
+    count = 40 if a.quick else 100
+    out = subprocess.run([sys.executable, str(script), "--count", str(count)], capture_output=True, text=True,
+                         env=dict(os.environ, BGTASKD_BIN_DIR=str(BIN)), timeout=300)
+    figures = {}
+    for line in out.stdout.splitlines():
+        m = re.match(r"(.*?)\s+n=(\d+)\s+median\s+(\d+) µs\s+p99\s+(\d+) µs\s+max\s+(\d+) µs", line)
+        if m:
+            figures[m.group(1).strip()] = tuple(int(m.group(i)) for i in range(2, 6))
+    res["freeze"] = {"figures": figures, "stderr": out.stderr[-500:]}
+    ours = next((v for k, v in figures.items() if k.startswith("bgtaskd")), None)
+    raw_notify = next((v for k, v in figures.items() if "inotify" in k), None)
+    raw_busy = next((v for k, v in figures.items() if "busy" in k), None)
+    if out.returncode != 0 or not ours:
+        why = (out.stderr.strip().splitlines() or ["no output"])[-1]
+        t.add(5, "freeze latency, decision → frozen confirmed", "not measured", f"cgroup freezer unavailable: {why}")
+        return
+
+    def show(v):
+        return f"{fmt_us(v[1])} / {fmt_us(v[2])}"
+
+    t.add(5, f"freeze, decision → frozen confirmed, median / p99 (n={ours[0]})", show(ours),
+          f"raw cgroup.freeze write → confirmed (inotify): {show(raw_notify)}" if raw_notify else "",
+          ratio(ours[1], raw_notify[1]) if raw_notify else "")
+    if raw_busy:
+        t.add("", "", show(ours), f"raw cgroup.freeze write → frozen (busy re-read): {show(raw_busy)}",
+              ratio(ours[1], raw_busy[1]))
+    if "warning" in out.stderr:
+        t.notes.append("row 5: " + out.stderr.strip().splitlines()[-1])
+
+
+def row_startup(t: Table, res: dict, a):
+    """Row 6: exec → READY=1 (NOTIFY_SOCKET), bgtaskd beside a minimal native process that notifies at once."""
+    runs = 5 if a.quick else 10
+    apps = [f"org.bench.C{i:02d}" for i in range(64)]
+    ours = []
+    for _ in range(runs):
+        with Daemon("startup", BASE_CONF.format(max=64), apps) as d:
+            ours.append(d.ready_s * 1e6)
+    base = []
+    work = Path(tempfile.mkdtemp(prefix="bgtaskd-bench-start-", dir="/tmp"))
+    for i in range(runs):
+        n = NotifySocket(str(work / f"n{i}"))
+        t0 = time.monotonic()
+        p = subprocess.Popen([str(TOOL), "notify-ready"], env=dict(os.environ, NOTIFY_SOCKET=n.path),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        t1 = n.wait_ready(10)
+        p.wait()
+        n.close()
+        if t1 is not None:
+            base.append((t1 - t0) * 1e6)
+    shutil.rmtree(work, ignore_errors=True)
+    res["startup_us"] = {"bgtaskd": ours, "baseline": base}
+    om, bm = statistics.median(ours), statistics.median(base)
+    t.add(6, f"start-up, exec → READY=1, 64 manifests, median of {runs}", fmt_us(om),
+          f"native process sending READY=1 at once: {fmt_us(bm)}", ratio(om, bm))
+    if res.get("startup_10k_apps_s"):
+        t.add("", "start-up, exec → READY=1, 10,000 manifests (one start)", fmt_us(res["startup_10k_apps_s"] * 1e6),
+              f"native process sending READY=1 at once: {fmt_us(bm)}", ratio(res["startup_10k_apps_s"] * 1e6, bm))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="smaller counts (a smoke run, ~1 minute)")
+    ap.add_argument("--json", help="also write every figure to this file")
+    ap.add_argument("--only", help="comma-separated rows to run (1 and 2 run together; 4 needs 1/2 for idle)")
+    a = ap.parse_args()
+    for p in (DAEMON, TOOL):
+        if not os.access(p, os.X_OK):
+            raise SystemExit(f"{p} is missing: `swift build -c release` first (or set BGTASKD_BIN_DIR)")
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 65536)), hard))
+    only = set(a.only.split(",")) if a.only else {"1", "2", "3", "4", "5", "6"}
+    t, res = Table(), {"machine": machine()}
+    started = time.monotonic()
+    steps = [("12", rows_calls), ("3", row_deadlines), ("4", row_scale), ("5", row_freeze), ("6", row_startup)]
+    for rows, fn in steps:
+        if not only & set(rows):
+            continue
+        if fn is row_scale and "idle_rss_kib" not in res:
+            rows_calls(Table(), res, a)
+        settle_journald()
+        s = time.monotonic()
+        print(f"bench: {fn.__doc__.splitlines()[0]}", file=sys.stderr, flush=True)
+        fn(t, res, a)
+        res.setdefault("seconds", {})[fn.__name__] = round(time.monotonic() - s, 1)
+    res["total_seconds"] = round(time.monotonic() - started, 1)
+    print()
+    print(f"bgtaskd benchmark — {res['machine']}")
+    print(f"binaries: {BIN}   run took {res['total_seconds']:.0f} s"
+          + ("   (--quick: reduced counts)" if a.quick else ""))
+    print()
+    print(t.render())
+    if t.notes:
+        print()
+        for n in t.notes:
+            print("note:", n)
+    if a.json:
+        Path(a.json).write_text(json.dumps(res, indent=1, default=str))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,201 @@
+#!/usr/bin/env python3
+"""Freeze latency of the cgroup freezer (issue 5), beside a raw cgroup.freeze measured in the same run.
+
+- bgtaskd: decision → frozen confirmed, as the daemon logs it (`BGTASKD_FREEZE_LATENCY_USEC`: from the
+  moment it performs the core's `freeze` action — microseconds after the grace-window decision, in the
+  same turn of its queue — until `cgroup.events` says `frozen 1`).
+- raw (same method): this script writes `1` to cgroup.freeze, re-reads cgroup.events at once, and if
+  it is not frozen yet waits for inotify IN_MODIFY — what the daemon does, without the daemon.
+- raw (busy re-read): write, then re-read cgroup.events in a busy loop: when the kernel finished, the
+  floor under both figures (a notification can only come later).
+
+Each app is an idle `python3 -m http.server` (sleeping in select, as most suspended apps are).
+Needs root, a cgroup2 mount, journald, and the binaries (BGTASKD_BIN_DIR, default .build/release).
+Usage: sudo python3 bench/freeze_latency.py [--count 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import os
+import select
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests" / "integration"))
+
+from freezer_support import (  # noqa: E402
+    Manager, ScratchCgroup, conf, free_port, http_answers, http_server_manifest, read_events, wait_for,
+)
+from support import RawClient  # noqa: E402
+
+IN_MODIFY = 0x2
+# The kernel sends at most one cgroup.events notification per 10 ms rounded up to whole ticks (12 ms at
+# HZ=250) and delays the next one to the end of that interval. Real freezes come a grace window (seconds)
+# after the thaw's notification; keep every freeze here at least this far from the previous notification
+# so that the figures show the freeze, not the rate limit (the daemon's grace window is set to it too).
+SPACING_MS = 30
+IN_NONBLOCK = os.O_NONBLOCK
+IN_CLOEXEC = os.O_CLOEXEC
+
+
+def percentile(values: list[float], p: float) -> float:
+    s = sorted(values)
+    k = (len(s) - 1) * p / 100
+    lo, hi = int(k), min(int(k) + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (k - lo)
+
+
+def describe(name: str, usec: list[float]) -> str:
+    return (f"{name:<50} n={len(usec):<4} median {statistics.median(usec):8.0f} µs   "
+            f"p99 {percentile(usec, 99):8.0f} µs   max {max(usec):8.0f} µs")
+
+
+def start_daemon(bin_dir: Path, root: Path, cgroup: str, app_id: str, port: int) -> subprocess.Popen:
+    config = root / "config"
+    (config / "bgtaskd.conf.d").mkdir(parents=True)
+    (config / "apps.d").mkdir()
+    (root / "state").mkdir()
+    (root / "runtime").mkdir()
+    (config / "bgtaskd.conf.d" / "50-bench.conf").write_text(conf(cgroup, grace=f"{SPACING_MS}ms"))
+    (config / "apps.d" / f"{app_id}.app").write_text(http_server_manifest(app_id, port))
+    sock = str(root / "runtime" / "io.bgtaskd")
+    log = open(root / "daemon.log", "wb")
+    proc = subprocess.Popen(
+        [str(bin_dir / "bgtaskd"), "--config-dir", str(config), "--state-dir", str(root / "state"),
+         "--runtime-dir", str(root / "runtime"), "--socket", sock],
+        stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            with RawClient(sock, timeout=1) as c:
+                if "error" not in c.call("org.varlink.service.GetInfo"):
+                    return proc
+        except OSError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit(f"bgtaskd did not start:\n{(root / 'daemon.log').read_text()}")
+        time.sleep(0.01)
+
+
+def daemon_step(manager: Manager, app_id: str, app_cgroup: str):
+    """One foreground/background cycle; the daemon freezes the app a grace window after Background."""
+    manager.call("Foreground", appId=app_id)
+    manager.call("Background", appId=app_id)
+    wait_for(lambda: read_events(app_cgroup).get("frozen") == 1, 5, "frozen", interval=0.0005)
+    wait_for(lambda: manager.state(app_id) == "suspended", 5, "suspended", interval=0.0005)
+    time.sleep(SPACING_MS / 1000)
+
+
+class RawFreezer:
+    """cgroup.freeze written by hand on a cgroup of its own."""
+
+    def __init__(self, cgroup: str):
+        libc = ctypes.CDLL(None, use_errno=True)
+        self.inotify = libc.inotify_init1(IN_NONBLOCK | IN_CLOEXEC)
+        if self.inotify < 0 or libc.inotify_add_watch(self.inotify, f"{cgroup}/cgroup.events".encode(), IN_MODIFY) < 0:
+            raise SystemExit("inotify failed")
+        self.events = os.open(f"{cgroup}/cgroup.events", os.O_RDONLY)
+        self.freeze = f"{cgroup}/cgroup.freeze"
+        self.notified: list[float] = []
+        self.busy: list[float] = []
+
+    def frozen(self) -> bool:
+        return b"frozen 1" in os.pread(self.events, 64, 0)
+
+    def write(self, v: str):
+        fd = os.open(self.freeze, os.O_WRONLY)
+        os.write(fd, v.encode())
+        os.close(fd)
+
+    def drain(self):
+        try:
+            os.read(self.inotify, 4096)
+        except BlockingIOError:
+            pass
+
+    def step(self, method: str):
+        self.drain()
+        t0 = time.perf_counter_ns()
+        self.write("1")
+        if method == "busy":
+            while not self.frozen():
+                pass
+        elif not self.frozen():
+            while True:
+                select.select([self.inotify], [], [], 2)
+                self.drain()
+                if self.frozen():
+                    break
+        t1 = time.perf_counter_ns()
+        (self.busy if method == "busy" else self.notified).append((t1 - t0) / 1000)
+        self.write("0")
+        time.sleep(SPACING_MS / 1000)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--count", type=int, default=200)
+    args = parser.parse_args()
+    if os.geteuid() != 0:
+        raise SystemExit("needs root (cgroups)")
+    bin_dir = Path(os.environ.get("BGTASKD_BIN_DIR", REPO / ".build" / "release"))
+    app_id = "org.bench.Web"
+    root = Path(tempfile.mkdtemp(prefix="bgtaskd-bench-", dir="/tmp"))
+    with ScratchCgroup() as cg:
+        # The raw subject: the same kind of process, in a cgroup of its own next to the daemon's.
+        raw_cg = os.path.join(cg.path, "raw")
+        os.mkdir(raw_cg)
+        raw_port = free_port()
+        raw = subprocess.Popen(
+            ["sh", "-c", f"echo $$ > {raw_cg}/cgroup.procs && exec {sys.executable} -m http.server {raw_port} "
+                         f"--bind 127.0.0.1", ],
+            cwd="/tmp", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        port = free_port()
+        daemon = start_daemon(bin_dir, root, cg.path, app_id, port)
+        try:
+            manager = Manager(str(root / "runtime" / "io.bgtaskd"))
+            manager.launch(app_id)
+            wait_for(lambda: http_answers(port, 0.5) and http_answers(raw_port, 0.5), 10, "both servers")
+            since = time.time()
+            raw_freezer = RawFreezer(raw_cg)
+            # Interleaved, so that all three see the same machine.
+            for _ in range(args.count):
+                daemon_step(manager, app_id, cg.app(app_id))
+                raw_freezer.step("notify")
+                raw_freezer.step("busy")
+            notified, busy = raw_freezer.notified, raw_freezer.busy
+            time.sleep(1)
+            out = subprocess.run(
+                ["journalctl", "-t", "bgtaskd", "-o", "json", "--no-pager", f"--since=@{since:.6f}",
+                 f"_PID={daemon.pid}", "BGTASKD_APP=" + app_id],
+                capture_output=True, text=True, check=True).stdout
+            latencies = [float(e["BGTASKD_FREEZE_LATENCY_USEC"]) for e in map(json.loads, out.splitlines())
+                         if "BGTASKD_FREEZE_LATENCY_USEC" in e]
+            if len(latencies) < args.count:
+                print(f"warning: {len(latencies)} of {args.count} freeze confirmations found in the journal",
+                      file=sys.stderr)
+        finally:
+            daemon.send_signal(signal.SIGTERM)
+            daemon.wait(5)
+            raw.kill()
+            raw.wait()
+        shutil.rmtree(root, ignore_errors=True)
+    print(f"freeze latency, idle python3 -m http.server, {os.cpu_count()} CPUs, kernel {os.uname().release}")
+    print(describe("bgtaskd: decision → frozen confirmed", latencies))
+    print(describe("raw cgroup.freeze: write → confirmed (inotify)", notified))
+    print(describe("raw cgroup.freeze: write → frozen (busy re-read)", busy))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,315 @@
+import BGTaskProtocol
+import Dispatch
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The bytes of the two calls measured: BeginBackgroundTask, then EndBackgroundTask of the task it got.
+struct CallShapes: Sendable {
+    let app: String
+    let begin: [UInt8]
+
+    init(app: String) {
+        self.app = app
+        begin = Array(
+            #"{"method":"io.bgtaskd.App.BeginBackgroundTask","parameters":{"appId":"\#(app)","name":"bench"}}"#.utf8)
+            + [0]
+    }
+
+    func end(_ task: Int64) -> [UInt8] {
+        Array(#"{"method":"io.bgtaskd.App.EndBackgroundTask","parameters":{"appId":"\#(app)","taskId":\#(task)}}"#.utf8)
+            + [0]
+    }
+}
+
+/// One Begin → End pair on a blocking connection, each call waiting for its reply (sequential).
+struct PairResult {
+    var begin: Int64
+    var end: Int64
+    var granted: Bool
+    var error: Bool
+    var beginReplyBytes: Int
+    var endReplyBytes: Int
+}
+
+func onePair(_ fd: Int32, _ reader: MessageReader, _ shapes: CallShapes) -> PairResult {
+    let t0 = monoNS()
+    writeAll(fd, shapes.begin)
+    guard let m1 = reader.next(fd) else { fail("connection closed during BeginBackgroundTask") }
+    let t1 = monoNS()
+    let task = intField(m1, "\"taskId\"") ?? 0
+    var error = contains(m1, "\"error\"")
+    let beginBytes = m1.count + 1
+    writeAll(fd, shapes.end(task))
+    guard let m2 = reader.next(fd) else { fail("connection closed during EndBackgroundTask") }
+    let t2 = monoNS()
+    error = error || contains(m2, "\"error\"")
+    return PairResult(begin: t1 - t0, end: t2 - t1, granted: task > 0, error: error,
+                      beginReplyBytes: beginBytes, endReplyBytes: m2.count + 1)
+}
+
+/// Sequential round trips on one connection: per-pair and per-call latencies (ns).
+func measurePairs(socket path: String, app: String, pairs: Int, warmup: Int) -> [String: JSON] {
+    let fd = connectUnix(path)
+    defer { close(fd) }
+    let reader = MessageReader()
+    let shapes = CallShapes(app: app)
+    for _ in 0..<warmup { _ = onePair(fd, reader, shapes) }
+    var begin: [Int64] = []
+    var end: [Int64] = []
+    begin.reserveCapacity(pairs)
+    end.reserveCapacity(pairs)
+    var denied = 0
+    var errors = 0
+    var sizes = (0, 0)
+    for _ in 0..<pairs {
+        let r = onePair(fd, reader, shapes)
+        begin.append(r.begin)
+        end.append(r.end)
+        if !r.granted { denied += 1 }
+        if r.error { errors += 1 }
+        sizes = (r.beginReplyBytes, r.endReplyBytes)
+    }
+    return [
+        "begin_ns": ints(begin), "end_ns": ints(end), "denied": .int(Int64(denied)), "errors": .int(Int64(errors)),
+        "request_bytes": .array([.int(Int64(shapes.begin.count)), .int(Int64(shapes.end(1).count))]),
+        "reply_bytes": .array([.int(Int64(sizes.0)), .int(Int64(sizes.1))]),
+    ]
+}
+
+/// `clients` threads, each with its own connection, each doing sequential Begin → End pairs; counts the
+/// calls completed in the measuring window (after a warm-up).
+func measureThroughput(socket path: String, apps: [String], clients: Int, warmupMS: Int, seconds: Double) -> [String: JSON] {
+    let start = monoNS() + 200_000_000  // every thread connected before
+    let windowStart = start + Int64(warmupMS) * 1_000_000
+    let windowEnd = windowStart + Int64(seconds * 1e9)
+    let totals = Mutex<(calls: Int, denied: Int, errors: Int, perClient: [Int])>((0, 0, 0, []))
+    var threads: [pthread_t] = []
+    for k in 0..<clients {
+        let app = apps[k % apps.count]
+        threads.append(startThread {
+            let fd = connectUnix(path)
+            let reader = MessageReader()
+            let shapes = CallShapes(app: app)
+            sleepUntil(start)
+            var calls = 0
+            var denied = 0
+            var errors = 0
+            while true {
+                let r = onePair(fd, reader, shapes)
+                let now = monoNS()
+                if now > windowEnd { break }
+                if now >= windowStart {
+                    calls += 2
+                    if !r.granted { denied += 1 }
+                    if r.error { errors += 1 }
+                }
+            }
+            close(fd)
+            totals.withLock {
+                $0.calls += calls
+                $0.denied += denied
+                $0.errors += errors
+                $0.perClient.append(calls)
+            }
+        })
+    }
+    for t in threads { joinThread(t) }
+    let t = totals.withLock { $0 }
+    let perClient = t.perClient.sorted()
+    return [
+        "calls": .int(Int64(t.calls)), "seconds": .double(seconds),
+        "calls_per_s": .double(Double(t.calls) / seconds), "denied": .int(Int64(t.denied)),
+        "errors": .int(Int64(t.errors)), "clients": .int(Int64(clients)),
+        "min_client_calls": .int(Int64(perClient.first ?? 0)), "max_client_calls": .int(Int64(perClient.last ?? 0)),
+    ]
+}
+
+/// The baseline server: a single-threaded epoll loop that answers every NUL-terminated message with a
+/// canned reply of the daemon's size (alternately the Begin reply and the End reply), parsing nothing.
+func runEchoServer(socket path: String, replySizes: [Int]) -> Never {
+    let replies = cannedReplies(replySizes)
+    let lfd = listenUnix(path)
+    setNonBlocking(lfd)
+    let ep = Epoll(capacity: 256)
+    ep.add(lfd)
+    var toggle = [Bool](repeating: false, count: 65536)
+    let scratch = UnsafeMutableRawPointer.allocate(byteCount: 1 << 16, alignment: 16)
+    var out: [UInt8] = []
+    out.reserveCapacity(1 << 16)
+    while true {
+        for fd in ep.ready(timeoutMS: -1) {
+            if fd == lfd {
+                while true {
+                    let c = accept(lfd, nil, nil)
+                    if c < 0 { break }
+                    toggle[Int(c)] = false
+                    ep.add(c)
+                }
+                continue
+            }
+            let r = read(fd, scratch, 1 << 16)
+            if r <= 0 {
+                ep.remove(fd)
+                close(fd)
+                continue
+            }
+            out.removeAll(keepingCapacity: true)
+            var p = scratch
+            var left = r
+            while left > 0, let z = memchr(p, 0, left) {
+                let consumed = p.distance(to: z) + 1
+                out.append(contentsOf: replies[toggle[Int(fd)] ? 1 : 0])
+                toggle[Int(fd)].toggle()
+                p = p + consumed
+                left -= consumed
+            }
+            if !out.isEmpty { writeAll(fd, out) }
+        }
+    }
+}
+
+/// The same canned-reply server built the way the daemon is: one serial DispatchQueue, one
+/// DispatchSourceRead per connection, replies written from the handler. Shows what the Dispatch event
+/// loop itself costs on this machine (bench.py prints it as a second baseline).
+final class DispatchEchoServer: @unchecked Sendable {
+    // @unchecked: everything is touched only on `queue`.
+    let queue = DispatchQueue(label: "bench.echo")
+    let replies: [[UInt8]]
+    var listener: (any DispatchSourceRead)?
+    var connections: [Int32: (source: any DispatchSourceRead, toggle: Bool)] = [:]
+    let scratch = UnsafeMutableRawPointer.allocate(byteCount: 1 << 16, alignment: 16)
+
+    init(replies: [[UInt8]]) { self.replies = replies }
+
+    func start(_ lfd: Int32) {
+        queue.async { [self] in
+            let s = DispatchSource.makeReadSource(fileDescriptor: lfd, queue: queue)
+            s.setEventHandler { [weak self] in self?.accepted(lfd) }
+            listener = s
+            s.resume()
+        }
+    }
+
+    private func accepted(_ lfd: Int32) {
+        while true {
+            let c = accept(lfd, nil, nil)
+            if c < 0 { return }
+            setNonBlocking(c)
+            let s = DispatchSource.makeReadSource(fileDescriptor: c, queue: queue)
+            s.setEventHandler { [weak self] in self?.readable(c) }
+            s.setCancelHandler { close(c) }
+            connections[c] = (s, false)
+            s.resume()
+        }
+    }
+
+    private func readable(_ fd: Int32) {
+        let r = read(fd, scratch, 1 << 16)
+        if r <= 0 {
+            if r < 0 && errno == EAGAIN { return }
+            connections.removeValue(forKey: fd)?.source.cancel()
+            return
+        }
+        var out: [UInt8] = []
+        var p = scratch
+        var left = r
+        while left > 0, let z = memchr(p, 0, left) {
+            let consumed = p.distance(to: z) + 1
+            let t = connections[fd]?.toggle ?? false
+            out.append(contentsOf: replies[t ? 1 : 0])
+            connections[fd]?.toggle = !t
+            p = p + consumed
+            left -= consumed
+        }
+        if !out.isEmpty { writeAll(fd, out) }
+    }
+}
+
+func cannedReplies(_ replySizes: [Int]) -> [[UInt8]] {
+    func canned(_ text: String, _ size: Int) -> [UInt8] {
+        var b = Array(text.utf8)
+        while b.count < size - 1 { b.append(UInt8(ascii: " ")) }
+        return b + [0]
+    }
+    return [canned(#"{"parameters":{"taskId":1}}"#, replySizes[0]), canned("{}", replySizes[1])]
+}
+
+func runDispatchEchoServer(socket path: String, replySizes: [Int]) -> Never {
+    let lfd = listenUnix(path)
+    setNonBlocking(lfd)
+    let server = DispatchEchoServer(replies: cannedReplies(replySizes))
+    server.start(lfd)
+    while true { sleep(1000) }
+}
+
+/// The canned-reply server with one Dispatch read source on an epoll descriptor that holds every client
+/// socket: a wake-up of the serial queue serves every connection that is ready, instead of one
+/// source (and one manager → worker hand-off) per connection and message. What the daemon could do.
+final class DispatchEpollEchoServer: @unchecked Sendable {
+    // @unchecked: everything is touched only on `queue`.
+    let queue = DispatchQueue(label: "bench.echo")
+    let replies: [[UInt8]]
+    let ep = Epoll(capacity: 256)
+    let lfd: Int32
+    var source: (any DispatchSourceRead)?
+    var toggle = [Bool](repeating: false, count: 65536)
+    let scratch = UnsafeMutableRawPointer.allocate(byteCount: 1 << 16, alignment: 16)
+
+    init(replies: [[UInt8]], lfd: Int32) {
+        self.replies = replies
+        self.lfd = lfd
+    }
+
+    func start() {
+        ep.add(lfd)
+        queue.async { [self] in
+            let s = DispatchSource.makeReadSource(fileDescriptor: ep.fd, queue: queue)
+            s.setEventHandler { [weak self] in self?.ready() }
+            source = s
+            s.resume()
+        }
+    }
+
+    private func ready() {
+        var out: [UInt8] = []
+        for fd in ep.ready(timeoutMS: 0) {
+            if fd == lfd {
+                while true {
+                    let c = accept(lfd, nil, nil)
+                    if c < 0 { break }
+                    toggle[Int(c)] = false
+                    ep.add(c)
+                }
+                continue
+            }
+            let r = read(fd, scratch, 1 << 16)
+            if r <= 0 {
+                ep.remove(fd)
+                close(fd)
+                continue
+            }
+            out.removeAll(keepingCapacity: true)
+            var p = scratch
+            var left = r
+            while left > 0, let z = memchr(p, 0, left) {
+                let consumed = p.distance(to: z) + 1
+                out.append(contentsOf: replies[toggle[Int(fd)] ? 1 : 0])
+                toggle[Int(fd)].toggle()
+                p = p + consumed
+                left -= consumed
+            }
+            if !out.isEmpty { writeAll(fd, out) }
+        }
+    }
+}
+
+func runDispatchEpollEchoServer(socket path: String, replySizes: [Int]) -> Never {
+    let lfd = listenUnix(path)
+    setNonBlocking(lfd)
+    let server = DispatchEpollEchoServer(replies: cannedReplies(replySizes), lfd: lfd)
+    server.start()
+    while true { sleep(1000) }
+}

@@ -1,0 +1,139 @@
+import BGTaskProtocol
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Pipelines `requests` on `fd` in batches (the daemon pauses reading past 256 queued calls) and returns
+/// the replies' taskId fields (0 where there is none) and the number of error replies.
+func pipeline(_ fd: Int32, _ reader: MessageReader, _ requests: [[UInt8]], batch: Int = 128) -> (ids: [Int64], errors: Int) {
+    var ids: [Int64] = []
+    ids.reserveCapacity(requests.count)
+    var errors = 0
+    var i = 0
+    var bytes: [UInt8] = []
+    while i < requests.count {
+        let j = min(i + batch, requests.count)
+        bytes.removeAll(keepingCapacity: true)
+        for r in requests[i..<j] { bytes += r }
+        writeAll(fd, bytes)
+        for _ in i..<j {
+            guard let m = reader.next(fd) else { fail("connection closed while pipelining") }
+            if contains(m, "\"error\"") { errors += 1 }
+            ids.append(intField(m, "\"taskId\"") ?? 0)
+        }
+        i = j
+    }
+    return (ids, errors)
+}
+
+/// Waits until the daemon's journal sink stopped writing (journalEntries + journalDropped unchanged over
+/// 200 ms, and journald using under 5% of a CPU; at most 15 s): a set-up burst leaves up to 4096 entries
+/// queued, and measuring while journald digests (and writes) them would measure journald.
+func settleJournal(_ fd: Int32, _ reader: MessageReader, journald: Int32) {
+    let request = Array(#"{"method":"io.bgtaskd.Manager.Stats"}"#.utf8) + [0]
+    var last: Int64 = -1
+    var stable = 0
+    var journaldCPU = journald > 0 ? cpuNS(pid: journald) : 0
+    let giveUp = monoNS() + 15_000_000_000
+    while monoNS() < giveUp {
+        writeAll(fd, request)
+        guard let m = reader.next(fd), let reply = decodeReply(m), let stats = reply.parameters["stats"] else { return }
+        let written = (stats["journalEntries"]?.intValue ?? 0) + (stats["journalDropped"]?.intValue ?? 0)
+        // journald itself quiet too: under 5 ms of CPU per 100 ms.
+        let j = journald > 0 ? cpuNS(pid: journald) : 0
+        let journaldQuiet = journald <= 0 || j - journaldCPU < 5_000_000
+        journaldCPU = j
+        stable = written == last && journaldQuiet ? stable + 1 : 0
+        if stable >= 2 { return }
+        last = written
+        usleep(100_000)
+    }
+}
+
+/// Row 4: per-call cost as the number of live assertions grows, and the daemon's memory.
+///
+/// `--launch yes` first launches every app into the foreground (unlimited time, no deadline). Then, for each
+/// level, background tasks are begun (held by `holders` connections, `perApp` per app, apps in order) until
+/// that many are live, and `pairs` sequential Begin → End pairs are timed on a fresh connection on the
+/// first app, beside the daemon's VmRSS.
+func runScale(_ o: Options) {
+    let path = o.string("socket")
+    let apps = readLines(o.string("apps-file"))
+    let levels = o.list("levels").compactMap { Int($0) }
+    let perApp = o.int("per-app")
+    let pairs = o.int("pairs")
+    let pid = Int32(o.int("daemon-pid"))
+    let holderCount = o.int("holders", 16)
+    let journald = Int32(o.int("journald-pid", 0))
+    var out: [String: JSON] = [:]
+
+    let control = connectUnix(path)
+    let controlReader = MessageReader()
+    if o.string("launch", "no") == "yes" {
+        let t = monoNS()
+        // Launch is exclusive (it sends the other foreground apps to the background): launch in the
+        // background, then a non-exclusive Foreground, so that every app has unlimited time and no deadline.
+        var requests: [[UInt8]] = []
+        for app in apps {
+            requests.append(Array(#"{"method":"io.bgtaskd.Manager.Launch","parameters":{"appId":"\#(app)","background":true}}"#.utf8) + [0])
+            requests.append(Array(#"{"method":"io.bgtaskd.Manager.Foreground","parameters":{"appId":"\#(app)","exclusive":false}}"#.utf8) + [0])
+        }
+        let r = pipeline(control, controlReader, requests, batch: 64)
+        if r.errors > 0 { fail("\(r.errors) launches failed") }
+        out["launch_s"] = .double(Double(monoNS() - t) / 1e9)
+    }
+    settleJournal(control, controlReader, journald: journald)
+    out["rss_kib_after_launch"] = .int(memoryKiB(pid: pid).rss)
+
+    let holders = (0..<holderCount).map { _ in connectUnix(path) }
+    let holderReaders = holders.map { _ in MessageReader() }
+    var live = 0
+    var denied = 0
+    var results: [JSON] = []
+    for level in levels {
+        guard level <= apps.count * perApp else { fail("level \(level) needs more apps") }
+        let t = monoNS()
+        var perHolder = [[[UInt8]]](repeating: [], count: holderCount)
+        for a in live..<level {
+            perHolder[a % holderCount].append(CallShapes(app: apps[a / perApp]).begin)
+        }
+        for (h, requests) in perHolder.enumerated() where !requests.isEmpty {
+            let r = pipeline(holders[h], holderReaders[h], requests)
+            denied += r.ids.filter { $0 == 0 }.count + r.errors
+        }
+        live = level
+        let setup = Double(monoNS() - t) / 1e9
+        // Three rounds, each after the journal settled: a VM's slow phases last seconds.
+        var begin: [Int64] = []
+        var end: [Int64] = []
+        var cpu: Int64 = 0
+        var m: [String: JSON] = [:]
+        for _ in 0..<3 {
+            settleJournal(control, controlReader, journald: journald)
+            let cpu0 = cpuNS(pid: pid)
+            m = measurePairs(socket: path, app: apps[0], pairs: pairs / 3, warmup: 0)
+            cpu += cpuNS(pid: pid) - cpu0
+            begin += m["begin_ns"]?.arrayValue?.compactMap { $0.intValue } ?? []
+            end += m["end_ns"]?.arrayValue?.compactMap { $0.intValue } ?? []
+        }
+        m["begin_ns"] = ints(begin)
+        m["end_ns"] = ints(end)
+        let mem = memoryKiB(pid: pid)
+        m["daemon_cpu_ns_per_call"] = .int(cpu / Int64(max(1, begin.count + end.count)))
+        m["live_assertions"] = .int(Int64(level))
+        m["setup_s"] = .double(setup)
+        m["rss_kib"] = .int(mem.rss)
+        m["hwm_kib"] = .int(mem.hwm)
+        results.append(.object(m))
+    }
+    out["levels"] = .array(results)
+    out["denied"] = .int(Int64(denied))
+    emit(out)
+    // The assertions live as long as the holders: keep them until bench.py has measured the idle daemon.
+    if o.string("hold", "no") == "yes" {
+        var b: UInt8 = 0
+        _ = read(0, &b, 1)
+    }
+    for fd in holders { close(fd) }
+}

@@ -1,0 +1,71 @@
+import BGTaskProtocol
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The subcommands bench/bench.py runs.
+enum BenchTool {
+    static func run(_ args: [String]) {
+        guard let command = args.first else { fail("usage: bgtaskd-bench COMMAND [--option value]…") }
+        let o = Options(args.dropFirst())
+        signal(SIGPIPE, SIG_IGN)
+        switch command {
+        case "echo-server":
+            runEchoServer(socket: o.string("socket"), replySizes: o.list("reply-sizes").compactMap { Int($0) })
+        case "dispatch-echo-server":
+            runDispatchEchoServer(socket: o.string("socket"), replySizes: o.list("reply-sizes").compactMap { Int($0) })
+        case "dispatch-epoll-echo-server":
+            runDispatchEpollEchoServer(socket: o.string("socket"), replySizes: o.list("reply-sizes").compactMap { Int($0) })
+        case "rtt":
+            emit(measurePairs(socket: o.string("socket"), app: o.string("app"), pairs: o.int("pairs"), warmup: o.int("warmup", 200)))
+        case "throughput":
+            emit(measureThroughput(
+                socket: o.string("socket"), apps: o.list("apps"), clients: o.int("clients"), warmupMS: o.int("warmup-ms", 300),
+                seconds: Double(o.string("seconds")) ?? 2))
+        case "deadlines":
+            runDeadlineClient(o)
+        case "timer-baseline":
+            runTimerBaseline(o)
+        case "scale":
+            runScale(o)
+        case "spawn-baseline":
+            spawnBaseline(count: o.int("count"))
+        case "notify-ready":
+            notifyReady()
+        default:
+            fail("unknown command \(command)")
+        }
+    }
+
+    /// The launch baseline: posix_spawn of `/bin/sleep 600`, `count` times (each waited for until it has
+    /// exec'd, as the daemon's launcher does), then every child is killed and reaped.
+    static func spawnBaseline(count: Int) {
+        var pids: [pid_t] = []
+        let argv: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/sleep"), strdup("600"), nil]
+        let t0 = monoNS()
+        for _ in 0..<count {
+            var pid: pid_t = 0
+            let rc = argv.withUnsafeBufferPointer { posix_spawn(&pid, "/bin/sleep", nil, nil, $0.baseAddress!, environ) }
+            if rc != 0 { fail("posix_spawn: \(rc)") }
+            pids.append(pid)
+        }
+        let elapsed = monoNS() - t0
+        for pid in pids { kill(pid, SIGKILL) }
+        for pid in pids { var st: Int32 = 0; waitpid(pid, &st, 0) }
+        emit(["spawn_ns_per_process": .int(elapsed / Int64(count)), "count": .int(Int64(count))])
+    }
+
+    /// The start-up baseline: a process of this size that sends READY=1 as soon as it runs.
+    static func notifyReady() {
+        guard let p = getenv("NOTIFY_SOCKET") else { fail("no NOTIFY_SOCKET") }
+        let path = String(cString: p)
+        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let message = Array("READY=1".utf8)
+        let n = withUnixAddress(path) { addr, len in
+            message.withUnsafeBytes { sendto(fd, $0.baseAddress, $0.count, 0, addr, len) }
+        }
+        if n < 0 { fail("sendto \(path): \(errnoText())") }
+        close(fd)
+    }
+}

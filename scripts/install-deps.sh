@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs what the build and the tests need on Debian 12 and is quiet when all is there.
+# Debian packages: libsystemd-dev (sd_journal_sendv, sd_notify), pkg-config (the CSystemd module),
+# systemd (journald, systemd-socket-activate, systemd-analyze, journalctl), util-linux (setpriv),
+# procps. Python: varlink (the independent client, the certification suite), pytest.
+set -euo pipefail
+
+SUDO=""
+if [ "$(id -u)" != 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then SUDO="sudo"; fi
+fi
+
+need=()
+for pkg in libsystemd-dev pkg-config systemd util-linux procps python3-pip; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
+done
+# python3-pip is only needed when there is no pip at all.
+if command -v pip3 >/dev/null 2>&1 || python3 -m pip --version >/dev/null 2>&1; then
+  need=("${need[@]/python3-pip}")
+fi
+need=($(printf '%s\n' "${need[@]}" | grep -v '^$' || true))
+if [ "${#need[@]}" -gt 0 ]; then
+  echo "install-deps: apt-get install ${need[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
+pymissing=()
+python3 -c 'import varlink' 2>/dev/null || pymissing+=(varlink)
+python3 -c 'import pytest' 2>/dev/null || pymissing+=(pytest)
+if [ "${#pymissing[@]}" -gt 0 ]; then
+  echo "install-deps: pip install ${pymissing[*]}"
+  python3 -m pip install -q "${pymissing[@]}" 2>/dev/null \
+    || python3 -m pip install -q --break-system-packages "${pymissing[@]}"
+fi

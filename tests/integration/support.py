@@ -1,0 +1,211 @@
+"""Helpers for the integration tests: a raw Varlink client, timing bounds, notify sockets."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import socket
+import time
+
+# How long a healthy daemon may take to answer one call while another client misbehaves. Generous:
+# a call takes well under a millisecond; this bounds a stall, it does not measure speed.
+PROMPT = 2.0
+
+
+class Closed(Exception):
+    """The peer closed the connection."""
+
+
+class RawClient:
+    """A Varlink client on a bare Unix socket: sends any bytes, reads NUL-terminated replies."""
+
+    def __init__(self, path: str, timeout: float = 5.0):
+        self.path = path
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(timeout)
+        self.sock.connect(path)
+        self.buf = b""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+    def send(self, data: bytes):
+        self.sock.sendall(data)
+
+    @staticmethod
+    def encode(method: str, parameters: dict | None = None, more=False, oneway=False) -> bytes:
+        m: dict = {"method": method}
+        if parameters is not None:
+            m["parameters"] = parameters
+        if more:
+            m["more"] = True
+        if oneway:
+            m["oneway"] = True
+        return json.dumps(m).encode() + b"\0"
+
+    def send_call(self, method: str, parameters: dict | None = None, more=False, oneway=False):
+        self.send(self.encode(method, parameters, more, oneway))
+
+    def recv_message(self, timeout: float = 5.0) -> dict:
+        """The next reply; raises Closed at EOF (or reset) and TimeoutError when none comes in time."""
+        deadline = time.monotonic() + timeout
+        while b"\0" not in self.buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"no reply within {timeout} s")
+            r, _, _ = select.select([self.sock], [], [], left)
+            if not r:
+                continue
+            try:
+                data = self.sock.recv(65536)
+            except (ConnectionResetError, BrokenPipeError) as e:
+                raise Closed(str(e)) from e
+            if not data:
+                raise Closed("EOF")
+            self.buf += data
+        raw, self.buf = self.buf.split(b"\0", 1)
+        return json.loads(raw)
+
+    def call(self, method: str, parameters: dict | None = None, timeout: float = 5.0) -> dict:
+        self.send_call(method, parameters)
+        return self.recv_message(timeout)
+
+    def wait_closed(self, timeout: float = 5.0) -> list[dict]:
+        """Reads until the server closes; returns the replies received before. Raises TimeoutError."""
+        got = []
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                got.append(self.recv_message(max(0.0, deadline - time.monotonic())))
+            except Closed:
+                return got
+
+
+def get_info(path: str, timeout: float = PROMPT) -> dict:
+    with RawClient(path, timeout=timeout) as c:
+        reply = c.call("org.varlink.service.GetInfo", timeout=timeout)
+    assert "error" not in reply, reply
+    return reply["parameters"]
+
+
+def timed_call(client: RawClient, method: str, parameters: dict | None = None, bound: float = PROMPT) -> dict:
+    """One call on `client` that must be answered within `bound` seconds."""
+    start = time.monotonic()
+    reply = client.call(method, parameters, timeout=bound)
+    elapsed = time.monotonic() - start
+    assert elapsed < bound, f"{method} took {elapsed:.3f} s"
+    return reply
+
+
+def assert_answers(client: RawClient, bound: float = PROMPT):
+    """The daemon answers `client` promptly and correctly."""
+    reply = timed_call(client, "org.varlink.service.GetInfo", bound=bound)
+    assert "error" not in reply, reply
+    assert "io.bgtaskd.Manager" in reply["parameters"]["interfaces"]
+
+
+def is_error_reply(message: dict) -> bool:
+    return isinstance(message.get("error"), str) and "." in message["error"]
+
+
+class NotifySocket:
+    """A NOTIFY_SOCKET for sd_notify(3): an AF_UNIX datagram socket bound at `path`."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(path)
+        self.received: list[dict] = []
+
+    def close(self):
+        self.sock.close()
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+
+    def next(self, timeout: float = 5.0) -> dict:
+        r, _, _ = select.select([self.sock], [], [], timeout)
+        if not r:
+            raise TimeoutError(f"no notification within {timeout} s (got so far: {self.received})")
+        data = self.sock.recv(65536).decode()
+        fields = dict(line.split("=", 1) for line in data.split("\n") if "=" in line)
+        self.received.append(fields)
+        return fields
+
+    def wait_for(self, key: str, timeout: float = 5.0) -> tuple[dict, list[dict]]:
+        """The first notification carrying `key`, and those before it."""
+        before = []
+        deadline = time.monotonic() + timeout
+        while True:
+            n = self.next(max(0.0, deadline - time.monotonic()))
+            if key in n:
+                return n, before
+            before.append(n)
+
+
+def wait_for(predicate, timeout: float, describe=lambda: "condition"):
+    """Polls `predicate` every 5 ms until it is true; fails with `describe()` after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if predicate():
+                return
+        except (OSError, ValueError, KeyError):
+            pass
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s: {describe()}")
+        time.sleep(0.005)
+
+
+def journal_entries(**match) -> list:
+    """The bgtaskd journal entries matching FIELD=value pairs, oldest first, after `journalctl --sync`."""
+    import json as _json
+    import subprocess as _sp
+    _sp.run(["journalctl", "--sync"], check=False)
+    args = ["journalctl", "-t", "bgtaskd", "-o", "json", "--no-pager"] + [f"{k}={v}" for k, v in match.items()]
+    out = _sp.run(args, capture_output=True, text=True, check=True).stdout
+    return [_json.loads(l) for l in out.splitlines() if l.strip()]
+
+
+class AppLog:
+    """An app under test: the JSON lines it writes to `log` ({"event": kind, …} per event) and its
+    state as the daemon `d` reports it."""
+
+    def __init__(self, d, app_id, log):
+        from pathlib import Path as _Path
+        self.d, self.id, self.log = d, app_id, _Path(log)
+
+    def lines(self):
+        try:
+            return [json.loads(l) for l in self.log.read_text().splitlines() if l.strip()]
+        except FileNotFoundError:
+            return []
+
+    def events(self):
+        return [l["event"] for l in self.lines() if "event" in l]
+
+    def wait_events(self, expected, timeout=5.0):
+        wait_for(lambda: self.events() == expected, timeout,
+                 lambda: f"events of {self.id}: {self.events()} (expected {expected})")
+
+    def info(self):
+        import varlink
+        with varlink.Client(address="unix:" + self.d.socket) as c, c.open("io.bgtaskd.Manager") as m:
+            return m.GetApp(self.id)["app"]
+
+    def state(self):
+        return self.info()["state"]
+
+    def wait_state(self, state, timeout=5.0):
+        wait_for(lambda: self.state() == state, timeout, lambda: f"{self.id} is {self.state()}, expected {state}")

@@ -1,0 +1,85 @@
+"""bgtaskd under systemd's protocols: socket activation and sd_notify (SPEC §9)."""
+
+import os
+import signal
+import time
+
+import pytest
+
+from support import NotifySocket, RawClient, assert_answers, get_info
+
+
+def test_socket_activation_adopts_the_passed_fd(daemon):
+    d = daemon(socket_activate=True)
+    info = get_info(d.socket)
+    assert {"io.bgtaskd.App", "io.bgtaskd.Manager"} <= set(info["interfaces"])
+    # It served the passed fd instead of binding its default path in the runtime directory.
+    assert not os.path.exists(d.runtime_dir / "io.bgtaskd"), os.listdir(d.runtime_dir)
+    # Several clients on the adopted socket.
+    with RawClient(d.socket) as a, RawClient(d.socket) as b:
+        assert_answers(a)
+        assert_answers(b)
+    assert d.stop() == 0, d.output()
+
+
+@pytest.fixture
+def notify_socket():
+    path = f"/tmp/bgtaskd-notify-{os.getpid()}-{time.monotonic_ns()}"
+    n = NotifySocket(path)
+    yield n
+    n.close()
+
+
+def test_sd_notify_ready_reload_stopping(daemon, notify_socket):
+    d = daemon(env={"NOTIFY_SOCKET": notify_socket.path}, wait=False)
+
+    ready, before = notify_socket.wait_for("READY")
+    assert ready["READY"] == "1"
+    assert not before, f"notifications before READY=1: {before}"
+    # READY=1 means the socket is up: a call is answered at once, without retrying.
+    with RawClient(d.socket, timeout=2.0) as held:
+        assert_answers(held)
+
+        d.send_signal(signal.SIGHUP)
+        sent_after = time.monotonic_ns() // 1000
+        reloading, before = notify_socket.wait_for("RELOADING")
+        assert reloading["RELOADING"] == "1"
+        assert not any("READY" in n for n in before), before
+        # MONOTONIC_USEC is CLOCK_MONOTONIC when reloading started (Python's monotonic clock is the same).
+        usec = int(reloading["MONOTONIC_USEC"])
+        assert sent_after - 5_000_000 < usec < time.monotonic_ns() // 1000 + 1, (usec, sent_after)
+        ready, _ = notify_socket.wait_for("READY")
+        assert ready["READY"] == "1"
+        # The reload dropped no client.
+        assert_answers(held)
+
+    d.send_signal(signal.SIGTERM)
+    stopping, _ = notify_socket.wait_for("STOPPING")
+    assert stopping["STOPPING"] == "1"
+    assert d.proc.wait(5) == 0, d.output()
+    # It removed the socket it had bound.
+    assert not os.path.exists(d.socket)
+
+
+def test_sigterm_while_clients_are_connected(daemon):
+    d = daemon()
+    with RawClient(d.socket) as c:
+        assert_answers(c)
+        c.send(b'{"method": "org.varlink.ser')  # a half message in flight
+        assert d.stop() == 0, d.output()
+
+
+def test_sigterm_right_after_ready_stops_the_daemon(daemon, notify_socket):
+    """READY=1 is sent only once the signal sources are registered: a SIGTERM sent the moment READY
+    arrives must stop the daemon (it was once lost to the SIG_IGN set before registration)."""
+    for _ in range(10):
+        d = daemon(env={"NOTIFY_SOCKET": notify_socket.path}, wait=False)
+        notify_socket.wait_for("READY")
+        d.send_signal(signal.SIGTERM)
+        try:
+            assert d.proc.wait(5) == 0, d.output()
+        except Exception:
+            d.proc.kill()
+            raise
+        stopping, _ = notify_socket.wait_for("STOPPING")
+        assert stopping["STOPPING"] == "1"
