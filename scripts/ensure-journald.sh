@@ -1,18 +1,44 @@
 #!/usr/bin/env bash
-# Starts systemd-journald when no journal socket exists (a container or CI machine without systemd
-# as PID 1): the tests read back what the daemon logged with `journalctl -o json`.
+# Makes sure a systemd-journald answers on /run/systemd/journal/socket, starting one when none does
+# (a container or CI machine without systemd as PID 1): the tests read back what the daemon logged
+# with `journalctl -o json`.
+#
+# "Answers" means a datagram connect succeeds. A socket *file* is not enough: a journald that was
+# killed (say, when the session that started it ended) leaves its socket files behind, and sending to
+# them fails with ECONNREFUSED — every journal test would then fail although the file exists.
 set -euo pipefail
 sock=/run/systemd/journal/socket
-if [ -S "$sock" ]; then exit 0; fi
+
+alive() {
+  python3 - "$sock" <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+try:
+    s.connect(sys.argv[1])
+except OSError:
+    sys.exit(1)
+PY
+}
+
+if alive; then exit 0; fi
 if [ "$(id -u)" != 0 ]; then
-  echo "ensure-journald: no journal socket and not root; journal tests will fail" >&2
+  echo "ensure-journald: no journald answers on $sock and not root; journal tests will fail" >&2
   exit 1
 fi
-mkdir -p /run/systemd/journal /var/log/journal
+if [ -e "$sock" ]; then
+  echo "ensure-journald: $sock is stale (no journald behind it): starting a new one" >&2
+fi
+# journald names its files after the machine ID; a bare container may have none.
+if [ ! -s /etc/machine-id ]; then systemd-machine-id-setup >/dev/null 2>&1 || true; fi
+mkdir -p /run/systemd/journal
+# journald binds its own sockets, replacing stale files.
 setsid /lib/systemd/systemd-journald </dev/null >/tmp/bgtaskd-journald.log 2>&1 &
-for _ in $(seq 1 100); do
-  [ -S "$sock" ] && exit 0
+pid=$!
+for _ in $(seq 1 200); do
+  if alive; then exit 0; fi
+  if ! kill -0 "$pid" 2>/dev/null; then break; fi
   sleep 0.05
 done
-echo "ensure-journald: journald did not create $sock (see /tmp/bgtaskd-journald.log)" >&2
+echo "ensure-journald: journald did not come up on $sock; its output:" >&2
+cat /tmp/bgtaskd-journald.log >&2 || true
 exit 1
