@@ -66,30 +66,32 @@ public struct VarlinkFramer: Sendable {
 /// A method call as received from a Varlink client.
 public struct VarlinkCall: Sendable, Equatable {
     /// Fully qualified: `interface.Method`.
-    public var method: String
+    public var method: String {
+        didSet { (interface, methodName) = Self.split(method) }
+    }
     public var parameters: [String: JSON]
     public var more: Bool
     public var oneway: Bool
     public var upgrade: Bool
+    /// The interface part of `method` (split once, not on every look-up).
+    public private(set) var interface: Substring
+    /// The method name without its interface.
+    public private(set) var methodName: Substring
 
     public init(method: String, parameters: [String: JSON] = [:], more: Bool = false, oneway: Bool = false, upgrade: Bool = false) {
         self.method = method
+        (interface, methodName) = Self.split(method)
         self.parameters = parameters
         self.more = more
         self.oneway = oneway
         self.upgrade = upgrade
     }
 
-    /// The interface part of `method`.
-    public var interface: Substring {
-        guard let dot = method.lastIndex(of: ".") else { return "" }
-        return method[..<dot]
-    }
-
-    /// The method name without its interface.
-    public var methodName: Substring {
-        guard let dot = method.lastIndex(of: ".") else { return method[...] }
-        return method[method.index(after: dot)...]
+    private static func split(_ method: String) -> (Substring, Substring) {
+        // The last "." on the UTF-8 view: a byte scan, not a walk over Characters.
+        let utf8 = method.utf8
+        guard let dot = utf8.lastIndex(of: UInt8(ascii: ".")) else { return ("", method[...]) }
+        return (method[..<dot], method[method.utf8.index(after: dot)...])
     }
 
     /// Why a message is not a valid call.

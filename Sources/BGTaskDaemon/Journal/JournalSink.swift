@@ -19,6 +19,14 @@ public struct JournalField: Sendable, Equatable {
         self.value = value
     }
 
+    /// For names written in the source (the daemon's own fields): checked in debug builds only.
+    init(knownName name: StaticString, _ value: String) {
+        let n = name.description
+        assert(JournalField.isValidName(n), "invalid journal field name \(n)")
+        self.name = n
+        self.value = value
+    }
+
     public static func isValidName(_ name: String) -> Bool {
         let u = Array(name.utf8)
         guard !u.isEmpty, u.count <= 64 else { return false }
@@ -40,13 +48,36 @@ public enum JournalPriority: Int, Sendable {
 /// Sending never blocks the caller: entries go to a queue of their own, bounded by `capacity`;
 /// a stalled journald fills it and further entries are dropped and counted, rather than stalling
 /// the daemon's state queue (journald's datagram socket blocks the sender when its queue is full).
+///
+/// Entries are handed over in batches: the writer is woken once when the first entry of a batch
+/// arrives, and takes everything queued by then. Between `holdWakeups()` and `releaseWakeups()` (one
+/// turn of the daemon's queue) it is not woken at all, so that the turn's replies leave before a
+/// second thread competes for the CPU with them.
 public final class JournalSink: Sendable {
     public enum Destination: Sendable, Equatable { case journal, stderr }
+
+    struct Entry: Sendable {
+        var message: String
+        var priority: JournalPriority
+        var fields: [JournalField]
+        var file: String
+        var line: Int
+        var function: String
+    }
+
+    struct Batch {
+        var entries: [Entry] = []
+        /// A wake-up of the writer is queued and has not taken the entries yet.
+        var wakeQueued = false
+        var holding = false
+    }
 
     public let destination: Destination
     public let identifier: String
     private let queue = DispatchQueue(label: "bgtaskd.journal", qos: .utility)
     private let capacity: Int
+    private let batch = Mutex(Batch())
+    /// Entries queued or being written.
     private let pending = Atomic<Int>(0)
     private let droppedCount = Atomic<Int>(0)
     private let sentCount = Atomic<Int>(0)
@@ -77,48 +108,96 @@ public final class JournalSink: Sendable {
             droppedCount.add(1, ordering: .relaxed)
             return
         }
-        let destination = self.destination
-        let identifier = self.identifier
-        queue.async { [self] in
-            switch destination {
-            case .journal:
-                var all: [String] = [
-                    "MESSAGE=" + message, "PRIORITY=\(priority.rawValue)", "SYSLOG_IDENTIFIER=" + identifier,
-                    "CODE_FILE=" + file, "CODE_LINE=\(line)", "CODE_FUNC=" + function,
-                ]
-                all.reserveCapacity(all.count + fields.count)
-                for f in fields { all.append(f.name + "=" + f.value) }
-                if JournalSink.sendv(all) < 0 {
-                    // The journal went away: keep the line rather than lose it.
-                    JournalSink.writeStderr(identifier: identifier, message: message, fields: fields)
-                }
-            case .stderr:
-                JournalSink.writeStderr(identifier: identifier, message: message, fields: fields)
-            }
+        let entry = Entry(message: message, priority: priority, fields: fields, file: file, line: line, function: function)
+        let wake = batch.withLock { b -> Bool in
+            b.entries.append(entry)
+            guard !b.wakeQueued, !b.holding else { return false }
+            b.wakeQueued = true
+            return true
+        }
+        if wake { queue.async { [self] in writeBatch() } }
+    }
+
+    /// Until `releaseWakeups()`, queued entries wait without waking the writer.
+    public func holdWakeups() {
+        batch.withLock { $0.holding = true }
+    }
+
+    /// Wakes the writer if entries were queued while holding.
+    public func releaseWakeups() {
+        let wake = batch.withLock { b -> Bool in
+            b.holding = false
+            guard !b.wakeQueued, !b.entries.isEmpty else { return false }
+            b.wakeQueued = true
+            return true
+        }
+        if wake { queue.async { [self] in writeBatch() } }
+    }
+
+    /// Waits until every queued entry was written (tests, shutdown).
+    public func flush() {
+        releaseWakeups()
+        queue.sync { writeBatch() }
+    }
+
+    private func writeBatch() {
+        let entries = batch.withLock { b -> [Entry] in
+            b.wakeQueued = false
+            let taken = b.entries
+            b.entries.removeAll(keepingCapacity: true)
+            return taken
+        }
+        for e in entries {
+            writeEntry(e)
             sentCount.add(1, ordering: .relaxed)
             pending.subtract(1, ordering: .relaxed)
         }
     }
 
-    /// Waits until every queued entry was written (tests, shutdown).
-    public func flush() {
-        queue.sync {}
+    private func writeEntry(_ e: Entry) {
+        switch destination {
+        case .journal:
+            if JournalSink.sendv(e, identifier: identifier) < 0 {
+                // The journal went away: keep the line rather than lose it.
+                JournalSink.writeStderr(identifier: identifier, message: e.message, fields: e.fields)
+            }
+        case .stderr:
+            JournalSink.writeStderr(identifier: identifier, message: e.message, fields: e.fields)
+        }
     }
 
-    private static func sendv(_ fields: [String]) -> Int32 {
-        // Each field is copied once into one buffer; iovecs point into it.
+    /// Lays every `NAME=value` of the entry end to end in one buffer and hands journald iovecs into it:
+    /// one allocation for the bytes, none per field.
+    private static func sendv(_ e: Entry, identifier: String) -> Int32 {
         var bytes: [UInt8] = []
-        var ranges: [(Int, Int)] = []
-        ranges.reserveCapacity(fields.count)
-        for f in fields {
-            let start = bytes.count
-            bytes.append(contentsOf: f.utf8)
-            ranges.append((start, bytes.count - start))
+        var size = 160 + e.message.utf8.count + identifier.utf8.count + e.file.utf8.count + e.function.utf8.count
+        for f in e.fields { size += f.name.utf8.count + f.value.utf8.count + 1 }
+        bytes.reserveCapacity(size)
+        var ends: [Int] = []
+        ends.reserveCapacity(6 + e.fields.count)
+        func field(_ name: String, _ value: String) {
+            bytes.append(contentsOf: name.utf8)
+            bytes.append(UInt8(ascii: "="))
+            bytes.append(contentsOf: value.utf8)
+            ends.append(bytes.count)
         }
+        field("MESSAGE", e.message)
+        field("PRIORITY", String(e.priority.rawValue))
+        field("SYSLOG_IDENTIFIER", identifier)
+        field("CODE_FILE", e.file)
+        field("CODE_LINE", String(e.line))
+        field("CODE_FUNC", e.function)
+        for f in e.fields { field(f.name, f.value) }
         return bytes.withUnsafeMutableBytes { raw -> Int32 in
             guard let base = raw.baseAddress else { return -1 }
-            var iov = ranges.map { iovec(iov_base: base + $0.0, iov_len: $0.1) }
-            return sd_journal_sendv(&iov, Int32(iov.count))
+            return withUnsafeTemporaryAllocation(of: iovec.self, capacity: ends.count) { iov -> Int32 in
+                var start = 0
+                for (i, end) in ends.enumerated() {
+                    iov[i] = iovec(iov_base: base + start, iov_len: end - start)
+                    start = end
+                }
+                return sd_journal_sendv(iov.baseAddress, Int32(ends.count))
+            }
         }
     }
 

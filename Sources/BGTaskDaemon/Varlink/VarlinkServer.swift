@@ -55,11 +55,17 @@ public struct VarlinkLimits: Sendable {
     public init() {}
 }
 
-/// A Varlink server on Unix stream sockets, driven by Dispatch sources on one serial queue.
+/// A Varlink server on Unix stream sockets, driven by one Dispatch source on one serial queue.
 ///
-/// Sockets are non-blocking; writes are buffered per connection. Calls on one connection are served
-/// one at a time in order (pipelining); a connection whose peer does not read its replies is paused,
-/// then dropped, and never holds up another.
+/// Every socket — listeners and connections — sits in one epoll set of the server's own; a single
+/// `DispatchSourceRead` on that epoll descriptor wakes the queue when any of them is ready, and one turn
+/// serves every ready socket. So a burst from many clients costs one wake-up rather than one per
+/// socket, no Dispatch source is made or torn down per connection, and a connection's descriptor is
+/// closed as soon as it leaves the set.
+///
+/// Sockets are non-blocking; writes are buffered per connection and written at the end of the turn
+/// (pipelined replies leave in one write). Calls on one connection are served one at a time in order;
+/// a connection whose peer does not read its replies is paused, then dropped, and never holds up another.
 public final class VarlinkServer: @unchecked Sendable {
     // @unchecked: every mutable field is touched only on `queue`.
     public let queue: DispatchQueue
@@ -70,12 +76,31 @@ public final class VarlinkServer: @unchecked Sendable {
     public let url: String
     private weak var service: (any VarlinkService)?
 
-    private var listeners: [(fd: Int32, source: any DispatchSourceRead)] = []
+    private let epfd: Int32
+    private var epollSource: (any DispatchSourceRead)?
+    private var listeners: [UInt64: Int32] = [:]
     private var connections: [UInt64: VarlinkConnection] = [:]
-    private var nextConnectionID: UInt64 = 1
+    private var nextToken: UInt64 = 1
     private var descriptions: [String: String] = [:]
     private var methodsByInterface: [String: Set<String>] = [:]
+    /// Every declared method, fully qualified.
+    private var knownMethods: Set<String> = []
     private var interfaceOrder: [String] = []
+
+    /// True while a turn runs: replies are collected and written at its end.
+    fileprivate private(set) var inTurn = false
+    private var runnable: [VarlinkConnection] = []
+    private var dirty: [VarlinkConnection] = []
+    private var turnScheduled = false
+    private static let maxEvents = 256
+    private let eventTokens = UnsafeMutablePointer<UInt64>.allocate(capacity: VarlinkServer.maxEvents)
+    private let eventMasks = UnsafeMutablePointer<UInt32>.allocate(capacity: VarlinkServer.maxEvents)
+
+    /// Run at the start and at the end of every turn, once the turn's replies were written (the daemon
+    /// holds its journal writer's wake-ups in between, so that a reply never waits behind the log line
+    /// it caused).
+    public var beforeTurn: (() -> Void)?
+    public var afterTurn: (() -> Void)?
 
     /// Calls received since start.
     public private(set) var callCount = 0
@@ -95,51 +120,163 @@ public final class VarlinkServer: @unchecked Sendable {
         self.product = product
         self.version = version
         self.url = url
+        // Fails only when the process is out of descriptors or memory at start-up.
+        epfd = bgtaskd_epoll_create()
+        precondition(epfd >= 0, "epoll_create1: \(String(cString: strerror(errno)))")
         register(name: Interfaces.serviceName, description: Interfaces.service)
         for (name, description) in service.interfaceDescriptions {
             register(name: name, description: description)
         }
+        let source = DispatchSource.makeReadSource(fileDescriptor: epfd, queue: queue)
+        source.setEventHandler { [weak self] in self?.turn() }
+        source.resume()
+        epollSource = source
     }
 
-    deinit { readBuffer.deallocate() }
+    deinit {
+        epollSource?.cancel()
+        readBuffer.deallocate()
+        eventTokens.deallocate()
+        eventMasks.deallocate()
+    }
 
     private func register(name: String, description: String) {
         if descriptions[name] == nil { interfaceOrder.append(name) }
         descriptions[name] = description
-        methodsByInterface[name] = Interfaces.methodNames(in: description)
+        let methods = Interfaces.methodNames(in: description)
+        methodsByInterface[name] = methods
+        for m in methods { knownMethods.insert(name + "." + m) }
     }
 
     /// Starts accepting on a listening socket (bound here or passed by systemd). Call on `queue`.
     public func listen(fd: Int32) {
         dispatchPrecondition(condition: .onQueue(queue))
         setNonBlocking(fd)
-        let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
-        source.setEventHandler { [weak self] in self?.acceptPending(fd) }
-        source.resume()
-        listeners.append((fd, source))
+        let token = takeToken()
+        if epollControl(BGTASKD_EPOLL_CTL_ADD, fd: fd, events: BGTASKD_EPOLLIN, token: token) == 0 {
+            listeners[token] = fd
+        }
     }
 
     /// Stops accepting and closes every connection. Call on `queue`.
     public func shutdown() {
         dispatchPrecondition(condition: .onQueue(queue))
-        for l in listeners { l.source.cancel() }
+        for (_, fd) in listeners { _ = epollControl(BGTASKD_EPOLL_CTL_DEL, fd: fd, events: 0, token: 0) }
         listeners.removeAll()
         for c in Array(connections.values) { c.close() }
     }
 
+    private func takeToken() -> UInt64 {
+        defer { nextToken += 1 }
+        return nextToken
+    }
+
+    fileprivate func epollControl(_ op: Int32, fd: Int32, events: UInt32, token: UInt64) -> Int32 {
+        bgtaskd_epoll_ctl(epfd, op, fd, events, token)
+    }
+
+    // MARK: turns
+
+    /// One wake-up of the epoll source: serve every ready socket, then write what they were answered.
+    private func turn() {
+        beforeTurn?()
+        inTurn = true
+        let n = bgtaskd_epoll_wait(epfd, eventTokens, eventMasks, Int32(Self.maxEvents), 0)
+        if n > 0 {
+            for i in 0..<Int(n) {
+                let token = eventTokens[i]
+                let mask = eventMasks[i]
+                if let c = connections[token] {
+                    c.handleEvents(mask)
+                } else if let fd = listeners[token] {
+                    acceptPending(fd)
+                }
+                // Else: closed earlier in this turn.
+            }
+        }
+        finishTurn()
+    }
+
+    /// Serves connections with calls waiting, writes every buffered reply, runs `afterTurn`.
+    private func finishTurn() {
+        inTurn = true
+        var rounds = 0
+        while !runnable.isEmpty || !dirty.isEmpty {
+            // Bounded: a pipeline deeper than this continues on the next turn, after timers and signals.
+            if rounds == 16 {
+                if !runnable.isEmpty { scheduleTurn() }
+                break
+            }
+            rounds += 1
+            let serve = runnable
+            runnable.removeAll(keepingCapacity: true)
+            for c in serve {
+                c.isRunnable = false
+                c.run()
+            }
+            while !dirty.isEmpty {
+                let write = dirty
+                dirty.removeAll(keepingCapacity: true)
+                for c in write {
+                    c.isDirty = false
+                    c.flush()
+                }
+            }
+        }
+        // What is still dirty (after the bound) is written now: a reply is never held back.
+        while !dirty.isEmpty {
+            let write = dirty
+            dirty.removeAll(keepingCapacity: true)
+            for c in write {
+                c.isDirty = false
+                c.flush()
+            }
+        }
+        inTurn = false
+        afterTurn?()
+    }
+
+    private func scheduleTurn() {
+        guard !turnScheduled else { return }
+        turnScheduled = true
+        queue.async { [weak self] in
+            guard let self else { return }
+            self.turnScheduled = false
+            self.beforeTurn?()
+            self.finishTurn()
+        }
+    }
+
+    /// `c` has calls to decode or serve: this turn, or a turn of its own when called outside one.
+    fileprivate func markRunnable(_ c: VarlinkConnection) {
+        if !c.isRunnable {
+            c.isRunnable = true
+            runnable.append(c)
+        }
+        if !inTurn { scheduleTurn() }
+    }
+
+    /// `c` has replies to write at the end of this turn.
+    fileprivate func markDirty(_ c: VarlinkConnection) {
+        guard !c.isDirty else { return }
+        c.isDirty = true
+        dirty.append(c)
+    }
+
     private func acceptPending(_ listenFD: Int32) {
-        // Bounded so that a connection storm cannot monopolise the queue.
+        // Bounded so that a connection storm cannot monopolise the queue (the listener stays ready:
+        // the rest are taken next turn).
         for _ in 0..<64 {
-            let fd = accept(listenFD, nil, nil)
+            let fd = bgtaskd_accept_nonblocking(listenFD)
             if fd < 0 { return }
-            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-            setNonBlocking(fd)
             let peer = PeerCredentials.of(fd: fd) ?? PeerCredentials(pid: 0, uid: UInt32.max, gid: UInt32.max)
-            let id = nextConnectionID
-            nextConnectionID += 1
-            let c = VarlinkConnection(id: id, fd: fd, peer: peer, server: self)
-            connections[id] = c
-            c.start()
+            let token = takeToken()
+            let c = VarlinkConnection(id: token, fd: fd, peer: peer, server: self)
+            guard c.start() else {
+                Glibc.close(fd)
+                continue
+            }
+            connections[token] = c
         }
     }
 
@@ -151,16 +288,17 @@ public final class VarlinkServer: @unchecked Sendable {
     fileprivate func dispatch(_ request: VarlinkRequest) {
         callCount += 1
         let call = request.call
-        let interface = String(call.interface)
-        guard let methods = methodsByInterface[interface] else {
-            request.fail(.interfaceNotFound(interface))
+        // One hash of the whole name on the common path; the interface is looked at only for errors.
+        guard knownMethods.contains(call.method) else {
+            let interface = String(call.interface)
+            if methodsByInterface[interface] == nil {
+                request.fail(.interfaceNotFound(interface))
+            } else {
+                request.fail(.methodNotFound(call.method))
+            }
             return
         }
-        guard methods.contains(String(call.methodName)) else {
-            request.fail(.methodNotFound(call.method))
-            return
-        }
-        if interface == Interfaces.serviceName {
+        if call.interface == Interfaces.serviceName {
             serveServiceInterface(request)
             return
         }
@@ -221,10 +359,10 @@ public final class VarlinkConnection: @unchecked Sendable, Hashable, CustomStrin
     private let fd: Int32
     private unowned let server: VarlinkServer
     private var framer: VarlinkFramer
-    private var readSource: (any DispatchSourceRead)?
-    private var writeSource: (any DispatchSourceWrite)?
+    /// The epoll events registered for `fd`; 0: not in the set at all (so that a hang-up, which epoll
+    /// reports whatever the mask, cannot spin while reading is paused).
+    private var registered: UInt32 = 0
     private var readPaused = false
-    private var writeArmed = false
     private var outBuffer: [UInt8] = []
     private var outStart = 0
     private var pending: [VarlinkCall] = []
@@ -234,9 +372,11 @@ public final class VarlinkConnection: @unchecked Sendable, Hashable, CustomStrin
     /// Serial of the call being served.
     public private(set) var currentSerial: UInt64?
     private var nextSerial: UInt64 = 1
-    private var closeAfterFlush = false
     /// The peer will send nothing more; close once its calls are answered and written.
     private var peerFinishedSending = false
+    private var serving = false
+    fileprivate var isRunnable = false
+    fileprivate var isDirty = false
     public private(set) var isClosed = false
     /// Anything the service wants to remember about this connection (e.g. the app it checked in as).
     public var userInfo: [String: String] = [:]
@@ -253,22 +393,31 @@ public final class VarlinkConnection: @unchecked Sendable, Hashable, CustomStrin
     public func hash(into h: inout Hasher) { h.combine(id) }
     public var description: String { "connection \(id) (\(peer))" }
 
-    func start() {
-        let rs = DispatchSource.makeReadSource(fileDescriptor: fd, queue: server.queue)
-        rs.setEventHandler { [weak self] in self?.readAvailable() }
-        readSource = rs
-        let ws = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: server.queue)
-        ws.setEventHandler { [weak self] in self?.flush() }
-        writeSource = ws
-        // Both sources share the fd; it is closed only after both are cancelled.
-        let fd = self.fd
-        let group = DispatchGroup()
-        group.enter()
-        group.enter()
-        rs.setCancelHandler { group.leave() }
-        ws.setCancelHandler { group.leave() }
-        group.notify(queue: server.queue) { closeDeferred(fd) }
-        rs.resume()
+    /// Joins the server's epoll set; false if that failed (the caller closes the descriptor).
+    func start() -> Bool {
+        updateInterest()
+        return registered != 0
+    }
+
+    private func updateInterest() {
+        guard !isClosed else { return }
+        var want: UInt32 = 0
+        if !readPaused && !peerFinishedSending { want |= BGTASKD_EPOLLIN }
+        if outBuffer.count > outStart { want |= BGTASKD_EPOLLOUT }
+        guard want != registered else { return }
+        let op = registered == 0 ? BGTASKD_EPOLL_CTL_ADD : (want == 0 ? BGTASKD_EPOLL_CTL_DEL : BGTASKD_EPOLL_CTL_MOD)
+        if server.epollControl(op, fd: fd, events: want, token: id) == 0 || op == BGTASKD_EPOLL_CTL_DEL {
+            registered = want
+        } else {
+            close()
+        }
+    }
+
+    fileprivate func handleEvents(_ mask: UInt32) {
+        if mask & BGTASKD_EPOLLOUT != 0 { flush() }
+        guard !isClosed else { return }
+        let readable = BGTASKD_EPOLLIN | BGTASKD_EPOLLHUP | BGTASKD_EPOLLERR
+        if mask & readable != 0 && !readPaused && !peerFinishedSending { readAvailable() }
     }
 
     // MARK: reading
@@ -281,15 +430,14 @@ public final class VarlinkConnection: @unchecked Sendable, Hashable, CustomStrin
             let n = read(fd, buffer.baseAddress, buffer.count)
             if n > 0 {
                 framer.append(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
-                let chunkCount = buffer.count
                 if !drainFramer() { return }
                 if readPaused { return }
-                if n < chunkCount { return }
+                if n < buffer.count { return }
             } else if n == 0 {
                 // EOF: the peer sent all it will send (it may have half-closed and still read).
                 // Calls already received are answered; a partial message is dropped.
                 peerFinishedSending = true
-                pauseReading()
+                updateInterest()
                 _ = drainFramer()
                 closeIfDrained()
                 return
@@ -302,7 +450,7 @@ public final class VarlinkConnection: @unchecked Sendable, Hashable, CustomStrin
         }
     }
 
-    /// Decodes complete messages; false when the connection was closed.
+    /// Decodes complete messages while there is room, then serves; false when the connection closed.
     private func drainFramer() -> Bool {
         while pending.count - pendingHead < server.limits.maxPendingCalls {
             let message: ArraySlice<UInt8>?
@@ -344,8 +492,28 @@ public final class VarlinkConnection: @unchecked Sendable, Hashable, CustomStrin
         pending.append(placeholder)
     }
 
+    /// A turn's work for this connection: decode what waits in the framer (if there is room) and serve.
+    fileprivate func run() {
+        guard !isClosed else { return }
+        if framer.bufferedCount > 0 && pending.count - pendingHead < server.limits.maxPendingCalls {
+            _ = drainFramer()
+        } else {
+            serveNext()
+        }
+    }
+
     private func serveNext() {
+        guard !serving else { return }
+        serving = true
+        defer { serving = false }
+        // Bounded per turn so that one deep pipeline cannot hold the queue; the rest runs next round.
+        var served = 0
         while current == nil, pendingHead < pending.count, !isClosed {
+            if served == 64 {
+                server.markRunnable(self)
+                break
+            }
+            served += 1
             let call = pending[pendingHead]
             pendingHead += 1
             if pendingHead > 64, pendingHead * 2 > pending.count {
@@ -367,6 +535,7 @@ public final class VarlinkConnection: @unchecked Sendable, Hashable, CustomStrin
                 currentSerial = nil
             }
         }
+        guard !isClosed else { return }
         if readPaused, pending.count - pendingHead < server.limits.maxPendingCalls / 2,
             outBuffer.count - outStart < server.limits.pauseReadingAboveBufferedBytes
         {
@@ -374,7 +543,9 @@ public final class VarlinkConnection: @unchecked Sendable, Hashable, CustomStrin
         }
         if peerFinishedSending {
             // Decode what is left now that there is room in the queue.
-            if framer.bufferedCount > 0, pending.count - pendingHead < server.limits.maxPendingCalls { drainLater() }
+            if framer.hasCompleteMessage, pending.count - pendingHead < server.limits.maxPendingCalls {
+                server.markRunnable(self)
+            }
             closeIfDrained()
         }
     }
@@ -382,9 +553,9 @@ public final class VarlinkConnection: @unchecked Sendable, Hashable, CustomStrin
     /// After the peer's EOF: close once nothing is left to serve or write.
     private func closeIfDrained() {
         guard peerFinishedSending, !isClosed, current == nil, pendingHead >= pending.count,
-            outBuffer.count - outStart == 0, !drainScheduled
+            outBuffer.count - outStart == 0, !isRunnable
         else { return }
-        // Complete messages may remain (drained next turn); a partial one never completes.
+        // Complete messages may remain (decoded next round); a partial one never completes.
         if framer.hasCompleteMessage { return }
         close()
     }
@@ -400,13 +571,17 @@ public final class VarlinkConnection: @unchecked Sendable, Hashable, CustomStrin
             current = nil
             currentSerial = nil
         }
-        if call.oneway {
-            if !r.continues { serveNextLater() }
-            return
+        if !call.oneway {
+            r.append(to: &outBuffer)
+            if server.inTurn {
+                server.markDirty(self)
+            } else {
+                // A reply from a timer or another source: out at once.
+                flush()
+            }
         }
-        r.append(to: &outBuffer)
-        flush()
-        if !r.continues { serveNextLater() }
+        if !r.continues && !serving && pendingHead < pending.count { server.markRunnable(self) }
+        if !r.continues && peerFinishedSending && !serving && !server.inTurn { closeIfDrained() }
     }
 
     /// Answers the call being served (the server's own replies to invalid calls).
@@ -418,23 +593,7 @@ public final class VarlinkConnection: @unchecked Sendable, Hashable, CustomStrin
         if let serial = currentSerial { send(reply, serial: serial) }
     }
 
-    private var serveScheduled = false
-    private func serveNextLater() {
-        // Served on the next turn of the queue, so that a handler replying synchronously does not
-        // recurse through a long pipeline.
-        guard !serveScheduled, pendingHead < pending.count else {
-            if readPaused { serveNext() }
-            return
-        }
-        serveScheduled = true
-        server.queue.async { [weak self] in
-            guard let self else { return }
-            self.serveScheduled = false
-            self.serveNext()
-        }
-    }
-
-    private func flush() {
+    fileprivate func flush() {
         guard !isClosed else { return }
         while outStart < outBuffer.count {
             let n = outBuffer.withUnsafeBytes { buf in
@@ -454,8 +613,7 @@ public final class VarlinkConnection: @unchecked Sendable, Hashable, CustomStrin
         if buffered == 0 {
             outBuffer.removeAll(keepingCapacity: outBuffer.capacity <= 65536)
             outStart = 0
-            if writeArmed { writeSource?.suspend(); writeArmed = false }
-            if closeAfterFlush { close(); return }
+            updateInterest()
             if peerFinishedSending { closeIfDrained(); if isClosed { return } }
             if readPaused && pending.count - pendingHead < server.limits.maxPendingCalls { resumeReading() }
             return
@@ -469,35 +627,26 @@ public final class VarlinkConnection: @unchecked Sendable, Hashable, CustomStrin
             close()
             return
         }
-        if buffered > server.limits.pauseReadingAboveBufferedBytes { pauseReading() }
-        if !writeArmed { writeSource?.resume(); writeArmed = true }
+        if buffered > server.limits.pauseReadingAboveBufferedBytes {
+            pauseReading()
+        } else {
+            updateInterest()
+        }
     }
 
     private func pauseReading() {
         guard !readPaused, !isClosed else { return }
-        readSource?.suspend()
         readPaused = true
+        updateInterest()
     }
 
     private func resumeReading() {
-        guard readPaused, !isClosed, !peerFinishedSending else { return }
-        readSource?.resume()
+        guard readPaused, !isClosed else { return }
         readPaused = false
+        updateInterest()
         // Complete calls may already wait in the framer (read before the pause) while the socket has
-        // nothing new to wake the read source: decode them on the next turn, or they wait forever.
-        if framer.bufferedCount > 0 { drainLater() }
-    }
-
-    private var drainScheduled = false
-    private func drainLater() {
-        guard !drainScheduled else { return }
-        drainScheduled = true
-        server.queue.async { [weak self] in
-            guard let self else { return }
-            self.drainScheduled = false
-            guard !self.isClosed, !self.readPaused || self.peerFinishedSending else { return }
-            _ = self.drainFramer()
-        }
+        // nothing new to report: decode them this round, or they wait forever.
+        if framer.bufferedCount > 0 { server.markRunnable(self) }
     }
 
     /// Bytes of replies not yet taken by the peer.
@@ -506,13 +655,11 @@ public final class VarlinkConnection: @unchecked Sendable, Hashable, CustomStrin
     /// Closes the connection at once; the service hears `connectionClosed`.
     public func close() {
         guard !isClosed else { return }
+        if registered != 0 { _ = server.epollControl(BGTASKD_EPOLL_CTL_DEL, fd: fd, events: 0, token: id) }
+        registered = 0
         isClosed = true
-        // Sources must be resumed before cancellation completes.
-        if readPaused { readSource?.resume(); readPaused = false }
-        if !writeArmed { writeSource?.resume(); writeArmed = true }
-        readSource?.cancel()
-        writeSource?.cancel()
-        shutdown(fd, Int32(SHUT_RDWR))
+        // Out of the epoll set and with no Dispatch source on it, the descriptor can go at once.
+        _ = Glibc.close(fd)
         pending.removeAll()
         pendingHead = 0
         current = nil
@@ -521,10 +668,11 @@ public final class VarlinkConnection: @unchecked Sendable, Hashable, CustomStrin
     }
 }
 
-/// Closes `fd` a little after its sources were cancelled. libdispatch's Linux epoll backend keeps
-/// per-fd bookkeeping ("muxnotes") that a new source on a reused fd number can collide with while
+/// Closes `fd` a little after its Dispatch sources were cancelled. libdispatch's Linux epoll backend
+/// keeps per-fd bookkeeping ("muxnotes") that a new source on a reused fd number can collide with while
 /// the old one is still being torn down (swift-corelibs-libdispatch #833, #949; seen here once as
-/// "Source finalized twice" under rapid connection churn). Not reusing the number at once avoids it.
+/// "Source finalized twice" under rapid churn). Not reusing the number at once avoids it. (The Varlink
+/// server's sockets have no Dispatch source of their own and are closed directly.)
 func closeDeferred(_ fd: Int32) {
     DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(250)) { _ = Glibc.close(fd) }
 }
