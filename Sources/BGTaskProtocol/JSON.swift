@@ -80,7 +80,12 @@ extension JSON {
     public func write(into out: inout [UInt8]) {
         switch self {
         case .null: out.append(contentsOf: [0x6E, 0x75, 0x6C, 0x6C])
-        case .bool(let b): out.append(contentsOf: b ? Array("true".utf8) : Array("false".utf8))
+        case .bool(let b):
+            if b {
+                out.append(contentsOf: [0x74, 0x72, 0x75, 0x65])  // true
+            } else {
+                out.append(contentsOf: [0x66, 0x61, 0x6C, 0x73, 0x65])  // false
+            }
         case .int(let i): out.append(contentsOf: String(i).utf8)
         case .double(let d):
             if d.isFinite {
@@ -102,14 +107,21 @@ extension JSON {
             out.append(UInt8(ascii: "]"))
         case .object(let o):
             out.append(UInt8(ascii: "{"))
-            var first = true
-            for key in o.keys.sorted() {
-                guard let v = o[key] else { continue }
-                if !first { out.append(UInt8(ascii: ",")) }
-                first = false
+            if o.count == 1, let (key, v) = o.first {
+                // Nothing to sort (most replies): no key array, no second look-up.
                 JSON.writeString(key, into: &out)
                 out.append(UInt8(ascii: ":"))
                 v.write(into: &out)
+            } else {
+                // Keys in order, so that the same value always gives the same bytes.
+                var first = true
+                for (key, v) in o.sorted(by: { $0.key < $1.key }) {
+                    if !first { out.append(UInt8(ascii: ",")) }
+                    first = false
+                    JSON.writeString(key, into: &out)
+                    out.append(UInt8(ascii: ":"))
+                    v.write(into: &out)
+                }
             }
             out.append(UInt8(ascii: "}"))
         }

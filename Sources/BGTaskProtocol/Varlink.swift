@@ -166,11 +166,18 @@ public struct VarlinkReply: Sendable, Equatable {
 
     /// Appends the NUL-terminated message to `out` (avoids a copy when writing several).
     public func append(to out: inout [UInt8]) {
-        var o: [String: JSON] = ["parameters": .object(parameters)]
-        if continues { o["continues"] = true }
-        if let error { o["error"] = .string(error) }
-        JSON.object(o).write(into: &out)
-        out.append(0)
+        // The envelope written by hand, keys in the order JSON.write sorts them (continues, error,
+        // parameters): the same bytes as before, without a dictionary per reply.
+        out.append(UInt8(ascii: "{"))
+        if continues { out.append(contentsOf: #""continues":true,"#.utf8) }
+        if let error {
+            out.append(contentsOf: #""error":"#.utf8)
+            JSON.string(error).write(into: &out)
+            out.append(UInt8(ascii: ","))
+        }
+        out.append(contentsOf: #""parameters":"#.utf8)
+        JSON.object(parameters).write(into: &out)
+        out.append(contentsOf: [UInt8(ascii: "}"), 0])
     }
 
     public static func decode<C: Collection<UInt8>>(_ bytes: C) throws(VarlinkCall.DecodeError) -> VarlinkReply {

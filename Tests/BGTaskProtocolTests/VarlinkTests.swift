@@ -62,11 +62,24 @@ import Testing
         #expect(call.encoded().last == 0)
     }
 
-    @Test func goldenReplies() {
+    @Test func goldenReplies() throws {
         #expect(String(decoding: VarlinkReply(parameters: ["taskId": 1], continues: true).encoded().dropLast(), as: UTF8.self)
             == #"{"continues":true,"parameters":{"taskId":1}}"#)
         #expect(String(decoding: VarlinkReply.failure(.methodNotFound("x.Y")).encoded().dropLast(), as: UTF8.self)
             == #"{"error":"org.varlink.service.MethodNotFound","parameters":{"method":"x.Y"}}"#)
+        // The hand-written envelope gives exactly the bytes of the generic writer, for every shape.
+        for continues in [false, true] {
+            for error in [nil, "a.B", "quote\"d"] as [String?] {
+                for parameters in [[:], ["one": 1], ["b": "x", "a": [true, false, .null], "c": ["z": 1, "y": 2.5]]] as [[String: JSON]] {
+                    let reply = VarlinkReply(parameters: parameters, continues: continues, error: error)
+                    var envelope: [String: JSON] = ["parameters": .object(parameters)]
+                    if continues { envelope["continues"] = true }
+                    if let error { envelope["error"] = .string(error) }
+                    #expect(reply.encoded() == Array(JSON.object(envelope).serialized().utf8) + [0])
+                    #expect(try VarlinkReply.decode(reply.encoded().dropLast()) == reply)
+                }
+            }
+        }
     }
 
     @Test(arguments: [

@@ -49,8 +49,8 @@ public enum JournalPriority: Int, Sendable {
 /// a stalled journald fills it and further entries are dropped and counted, rather than stalling
 /// the daemon's state queue (journald's datagram socket blocks the sender when its queue is full).
 ///
-/// Entries are handed over in batches: the writer is woken once when the first entry of a batch
-/// arrives, and takes everything queued by then. Between `holdWakeups()` and `releaseWakeups()` (one
+/// Entries are handed over in batches: the writer is woken `batchWindow` after the first entry of a
+/// batch arrives, and takes everything queued by then. Between `holdWakeups()` and `releaseWakeups()` (one
 /// turn of the daemon's queue) it is not woken at all, so that the turn's replies leave before a
 /// second thread competes for the CPU with them.
 public final class JournalSink: Sendable {
@@ -60,9 +60,13 @@ public final class JournalSink: Sendable {
         var message: String
         var priority: JournalPriority
         var fields: [JournalField]
+        /// Fields made by the writer rather than the sender (formatting costs the daemon's queue nothing).
+        var makeFields: (@Sendable () -> [JournalField])?
         var file: String
         var line: Int
         var function: String
+
+        var allFields: [JournalField] { makeFields.map { fields + $0() } ?? fields }
     }
 
     struct Batch {
@@ -103,19 +107,32 @@ public final class JournalSink: Sendable {
         _ message: String, priority: JournalPriority = .info, fields: [JournalField] = [],
         file: String = #fileID, line: Int = #line, function: String = #function
     ) {
+        enqueue(Entry(message: message, priority: priority, fields: fields, file: file, line: line, function: function))
+    }
+
+    /// Queues one entry whose fields `makeFields` builds on the writer's queue, off the caller's.
+    public func send(
+        _ message: String, priority: JournalPriority = .info,
+        file: String = #fileID, line: Int = #line, function: String = #function,
+        fields makeFields: @escaping @Sendable () -> [JournalField]
+    ) {
+        enqueue(Entry(message: message, priority: priority, fields: [], makeFields: makeFields, file: file, line: line,
+                      function: function))
+    }
+
+    private func enqueue(_ entry: Entry) {
         if pending.add(1, ordering: .relaxed).newValue > capacity {
             pending.subtract(1, ordering: .relaxed)
             droppedCount.add(1, ordering: .relaxed)
             return
         }
-        let entry = Entry(message: message, priority: priority, fields: fields, file: file, line: line, function: function)
         let wake = batch.withLock { b -> Bool in
             b.entries.append(entry)
             guard !b.wakeQueued, !b.holding else { return false }
             b.wakeQueued = true
             return true
         }
-        if wake { queue.async { [self] in writeBatch() } }
+        if wake { wakeWriter() }
     }
 
     /// Until `releaseWakeups()`, queued entries wait without waking the writer.
@@ -131,7 +148,16 @@ public final class JournalSink: Sendable {
             b.wakeQueued = true
             return true
         }
-        if wake { queue.async { [self] in writeBatch() } }
+        if wake { wakeWriter() }
+    }
+
+    /// The writer runs `batchWindow` after the first entry of a batch: under load it takes many
+    /// entries per wake-up (each wake-up is a thread switch competing with the daemon's replies, and
+    /// each entry still costs journald its own work), idle it wakes once per burst and never otherwise.
+    static let batchWindow: DispatchTimeInterval = .microseconds(500)
+
+    private func wakeWriter() {
+        queue.asyncAfter(deadline: .now() + Self.batchWindow) { [self] in writeBatch() }
     }
 
     /// Waits until every queued entry was written (tests, shutdown).
@@ -155,26 +181,27 @@ public final class JournalSink: Sendable {
     }
 
     private func writeEntry(_ e: Entry) {
+        let fields = e.allFields
         switch destination {
         case .journal:
-            if JournalSink.sendv(e, identifier: identifier) < 0 {
+            if JournalSink.sendv(e, fields: fields, identifier: identifier) < 0 {
                 // The journal went away: keep the line rather than lose it.
-                JournalSink.writeStderr(identifier: identifier, message: e.message, fields: e.fields)
+                JournalSink.writeStderr(identifier: identifier, message: e.message, fields: fields)
             }
         case .stderr:
-            JournalSink.writeStderr(identifier: identifier, message: e.message, fields: e.fields)
+            JournalSink.writeStderr(identifier: identifier, message: e.message, fields: fields)
         }
     }
 
     /// Lays every `NAME=value` of the entry end to end in one buffer and hands journald iovecs into it:
     /// one allocation for the bytes, none per field.
-    private static func sendv(_ e: Entry, identifier: String) -> Int32 {
+    private static func sendv(_ e: Entry, fields: [JournalField], identifier: String) -> Int32 {
         var bytes: [UInt8] = []
         var size = 160 + e.message.utf8.count + identifier.utf8.count + e.file.utf8.count + e.function.utf8.count
-        for f in e.fields { size += f.name.utf8.count + f.value.utf8.count + 1 }
+        for f in fields { size += f.name.utf8.count + f.value.utf8.count + 1 }
         bytes.reserveCapacity(size)
         var ends: [Int] = []
-        ends.reserveCapacity(6 + e.fields.count)
+        ends.reserveCapacity(6 + fields.count)
         func field(_ name: String, _ value: String) {
             bytes.append(contentsOf: name.utf8)
             bytes.append(UInt8(ascii: "="))
@@ -187,7 +214,7 @@ public final class JournalSink: Sendable {
         field("CODE_FILE", e.file)
         field("CODE_LINE", String(e.line))
         field("CODE_FUNC", e.function)
-        for f in e.fields { field(f.name, f.value) }
+        for f in fields { field(f.name, f.value) }
         return bytes.withUnsafeMutableBytes { raw -> Int32 in
             guard let base = raw.baseAddress else { return -1 }
             return withUnsafeTemporaryAllocation(of: iovec.self, capacity: ends.count) { iov -> Int32 in
