@@ -12,6 +12,7 @@ let package = Package(
     products: [
         .executable(name: "bgtaskd", targets: ["bgtaskd"]),
         .executable(name: "bgtaskctl", targets: ["bgtaskctl"]),
+        .executable(name: "bgtaskd-launcher", targets: ["bgtaskd-launcher"]),
         .library(name: "BGTaskClient", targets: ["BGTaskClient"]),
     ],
     dependencies: [
@@ -36,11 +37,14 @@ let package = Package(
             pkgConfig: "libsystemd",
             providers: [.apt(["libsystemd-dev"])]
         ),
+        // Starting apps (environment, user, fork/exec into a cgroup) and the io.bgtaskd.Launcher
+        // messages: shared by bgtaskd (in-process spawn, launcher client) and bgtaskd-launcher.
+        .target(name: "BGTaskLaunch", dependencies: ["BGTaskProtocol", "BGTaskConfig", "CSystemd"], swiftSettings: strict),
         // The I/O shell: Dispatch event loop, Varlink server, journal, sd_notify, config.
         .target(
             name: "BGTaskDaemon",
             dependencies: [
-                "BGTaskCore", "BGTaskProtocol", "BGTaskConfig", "CSystemd",
+                "BGTaskCore", "BGTaskProtocol", "BGTaskConfig", "BGTaskLaunch", "CSystemd",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
@@ -49,6 +53,15 @@ let package = Package(
         .executableTarget(
             name: "bgtaskd",
             dependencies: ["BGTaskDaemon", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            swiftSettings: strict
+        ),
+        // Privilege separation: starts apps on bgtaskd's request, so that the daemon runs unprivileged.
+        .executableTarget(
+            name: "bgtaskd-launcher",
+            dependencies: [
+                "BGTaskLaunch", "BGTaskProtocol", "BGTaskConfig", "CSystemd",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
             swiftSettings: strict
         ),
         .executableTarget(
@@ -95,6 +108,7 @@ let package = Package(
         .testTarget(name: "BGTaskClientTests", dependencies: ["BGTaskClient", "BGTaskProtocol"], swiftSettings: strict),
         .testTarget(name: "BGTaskProtocolTests", dependencies: ["BGTaskProtocol"], swiftSettings: strict),
         .testTarget(name: "BGTaskConfigTests", dependencies: ["BGTaskConfig"], swiftSettings: strict),
+        .testTarget(name: "BGTaskLaunchTests", dependencies: ["BGTaskLaunch", "BGTaskProtocol", "BGTaskConfig"], swiftSettings: strict),
         .testTarget(name: "BGTaskDaemonTests", dependencies: ["BGTaskDaemon"], swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]

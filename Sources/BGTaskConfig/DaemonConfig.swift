@@ -35,6 +35,9 @@ public struct DaemonConfig: Hashable, Sendable {
     /// `CgroupRoot=`: directory in the cgroup2 file system under which apps get their cgroups
     /// (nil: the daemon's own delegated cgroup).
     public var cgroupRoot: String? = nil
+    /// `LauncherSocket=`: socket of bgtaskd-launcher, which starts apps for the daemon (privilege
+    /// separation); nil: the daemon starts apps itself.
+    public var launcherSocket: String? = nil
     /// `MaxMessageSize=`: largest Varlink message accepted, in bytes; a larger one closes the connection.
     public var maxMessageSize: Int = 64 * 1024
 
@@ -248,6 +251,16 @@ extension DaemonConfig {
             }
             config.cgroupRoot = value
         }, format: { $0.cgroupRoot ?? "" }),
+        KeyDefinition(section: "Daemon", key: "LauncherSocket", apply: { config, value throws(ConfigError.Kind) in
+            if value.isEmpty { config.launcherSocket = nil; return }
+            guard isAbsoluteCleanPath(value) else {
+                throw .invalid("launcher socket path must be absolute and normalized: \(quoted(value))")
+            }
+            guard value.utf8.count <= 107 else {
+                throw .invalid("socket path is longer than 107 bytes")
+            }
+            config.launcherSocket = value
+        }, format: { $0.launcherSocket ?? "" }),
         KeyDefinition(section: "Daemon", key: "MaxMessageSize", apply: { config, value throws(ConfigError.Kind) in
             if value.isEmpty { config.maxMessageSize = DaemonConfig().maxMessageSize; return }
             guard let size = ByteSize.parse(value) else { throw .invalidSize(value) }

@@ -1,4 +1,13 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+// Plain POSIX calls, no Foundation: the daemon links this module, and Foundation (with ICU) would cost it
+// several MiB of resident memory for a handful of file reads.
 
 /// The outcome of reading one file.
 enum FileRead {
@@ -11,43 +20,76 @@ func joinPath(_ directory: String, _ name: String) -> String {
     directory.hasSuffix("/") ? directory + name : directory + "/" + name
 }
 
+/// `stat(2)` following links: `nil` when the path does not resolve (missing, dangling link, no access).
+private func fileStatus(_ path: String) -> stat? {
+    var st = stat()
+    return stat(path, &st) == 0 ? st : nil
+}
+
+private func isDirectory(_ st: stat) -> Bool { (st.st_mode & S_IFMT) == S_IFDIR }
+
 /// Reads a UTF-8 text file. A file that does not exist is `.missing`, not an error.
 func readTextFile(_ path: String) -> FileRead {
-    let manager = FileManager.default
-    var isDirectory: ObjCBool = false
-    guard manager.fileExists(atPath: path, isDirectory: &isDirectory) else {
-        return .missing
-    }
-    if isDirectory.boolValue {
+    guard let st = fileStatus(path) else { return .missing }
+    if isDirectory(st) {
         return .failed(.unreadable("is a directory"))
     }
-    guard let data = manager.contents(atPath: path) else {
-        return .failed(.unreadable(manager.isReadableFile(atPath: path) ? "read error" : "permission denied"))
+    guard let bytes = readAll(path) else {
+        return .failed(.unreadable(access(path, R_OK) == 0 ? "read error" : "permission denied"))
     }
-    guard let text = String(validating: data, as: UTF8.self) else {
+    guard let text = String(validating: bytes, as: UTF8.self) else {
         return .failed(.invalidEncoding)
     }
     return .text(text)
+}
+
+/// The whole content of the file at `path`, or `nil` when it cannot be opened or read.
+private func readAll(_ path: String) -> [UInt8]? {
+    var fd: Int32
+    repeat { fd = open(path, O_RDONLY | O_CLOEXEC) } while fd < 0 && errno == EINTR
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var out: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+    while true {
+        let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        if n < 0 && errno == EINTR { continue }
+        if n < 0 { return nil }
+        if n == 0 { return out }
+        out.append(contentsOf: chunk[..<n])
+    }
 }
 
 /// The paths of the regular files (or links to them) in `directory` whose names end in `suffix`, sorted
 /// bytewise by name like systemd. Hidden files are skipped; a missing directory is empty, one that cannot
 /// be listed is an error.
 func listDirectory(_ directory: String, suffix: String) -> Result<[String], ConfigError> {
-    let manager = FileManager.default
-    guard manager.fileExists(atPath: directory) else {
+    guard fileStatus(directory) != nil else {
         return .success([])
     }
-    guard let names = try? manager.contentsOfDirectory(atPath: directory) else {
+    guard let dir = opendir(directory) else {
         return .failure(ConfigError(.unreadable("cannot list directory"), at: SourceLocation(file: directory, line: 0)))
+    }
+    defer { closedir(dir) }
+    var names: [String] = []
+    while true {
+        errno = 0
+        guard let entry = readdir(dir) else {
+            if errno != 0 {
+                return .failure(
+                    ConfigError(.unreadable("cannot list directory"), at: SourceLocation(file: directory, line: 0)))
+            }
+            break
+        }
+        let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+            String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+        }
+        names.append(name)
     }
     let paths = names
         .filter { !$0.hasPrefix(".") && $0.hasSuffix(suffix) && $0.count > suffix.count }
         .sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
         .map { joinPath(directory, $0) }
-        .filter { path in
-            var isDirectory: ObjCBool = false
-            return !manager.fileExists(atPath: path, isDirectory: &isDirectory) || !isDirectory.boolValue
-        }
+        .filter { path in fileStatus(path).map { !isDirectory($0) } ?? true }
     return .success(paths)
 }

@@ -17,7 +17,7 @@ public struct LifecycleMachine: Sendable {
 
     var records: [AppRecord] = []
     var slots: [AppID: Int] = [:]
-    var assertionTable: [TaskID: AssertionRecord] = [:]
+    var assertionTable = AssertionTable()
     var activityTable: [ActivityID: ActivityRecord] = [:]
     var holdings: [ConnectionID: Holdings] = [:]
     /// Event streams: the connection an app checked in on.
@@ -172,6 +172,10 @@ public struct LifecycleMachine: Sendable {
             removals.remove(manifest.id)
         } else {
             slots[manifest.id] = records.count
+            if records.count == records.capacity {
+                // Grow by a quarter, not double: records are ~300 bytes and there may be 10,000 apps.
+                records.reserveCapacity(records.count + records.count / 4 + 16)
+            }
             records.append(AppRecord(manifest: manifest, lastUsed: now))
         }
     }
@@ -360,7 +364,7 @@ public struct LifecycleMachine: Sendable {
         deadlines.cancel(.budgetEnd(app))
         records[i].backgroundSince = nil
         // The budget resets in the foreground, and with it the warnings.
-        for task in records[i].assertions { assertionTable[task]?.warned = false }
+        for task in records[i].assertions { assertionTable.setWarned(task, false) }
         records[i].state = .inactive
         deliver(i, .willEnterForeground)
         records[i].state = .active
@@ -644,8 +648,9 @@ public struct LifecycleMachine: Sendable {
         if records[i].state == .suspended { resumeHeld(i, reason: .assertionHeld) }
         let task = TaskID(nextTaskNumber)
         nextTaskNumber += 1
-        assertionTable[task] = AssertionRecord(
-            id: task, app: app, connection: connection, name: name, begun: now, warned: false)
+        // The record's own AppID: its text is shared, not the copy the request carried.
+        assertionTable.insert(
+            AssertionRecord(id: task, app: records[i].id, connection: connection, name: name, begun: now, warned: false))
         records[i].assertions.append(task)
         holdings[connection, default: Holdings()].tasks.insert(task)
         let left = remaining(i)
@@ -661,7 +666,7 @@ public struct LifecycleMachine: Sendable {
 
     mutating func warn(_ i: Int, _ task: TaskID) {
         guard let assertion = assertionTable[task], !assertion.warned, let since = records[i].backgroundSince else { return }
-        assertionTable[task]?.warned = true
+        assertionTable.setWarned(task, true)
         let end = since + nonNegative(config.backgroundTimeBudget)
         let left = nonNegative(end - now)
         deliver(i, .backgroundTaskWillExpire, taskID: task, taskName: assertion.name, deadline: end)
@@ -687,7 +692,7 @@ public struct LifecycleMachine: Sendable {
     }
 
     mutating func releaseAssertion(_ task: TaskID) {
-        guard let assertion = assertionTable.removeValue(forKey: task) else { return }
+        guard let assertion = assertionTable.remove(task) else { return }
         if let i = slots[assertion.app] { records[i].assertions.removeAll { $0 == task } }
         holdings[assertion.connection]?.tasks.remove(task)
         if holdings[assertion.connection]?.isEmpty == true { holdings[assertion.connection] = nil }
@@ -712,7 +717,8 @@ public struct LifecycleMachine: Sendable {
         if records[i].state == .suspended { resumeHeld(i, reason: .activityHeld) }
         let activity = ActivityID(nextActivityNumber)
         nextActivityNumber += 1
-        activityTable[activity] = ActivityRecord(id: activity, app: app, connection: connection, mode: mode, begun: now)
+        activityTable[activity] = ActivityRecord(
+            id: activity, app: records[i].id, connection: connection, mode: mode, begun: now)
         records[i].activities.append(activity)
         holdings[connection, default: Holdings()].activities.insert(activity)
         record(.grant, .appRequest, i, activityID: activity, "granted \(mode.rawValue) activity \(activity) to \(app)")

@@ -105,7 +105,7 @@ extension LifecycleMachine {
 
     /// Every live assertion at `now`, in begin order (for `ListAssertions`).
     public func assertions(now: Instant) -> [AssertionSnapshot] {
-        assertionTable.keys.sorted().compactMap { assertionSnapshot($0, now: now) }
+        assertionTable.ids.compactMap { assertionSnapshot($0, now: now) }
     }
 
     /// `BackgroundTimeRemaining(appId)`: `nil` in the foreground (unlimited) and when not running.

@@ -13,6 +13,8 @@ public struct DaemonOptions: Sendable {
     public var runtimeDir = "/run/bgtaskd"
     /// Overrides `Socket=`.
     public var socketPath: String?
+    /// Overrides `LauncherSocket=` (empty: spawn in-process).
+    public var launcherSocketPath: String?
 
     public init() {}
 }
@@ -76,6 +78,8 @@ public final class Daemon: @unchecked Sendable {
             limits.maxMessageSize = config.maxMessageSize
             let server = VarlinkServer(queue: queue, service: service, limits: limits)
             service.server = server
+            server.beforeTurn = { [journal] in journal.holdWakeups() }
+            server.afterTurn = { [journal] in journal.releaseWakeups() }
             self.service = service
             updateMemoryPressure(config)  // issue 5
             self.server = server

@@ -35,18 +35,13 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
     private var monitors: [ConnectionID: VarlinkRequest] = [:]
     /// The request whose reply the input being handled produces.
     private var pendingRequest: VarlinkRequest?
-    /// Recent decisions per app (for Explain and status), newest last.
-    private var history: [AppID: [DecisionRecord]] = [:]
+    /// Recent decisions per app (for Explain and status), newest last, packed (DecisionHistory.swift).
+    private var history: [AppID: DecisionHistory] = [:]
     private static let historyLimit = 32
     private(set) var decisionCount = 0
     /// pid → app, for exit reports.
     private var appByPid: [Int32: AppID] = [:]
     private var uidByApp: [AppID: UInt32] = [:]
-
-    struct DecisionRecord {
-        var realtimeUSec: Int64
-        var decision: Decision
-    }
 
     init(queue: DispatchQueue, config: LoadedConfiguration, journal: JournalSink, logger: Logger, options: DaemonOptions,
          freezer: any Freezer)
@@ -214,7 +209,7 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
             request.reply(["stats": .object(statsJSON())])
         case "Explain":
             guard let app = appParameter(request, prefix: prefix), let snap = machine.app(app, now: t) else { return }
-            let reasons = (history[app] ?? []).suffix(Self.historyLimit).map(decisionJSON)
+            let reasons = (history[app]?.records(app: app) ?? []).suffix(Self.historyLimit).map(decisionJSON)
             request.reply(["state": .string(snap.state.rawValue), "reasons": .array(reasons)])
         case "Monitor":
             guard call.more else { return request.fail(.expectedMore) }
@@ -296,7 +291,9 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
             guard let manifest = config.manifests[app] else { return .launchFailed(app, message: "no manifest") }
             let cgroupFD = freezer.prepareLaunch(app: app)
             defer { if let cgroupFD { close(cgroupFD) } }
-            switch launcher.spawn(manifest, socketPath: config.socketPath, cgroupProcsFD: cgroupFD) {
+            // LauncherSocket=: bgtaskd-launcher starts it (privilege separation), else the daemon itself.
+            switch launcher.spawn(manifest, socketPath: config.socketPath, cgroupProcsFD: cgroupFD,
+                                  launcherSocket: config.launcherSocketPath) {
             case .success(let pid):
                 appByPid[pid] = app
                 return .appLaunched(app, pid: pid)
@@ -415,14 +412,28 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
         let realtime = Monotonic.realtimeUSec()
         if let app = d.app {
             // In place: no copy of the app's history per decision.
-            history[app, default: []].append(DecisionRecord(realtimeUSec: realtime, decision: d))
-            if let count = history[app]?.count, count > Self.historyLimit * 2 {
-                history[app]?.removeFirst(count - Self.historyLimit)
-            }
+            history[app, default: DecisionHistory()].append(
+                realtimeUSec: realtime, kind: d.kind, reason: d.reason, message: d.message, app: app,
+                limit: Self.historyLimit)
         }
+        let priority: JournalPriority = d.severity == .warning ? .warning : (d.severity == .notice ? .notice : .info)
+        // The fields are formatted by the journal's writer, off this queue.
+        let uid = d.app.map { expectedUID($0) }
+        let peerPID = peer?.pid
+        journal.send(d.message, priority: priority) { Self.journalFields(d, uid: uid, peerPID: peerPID) }
+        if !monitors.isEmpty {
+            let json = decisionJSON(
+                DecisionRecord(realtimeUSec: realtime, app: d.app, kind: d.kind, reason: d.reason, message: d.message))
+            for m in monitors.values { m.reply(["decision": json], continues: true) }
+        }
+    }
+
+    /// The SPEC §11 fields of a decision.
+    private static func journalFields(_ d: Decision, uid: UInt32?, peerPID: Int32?) -> [JournalField] {
         var fields: [JournalField] = []
-        func add(_ name: String, _ value: String?) {
-            if let value, let f = JournalField(name, value) { fields.append(f) }
+        fields.reserveCapacity(13)
+        func add(_ name: StaticString, _ value: String?) {
+            if let value { fields.append(JournalField(knownName: name, value)) }
         }
         add("MESSAGE_ID", MessageIDs.byDecision[d.kind.rawValue])
         add("BGTASKD_DECISION", d.kind.rawValue)
@@ -435,23 +446,18 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
         add("BGTASKD_REMAINING_USEC", d.remaining.map { String($0.microseconds) })
         add("BGTASKD_PID", d.pid.map(String.init))
         add("OBJECT_PID", d.pid.map(String.init))
-        add("BGTASKD_UID", d.app.map { String(expectedUID($0)) })
-        add("BGTASKD_PEER_PID", peer.map { String($0.pid) })
-        let priority: JournalPriority = d.severity == .warning ? .warning : (d.severity == .notice ? .notice : .info)
-        journal.send(d.message, priority: priority, fields: fields)
-        if !monitors.isEmpty {
-            let json = decisionJSON(DecisionRecord(realtimeUSec: realtime, decision: d))
-            for m in monitors.values { m.reply(["decision": json], continues: true) }
-        }
+        add("BGTASKD_UID", uid.map { String($0) })
+        add("BGTASKD_PEER_PID", peerPID.map { String($0) })
+        return fields
     }
 
     // MARK: - JSON views
 
     private func decisionJSON(_ r: DecisionRecord) -> JSON {
         [
-            "realtimeUSec": .int(r.realtimeUSec), "appId": r.decision.app.map { .string($0.rawValue) } ?? .null,
-            "decision": .string(r.decision.kind.rawValue), "reason": .string(r.decision.reason.rawValue),
-            "message": .string(r.decision.message),
+            "realtimeUSec": .int(r.realtimeUSec), "appId": r.app.map { .string($0.rawValue) } ?? .null,
+            "decision": .string(r.kind.rawValue), "reason": .string(r.reason.rawValue),
+            "message": .string(r.message),
         ]
     }
 
@@ -465,7 +471,7 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
 
     private func appInfo(_ s: AppSnapshot) -> JSON {
         let manifest = config.manifests[s.id]
-        let last = history[s.id]?.last
+        let last = history[s.id]?.last(app: s.id)
         return [
             "appId": .string(s.id.rawValue), "name": .string(manifest?.name ?? s.id.rawValue),
             "state": .string(s.state.rawValue), "pid": s.pid.map { .int(Int64($0)) } ?? .null,

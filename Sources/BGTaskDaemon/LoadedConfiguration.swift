@@ -11,6 +11,8 @@ struct LoadedConfiguration: Sendable {
     var daemon: DaemonConfig
     var manifests: [AppID: AppManifestFile]
     var socketPath: String
+    /// bgtaskd-launcher's socket (`--launcher-socket`, else `LauncherSocket=`); nil: spawn in-process.
+    var launcherSocketPath: String? = nil
     var controlGroupID: UInt32?
     /// Unknown keys, and manifests that could not be loaded (file:line: key: what).
     var warnings: [String]
@@ -70,7 +72,10 @@ struct LoadedConfiguration: Sendable {
         // --socket wins; then an explicit Socket=; else the socket lives in the runtime directory.
         let socket = options.socketPath
             ?? (daemon.socket != DaemonConfig().socket ? daemon.socket : options.runtimeDir + "/io.bgtaskd")
-        return .success(LoadedConfiguration(daemon: daemon, manifests: manifests, socketPath: socket, controlGroupID: gid, warnings: warnings))
+        var loaded = LoadedConfiguration(daemon: daemon, manifests: manifests, socketPath: socket, controlGroupID: gid, warnings: warnings)
+        // --launcher-socket wins (an empty one: spawn in-process whatever the file says).
+        loaded.launcherSocketPath = options.launcherSocketPath.map { $0.isEmpty ? nil : $0 } ?? daemon.launcherSocket
+        return .success(loaded)
     }
 
     struct LoadError: Error, CustomStringConvertible, Sendable {

@@ -1,7 +1,7 @@
 import ArgumentParser
 import BGTaskDaemon
 
-/// `bgtaskd [--config-dir DIR] [--state-dir DIR] [--runtime-dir DIR] [--socket PATH]`
+/// `bgtaskd [--config-dir DIR] [--state-dir DIR] [--runtime-dir DIR] [--socket PATH] [--launcher-socket PATH]`
 struct BgtaskdCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bgtaskd",
@@ -21,12 +21,22 @@ struct BgtaskdCommand: ParsableCommand {
     @Option(help: "Listen on this socket path (overrides Socket=).")
     var socket: String?
 
+    @Option(help: "Start apps through bgtaskd-launcher on this socket (overrides LauncherSocket=; empty: start them in-process).")
+    var launcherSocket: String?
+
+    func validate() throws {
+        if let launcherSocket, !launcherSocket.isEmpty, !launcherSocket.hasPrefix("/") {
+            throw ValidationError("--launcher-socket must be an absolute path")
+        }
+    }
+
     func run() throws {
         var options = DaemonOptions()
         options.configDir = configDir
         options.stateDir = stateDir
         options.runtimeDir = runtimeDir
         options.socketPath = socket
+        options.launcherSocketPath = launcherSocket
         Daemon(options: options).run()
     }
 }

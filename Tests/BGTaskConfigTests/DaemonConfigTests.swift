@@ -19,6 +19,7 @@ struct DaemonConfigTests {
         #expect(config.controlGroup == nil)
         #expect(config.freezerBackend == .auto)
         #expect(config.cgroupRoot == nil)
+        #expect(config.launcherSocket == nil)
         #expect(config.maxMessageSize == 65_536)
         #expect(config.didEnterBackgroundTimeoutUSec == 5 * Self.second)
         #expect(config.backgroundTimeBudgetUSec == 30 * Self.second)
@@ -45,6 +46,7 @@ struct DaemonConfigTests {
             ControlGroup=bgtaskd
             FreezerBackend=signal
             CgroupRoot=/sys/fs/cgroup/bgtaskd.slice
+            LauncherSocket=/run/bgtaskd-launcher/io.bgtaskd.Launcher
             MaxMessageSize=1M
             [Lifecycle]
             DidEnterBackgroundTimeoutSec=300ms
@@ -73,6 +75,7 @@ struct DaemonConfigTests {
         #expect(config.controlGroup == .name("bgtaskd"))
         #expect(config.freezerBackend == .signal)
         #expect(config.cgroupRoot == "/sys/fs/cgroup/bgtaskd.slice")
+        #expect(config.launcherSocket == "/run/bgtaskd-launcher/io.bgtaskd.Launcher")
         #expect(config.maxMessageSize == 1_048_576)
         #expect(config.didEnterBackgroundTimeoutUSec == 300_000)
         #expect(config.backgroundTimeBudgetUSec == 90 * Self.second)
@@ -111,6 +114,17 @@ struct DaemonConfigTests {
         #expect(config.launchTimeoutUSec == DaemonConfig().launchTimeoutUSec)
         #expect(config.controlGroup == nil)
         #expect(config.backgroundAppRefresh == .off)
+    }
+
+    @Test func launcherSocketEmptyMeansInProcessSpawn() throws {
+        let result = parse("""
+            [Daemon]
+            LauncherSocket=/run/bgtaskd-launcher/io.bgtaskd.Launcher
+            LauncherSocket=
+            """)
+        let config = try #require(result.config)
+        #expect(config.launcherSocket == nil)
+        #expect(config.settings.first { $0.key == "LauncherSocket" }?.value == "")
     }
 
     @Test func settingsRoundTrip() throws {
@@ -153,6 +167,12 @@ struct DaemonConfigTests {
          #"/etc/bgtaskd/bgtaskd.conf:2: ControlGroup: invalid group name or gid "no such group""#),
         ("[Daemon]\nCgroupRoot=/sys/fs/cgroup/../x",
          #"/etc/bgtaskd/bgtaskd.conf:2: CgroupRoot: cgroup root must be an absolute, normalized path: "/sys/fs/cgroup/../x""#),
+        ("[Daemon]\nLauncherSocket=run/launcher",
+         #"/etc/bgtaskd/bgtaskd.conf:2: LauncherSocket: launcher socket path must be absolute and normalized: "run/launcher""#),
+        ("[Daemon]\n\nLauncherSocket=/run/x/../launcher",
+         #"/etc/bgtaskd/bgtaskd.conf:3: LauncherSocket: launcher socket path must be absolute and normalized: "/run/x/../launcher""#),
+        ("[Daemon]\nLauncherSocket=/" + String(repeating: "l", count: 107),
+         "/etc/bgtaskd/bgtaskd.conf:2: LauncherSocket: socket path is longer than 107 bytes"),
         ("[Daemon]\nMaxMessageSize=64 furlongs",
          #"/etc/bgtaskd/bgtaskd.conf:2: MaxMessageSize: invalid size "64 furlongs""#),
         ("[Daemon]\nMaxMessageSize=12",

@@ -21,7 +21,7 @@ struct SystemdFilesTests {
         let service = try unit("bgtaskd.service")
         #expect(service["Service.Type"] == ["notify"])
         #expect(service["Service.NotifyAccess"] == ["main"])
-        #expect(service["Service.ExecStart"] == ["/usr/bin/bgtaskd"])
+        #expect(service["Service.ExecStart"] == ["/usr/bin/bgtaskd --launcher-socket=/run/bgtaskd-launcher/io.bgtaskd.Launcher"])
         #expect(service["Service.ExecReload"] == ["/bin/kill -HUP $MAINPID"])
         #expect(service["Service.WatchdogSec"].flatMap { $0.last.flatMap(SystemdTimeSpan.parse) } == 30_000_000)
         #expect(service["Service.Delegate"] == ["yes"])
@@ -31,12 +31,39 @@ struct SystemdFilesTests {
         #expect(service["Service.StateDirectory"] == ["bgtaskd"])
         #expect(service["Service.Restart"] == ["on-failure"])
         #expect(service["Service.ProtectControlGroups"] == nil)
-        #expect(service["Service.MemoryDenyWriteExecute"] == nil)
-        #expect(service["Install.Also"] == ["bgtaskd.socket"])
+        // Privilege separation: the daemon starts no app itself, so its sandbox is its own.
+        #expect(service["Service.MemoryDenyWriteExecute"] == ["yes"])
+        #expect(service["Service.PrivateNetwork"] == ["yes"])
+        #expect(service["Service.ProtectHome"] == ["yes"])
+        #expect(service["Service.CapabilityBoundingSet"] == ["CAP_KILL"])
+        #expect(service["Service.AmbientCapabilities"] == ["CAP_KILL"])
+        #expect(service["Service.RestrictAddressFamilies"] == ["AF_UNIX AF_NETLINK"])
+        // A BPF program on the daemon's cgroup would cut every app below it off the network.
+        #expect(service["Service.IPAddressDeny"] == nil)
+        #expect(service["Unit.Wants"] == ["bgtaskd-launcher.socket"])
+        #expect(service["Install.Also"] == ["bgtaskd.socket bgtaskd-launcher.socket"])
         // The user the service runs as is the one bgtaskd.sysusers creates.
         let sysusers = try String(contentsOfFile: repositoryRoot() + "/systemd/bgtaskd.sysusers", encoding: .utf8)
         let user = try #require(service["Service.User"]?.last)
         #expect(sysusers.split(separator: "\n").contains { $0.hasPrefix("u \(user) ") })
+    }
+
+    @Test func launcherUnitsMatchTheDaemon() throws {
+        let socket = try unit("bgtaskd-launcher.socket")
+        let service = try unit("bgtaskd-launcher.service")
+        let daemon = try unit("bgtaskd.service")
+        let path = try #require(socket["Socket.ListenStream"]?.last)
+        #expect(daemon["Service.ExecStart"]?.last?.hasSuffix("--launcher-socket=" + path) == true)
+        #expect(socket["Socket.SocketUser"] == daemon["Service.User"])
+        #expect(socket["Socket.SocketMode"] == ["0600"])
+        #expect(service["Service.ExecStart"] == ["/usr/bin/bgtaskd-launcher --allow-uid=" + (daemon["Service.User"]?.last ?? "")])
+        #expect(service["Service.User"] == nil)  // root
+        #expect(service["Service.CapabilityBoundingSet"] == ["CAP_SETUID CAP_SETGID CAP_DAC_OVERRIDE"])
+        #expect(service["Service.ProtectControlGroups"] == nil)
+        // The apps' sandbox: JITs and the network work.
+        #expect(service["Service.MemoryDenyWriteExecute"] == nil)
+        #expect(service["Service.PrivateNetwork"] == nil)
+        #expect(service["Service.NoNewPrivileges"] == ["yes"])
     }
 
     @Test func socketMatchesTheDefaultConfiguration() throws {

@@ -273,6 +273,22 @@ final class DispatchEpollEchoServer: @unchecked Sendable {
         }
     }
 
+    /// The variant without Dispatch's hand-off: a thread of its own blocks in poll(2) on the epoll fd
+    /// and runs each turn with `queue.sync`, which executes the block inline on that thread when the
+    /// queue is idle — one wake-up per message, as the bare echo. An experiment for the README's
+    /// performance notes (the daemon's rules have Dispatch sources do the waiting).
+    func startSyncLoop() {
+        ep.add(lfd)
+        _ = startThread { [self] in
+            var p = pollfd(fd: ep.fd, events: Int16(POLLIN), revents: 0)
+            while true {
+                p.revents = 0
+                if poll(&p, 1, -1) <= 0 { continue }
+                queue.sync { ready() }
+            }
+        }
+    }
+
     private func ready() {
         var out: [UInt8] = []
         for fd in ep.ready(timeoutMS: 0) {
@@ -306,10 +322,10 @@ final class DispatchEpollEchoServer: @unchecked Sendable {
     }
 }
 
-func runDispatchEpollEchoServer(socket path: String, replySizes: [Int]) -> Never {
+func runDispatchEpollEchoServer(socket path: String, replySizes: [Int], syncLoop: Bool = false) -> Never {
     let lfd = listenUnix(path)
     setNonBlocking(lfd)
     let server = DispatchEpollEchoServer(replies: cannedReplies(replySizes), lfd: lfd)
-    server.start()
+    if syncLoop { server.startSyncLoop() } else { server.start() }
     while true { sleep(1000) }
 }

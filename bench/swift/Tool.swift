@@ -17,6 +17,9 @@ enum BenchTool {
             runDispatchEchoServer(socket: o.string("socket"), replySizes: o.list("reply-sizes").compactMap { Int($0) })
         case "dispatch-epoll-echo-server":
             runDispatchEpollEchoServer(socket: o.string("socket"), replySizes: o.list("reply-sizes").compactMap { Int($0) })
+        case "sync-epoll-echo-server":
+            runDispatchEpollEchoServer(
+                socket: o.string("socket"), replySizes: o.list("reply-sizes").compactMap { Int($0) }, syncLoop: true)
         case "rtt":
             emit(measurePairs(socket: o.string("socket"), app: o.string("app"), pairs: o.int("pairs"), warmup: o.int("warmup", 200)))
         case "throughput":

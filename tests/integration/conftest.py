@@ -182,14 +182,16 @@ def daemon(bin_dir, journald):
     """Factory: `daemon()` starts a bgtaskd and returns once its socket answers.
 
     Keywords: `socket_activate=True` starts it under `systemd-socket-activate -l PATH --fdname=varlink`
-    (no --socket); `env` adds environment variables (e.g. NOTIFY_SOCKET); `wait=False` returns at once.
+    (no --socket); `env` adds environment variables (e.g. NOTIFY_SOCKET); `wait=False` returns at once;
+    `prefix` is a command that execs the daemon (e.g. setpriv to run it as another user; it must exec,
+    so that the process started is the daemon).
     Every daemon started is stopped (SIGTERM, then SIGKILL) and its directories removed at teardown.
     """
     started: list[Daemon] = []
 
     def start(*, socket_activate: bool = False, env: dict | None = None, wait: bool = True,
               extra_args: tuple = (), conf: str | None = None, apps: dict | None = None,
-              root: Path | None = None) -> Daemon:
+              root: Path | None = None, prefix: tuple = ()) -> Daemon:
         """`conf`: text of a drop-in (bgtaskd.conf.d/50-test.conf), e.g. short timings; `apps`: app id →
         manifest text, written to apps.d/<id>.app; `root`: reuse the directories of an earlier daemon
         (a restart: same config, state and socket)."""
@@ -227,6 +229,7 @@ def daemon(bin_dir, journald):
         else:
             sock = str(runtime_dir / "io.bgtaskd")
             args += ["--socket", sock]
+        args = [*prefix, *args]
         log_path = root / "output.log"
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=proc_env)

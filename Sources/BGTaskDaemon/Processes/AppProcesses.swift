@@ -1,5 +1,6 @@
 import BGTaskConfig
 import BGTaskCore
+import BGTaskLaunch
 import CSystemd
 import Dispatch
 
@@ -167,6 +168,9 @@ final class Launcher: @unchecked Sendable {
     private var sigchld: (any DispatchSourceSignal)?
     private var pidfdSources: [Int32: any DispatchSourceRead] = [:]
     private var children: Set<Int32> = []
+    /// Apps bgtaskd-launcher started for us, until their pidfd reports the exit.
+    private var remoteChildren: Set<Int32> = []
+    private var remote: RemoteLauncher?
 
     init(queue: DispatchQueue) {
         self.queue = queue
@@ -191,19 +195,26 @@ final class Launcher: @unchecked Sendable {
         }
     }
 
-    /// True while `pid` is a child the daemon started and has not reaped.
-    func isRunningChild(_ pid: Int32) -> Bool { children.contains(pid) }
+    /// True while `pid` is an app the daemon started (itself or through bgtaskd-launcher) that has not exited.
+    func isRunningChild(_ pid: Int32) -> Bool { children.contains(pid) || remoteChildren.contains(pid) }
 
     /// Watches a process the daemon did not start: reports (pid, nil) when it exits.
     func watch(pid: Int32) {
         guard !children.contains(pid), pidfdSources[pid] == nil else { return }
         let fd = bgtaskd_pidfd_open(pid)
         guard fd >= 0 else { return }
+        watch(pid: pid, pidfd: fd)
+    }
+
+    /// Reports (pid, nil) when the process of `pidfd` exits; owns (and closes) `pidfd`.
+    private func watch(pid: Int32, pidfd fd: Int32) {
+        pidfdSources[pid]?.cancel()
         let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
         source.setEventHandler { [weak self] in
             guard let self else { return }
             self.pidfdSources[pid]?.cancel()
             self.pidfdSources[pid] = nil
+            self.remoteChildren.remove(pid)
             self.onExit?(pid, nil)
         }
         source.setCancelHandler { closeDeferred(fd) }
@@ -215,64 +226,68 @@ final class Launcher: @unchecked Sendable {
         var description: String
     }
 
-    /// Starts `manifest`'s `Exec=` as its `User=`, with `BGTASKD_APP_ID` and `BGTASKD_SOCKET`.
-    func spawn(_ manifest: AppManifestFile, socketPath: String, cgroupProcsFD: Int32?) -> Result<Int32, LaunchError> {
-        guard let first = manifest.exec.first else { return .failure(LaunchError(description: "Exec= is empty")) }
+    /// Starts `manifest`'s `Exec=` as its `User=`, with `BGTASKD_APP_ID` and `BGTASKD_SOCKET`: itself
+    /// (fork/exec; the child joins the cgroup of `cgroupProcsFD`), or, when `launcherSocket` is set,
+    /// through bgtaskd-launcher (privilege separation), which puts it into the same cgroup.
+    func spawn(_ manifest: AppManifestFile, socketPath: String, cgroupProcsFD: Int32?,
+               launcherSocket: String? = nil) -> Result<Int32, LaunchError>
+    {
+        let plan: LaunchPlan
+        switch LaunchPlan.make(manifest, socketPath: socketPath, inherited: AppEnvironment.current()) {
+        case .success(let p): plan = p
+        case .failure(let failure): return .failure(LaunchError(description: failure.message))
+        }
+        if let launcherSocket {
+            return spawnRemotely(plan, launcherSocket: launcherSocket, cgroupProcsFD: cgroupProcsFD)
+        }
+        let first = plan.argv[0]
         guard let path = Self.resolveExecutable(first) else {
             return .failure(LaunchError(description: "\(first): executable not found"))
         }
-        var setIDs: Int32 = 0
-        var uid: uid_t = 0
-        var gid: gid_t = 0
-        var home: String?
-        var userName: String?
-        if let user = manifest.user {
-            guard let resolved = resolveUser(user) else {
-                return .failure(LaunchError(description: "User=\(user): no such user"))
-            }
-            (uid, gid, userName) = resolved
-            setIDs = 1
-            if let pw = getpwuid(uid) { home = String(cString: pw.pointee.pw_dir) }
+        switch AppSpawner.spawn(path: path, argv: plan.argv, environment: plan.environment,
+                                workingDirectory: plan.workingDirectory, user: plan.user, cgroupProcsFD: cgroupProcsFD)
+        {
+        case .success(let pid):
+            children.insert(pid)
+            return .success(pid)
+        case .failure(let failure):
+            return .failure(LaunchError(description: failure.message))
         }
-        var env: [String: String] = [:]
-        for key in ["PATH", "LANG", "TZ", "HOME", "USER", "LOGNAME", "XDG_RUNTIME_DIR", "WAYLAND_DISPLAY", "DISPLAY"] {
-            if let v = getenv(key) { env[key] = String(cString: v) }
-        }
-        if env["PATH"] == nil { env["PATH"] = "/usr/local/bin:/usr/bin:/bin" }
-        if let home { env["HOME"] = home }
-        if let userName { env["USER"] = userName; env["LOGNAME"] = userName }
-        for v in manifest.environment { env[v.name] = v.value }
-        env["BGTASKD_APP_ID"] = manifest.id
-        env["BGTASKD_SOCKET"] = socketPath
-        let envStrings = env.sorted(by: { $0.key < $1.key }).map { "\($0.key)=\($0.value)" }
+    }
 
-        let pid = withCStrings(manifest.exec) { argv in
-            withCStrings(envStrings) { envp in
-                bgtaskd_spawn(path, argv, envp, manifest.workingDirectory, uid, gid, setIDs, cgroupProcsFD ?? -1)
+    /// `LauncherSocket=`: the launcher starts the app (it is its parent and reaps it); the pidfd that
+    /// comes with the reply reports the exit as (pid, nil), like `watch(pid:)`.
+    private func spawnRemotely(_ plan: LaunchPlan, launcherSocket: String, cgroupProcsFD: Int32?) -> Result<Int32, LaunchError> {
+        if remote?.path != launcherSocket { remote = RemoteLauncher(path: launcherSocket) }
+        guard let remote else { return .failure(LaunchError(description: "no launcher")) }
+        // The launcher opens cgroup.procs itself, from the directory of the one the freezer prepared.
+        let cgroup = cgroupProcsFD.flatMap(Self.cgroupDirectory(ofProcsFD:))
+        switch remote.spawn(plan.request(cgroup: cgroup)) {
+        case .failure(let failure):
+            return .failure(LaunchError(description: failure.message))
+        case .success(let started):
+            remoteChildren.insert(started.pid)
+            if let pidfd = started.pidfd {
+                watch(pid: started.pid, pidfd: pidfd)
+            } else {
+                watch(pid: started.pid)
             }
+            return .success(started.pid)
         }
-        if pid < 0 {
-            return .failure(LaunchError(description: "\(path): \(String(cString: strerror(-pid)))"))
-        }
-        children.insert(pid)
-        return .success(pid)
+    }
+
+    /// The directory of the `cgroup.procs` file open as `fd` (its /proc/self/fd link).
+    static func cgroupDirectory(ofProcsFD fd: Int32) -> String? {
+        var buffer = [CChar](repeating: 0, count: 4097)
+        let n = readlink("/proc/self/fd/\(fd)", &buffer, buffer.count - 1)
+        guard n > 0 else { return nil }
+        let target = String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        guard target.hasSuffix("/cgroup.procs") else { return nil }
+        return String(target.dropLast("/cgroup.procs".count))
     }
 
     static func resolveExecutable(_ name: String) -> String? {
-        if name.contains("/") { return access(name, X_OK) == 0 ? name : nil }
-        let path = getenv("PATH").map { String(cString: $0) } ?? "/usr/local/bin:/usr/bin:/bin"
-        for dir in path.split(separator: ":") {
-            let candidate = "\(dir)/\(name)"
-            if access(candidate, X_OK) == 0 { return candidate }
-        }
-        return nil
+        let path = getenv("PATH").map { String(cString: $0) } ?? AppEnvironment.defaultPath
+        return AppSpawner.resolveExecutable(name, searchPath: path)
     }
-}
-
-/// Calls `body` with a NULL-terminated `char *[]` of `strings`.
-func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>?) -> R) -> R {
-    var pointers: [UnsafeMutablePointer<CChar>?] = strings.map { strdup($0) }
-    pointers.append(nil)
-    defer { for p in pointers { free(p) } }
-    return pointers.withUnsafeBufferPointer { body($0.baseAddress) }
 }

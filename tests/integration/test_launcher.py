@@ -1,0 +1,269 @@
+"""Privilege separation (issue 2): bgtaskd runs as an unprivileged user with no capability at all and
+starts apps through bgtaskd-launcher (root), which runs them as their manifest's User= in apps/<app-id>
+of the daemon's cgroup and hands back a pidfd.
+
+As systemd sets it up: the daemon's CgroupRoot= is a cgroup2 directory chowned to its uid the way
+Delegate=yes does it, its directories are its own, and it runs in a network namespace of its own, with
+PR_SET_MDWE (the kernel's MemoryDenyWriteExecute) and no_new_privs. Needs root and a cgroup2 mount.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from freezer_support import Manager, ScratchCgroup, alive, conf, procs, read_events, v2_mount, wait_for, wait_journal
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root: the launcher runs as root, the daemon is dropped")
+
+PY = sys.executable
+# The app runs as nobody, which must be able to execute the interpreter (not one under /root).
+APP_PY = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else shutil.which("python3")
+APP = "org.test.Separated"
+DAEMON_USER = "daemon"  # uid 1 on Debian: stands in for the bgtaskd user
+APP_USER = "nobody"
+
+# Writes what it sees (uid, gid, environment, cgroup) as JSON, then waits to be frozen, thawed, killed.
+REPORTER = textwrap.dedent("""\
+    import json, os, sys, time
+    out = sys.argv[1]
+    with open("/proc/self/cgroup") as f:
+        cgroup = f.read().strip()
+    info = {"uid": os.getuid(), "euid": os.geteuid(), "gid": os.getgid(), "groups": os.getgroups(),
+            "env": dict(os.environ), "cgroup": cgroup, "cwd": os.getcwd(), "umask": os.umask(0o22)}
+    with open(out + ".tmp", "w") as f:
+        json.dump(info, f)
+    os.replace(out + ".tmp", out)
+    while True:
+        time.sleep(0.01)
+""")
+
+# PR_SET_MDWE(PR_MDWE_REFUSE_EXEC_GAIN): inherited across fork and exec, like systemd's MemoryDenyWriteExecute=.
+MDWE_EXEC = ("import ctypes, os, sys\n"
+             "if ctypes.CDLL(None).prctl(65, 1, 0, 0, 0) != 0: sys.exit('PR_SET_MDWE failed')\n"
+             "os.execvp(sys.argv[1], sys.argv[1:])\n")
+
+
+def status_field(pid: int, name: str) -> str:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(name + ":"):
+                return line.split(":", 1)[1].strip()
+    raise AssertionError(f"no {name} in /proc/{pid}/status")
+
+
+class Launcher:
+    """bgtaskd-launcher as root on its own socket, serving `allow_uid`."""
+
+    def __init__(self, bin_dir: Path, directory: Path, allow_uid: int):
+        self.bin = str(bin_dir / "bgtaskd-launcher")
+        self.socket = str(directory / "io.bgtaskd.Launcher")
+        self.allow_uid = allow_uid
+        self.log_path = directory / "launcher.log"
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> "Launcher":
+        seen = len(self.output())
+        log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen([self.bin, "--socket", self.socket, "--allow-uid", str(self.allow_uid)],
+                                     stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+        log.close()
+        wait_for(lambda: "listening" in self.output()[seen:] or self.proc.poll() is not None, 10, "the launcher to listen")
+        assert self.proc.poll() is None, self.output()
+        return self
+
+    def output(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def kill(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(5)
+
+
+@pytest.fixture
+def separated(daemon, bin_dir):
+    """A root launcher and an unprivileged, capability-less daemon using it, on a delegated cgroup.
+    Yields a namespace with `d` (the daemon), `launcher`, `cg`, `m` (Manager), `out` (the app's report)."""
+    pw = pwd.getpwnam(DAEMON_USER)
+    uid, gid = pw.pw_uid, pw.pw_gid
+    root = Path(tempfile.mkdtemp(prefix="bgtaskd-it-", dir="/tmp"))
+    shutil.copytree(Path(__file__).resolve().parents[2] / "config", root / "config")
+    for sub in ("state", "runtime"):
+        (root / sub).mkdir()
+        os.chown(root / sub, uid, gid)
+    os.chmod(root, 0o755)
+    launcher_dir = root / "launcher"
+    launcher_dir.mkdir(mode=0o755)
+    # Under /tmp, readable by the app's user (pytest's tmp_path is private to root).
+    work = root / "work"
+    work.mkdir(mode=0o755)
+    reports = work / "reports"
+    reports.mkdir()
+    os.chmod(reports, 0o777)
+    script = work / "reporter.py"
+    script.write_text(REPORTER)
+    os.chmod(script, 0o644)
+
+    launcher = Launcher(bin_dir, launcher_dir, uid).start()
+    with ScratchCgroup() as cg:
+        # What systemd's Delegate=yes does: the directory and these three files belong to the service's user.
+        for name in ("", "cgroup.procs", "cgroup.subtree_control", "cgroup.threads"):
+            os.chown(os.path.join(cg.path, name), uid, gid)
+        manifests = {
+            APP: "\n".join(["[App]", f"ID={APP}", f"Exec={APP_PY} {script} {reports}/{APP}.json", f"User={APP_USER}",
+                            f"WorkingDirectory={work}", "LifecycleAware=no", "Environment=EXTRA=from-manifest", ""]),
+            "org.test.Missing": "\n".join(["[App]", "ID=org.test.Missing", "Exec=/nonexistent/bgtaskd-no-such-app",
+                                           f"User={APP_USER}", "LifecycleAware=no", ""]),
+        }
+        text = conf(cg.path, grace="300ms", kill="1s") + "[Daemon]\nLauncherSocket=" + launcher.socket + "\n"
+        prefix = (PY, "-c", MDWE_EXEC, "unshare", "--net", "--",
+                  "setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--inh-caps=-all",
+                  "--bounding-set=-all", "--no-new-privs", "--")
+        d = daemon(conf=text, apps=manifests, root=root, prefix=prefix)
+
+        class NS:
+            pass
+        ns = NS()
+        ns.d, ns.launcher, ns.cg, ns.m, ns.uid = d, launcher, cg, Manager(d.socket), uid
+        ns.report = lambda app=APP: reports / f"{app}.json"
+        try:
+            yield ns
+        finally:
+            d.stop()
+            launcher.kill()
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def read_report(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (FileNotFoundError, ValueError):
+        return None
+
+
+def test_daemon_without_privileges_launches_freezes_thaws_and_terminates_through_the_launcher(separated, bin_dir):
+    s = separated
+    # The daemon: the dropped uid, no capability in any set, a network namespace of its own.
+    assert os.stat(f"/proc/{s.d.pid}").st_uid == s.uid
+    assert status_field(s.d.pid, "CapEff") == "0000000000000000"
+    assert status_field(s.d.pid, "CapBnd") == "0000000000000000"
+    assert status_field(s.d.pid, "NoNewPrivs") == "1"
+    assert os.readlink(f"/proc/{s.d.pid}/ns/net") != os.readlink("/proc/self/ns/net")
+
+    pid = s.m.launch(APP)
+    report = wait_for(lambda: read_report(s.report()), 5, "the app's report")
+    nobody = pwd.getpwnam(APP_USER)
+    # Its manifest's User=, not the daemon's nor the launcher's, with no supplementary group but its own.
+    assert (report["uid"], report["euid"], report["gid"]) == (nobody.pw_uid, nobody.pw_uid, nobody.pw_gid)
+    assert set(report["groups"]) <= {nobody.pw_gid}
+    assert report["env"]["BGTASKD_APP_ID"] == APP
+    assert report["env"]["BGTASKD_SOCKET"] == s.d.socket
+    assert report["env"]["EXTRA"] == "from-manifest"
+    assert report["env"]["USER"] == APP_USER and report["env"]["HOME"] == nobody.pw_dir
+    assert report["umask"] == 0o22
+    # In apps/<app-id> under the daemon's delegated root, a child of the launcher (which reaps it).
+    app_cg = s.cg.app(APP)
+    assert procs(app_cg) == [pid]
+    unified = [line for line in report["cgroup"].splitlines() if line.startswith("0::")]
+    assert unified == ["0::" + app_cg[len(v2_mount()):]], "it joined its cgroup before exec"
+    assert int(status_field(pid, "PPid")) == s.launcher.proc.pid
+    assert status_field(pid, "CapEff") == "0000000000000000"
+    assert os.stat(app_cg).st_uid == s.uid, "the daemon made apps/<app-id> itself"
+
+    # Frozen when its grace window ends (the daemon writes cgroup.freeze of a cgroup it owns) ...
+    s.m.call("Background", appId=APP)
+    wait_for(lambda: read_events(app_cg).get("frozen") == 1, 3, "cgroup.events frozen 1")
+    assert s.m.state(APP) == "suspended"
+    # ... thawed by bgtaskctl foreground (root is allowed the control methods).
+    ctl = [str(bin_dir / "bgtaskctl"), "--socket", s.d.socket]
+    r = subprocess.run([*ctl, "foreground", APP], capture_output=True, text=True, timeout=10)
+    assert r.returncode == 0, r.stderr
+    assert read_events(app_cg).get("frozen") == 0
+    assert s.m.state(APP) == "active"
+
+    # bgtaskctl terminate ends it: the daemon cannot signal another user without CAP_KILL, so the
+    # kill comes from cgroup.kill after KillTimeoutSec=; the exit reaches the daemon through the pidfd.
+    r = subprocess.run([*ctl, "terminate", APP], capture_output=True, text=True, timeout=10)
+    assert r.returncode == 0, r.stderr
+    wait_for(lambda: not alive(pid), 5, "the app to exit")
+    s.m.wait_state(APP, "not-running", timeout=3)
+    assert s.m.pid(APP) is None
+    # The launcher reaped it: no zombie is left behind.
+    wait_for(lambda: not os.path.exists(f"/proc/{pid}"), 2, "the launcher to reap the app")
+
+
+def test_missing_executable_fails_with_the_launchers_message(separated):
+    s = separated
+    since = time.time()
+    s.m.call("Launch", appId="org.test.Missing", background=False)
+    entries = wait_journal(since, "BGTASKD_APP=org.test.Missing", "BGTASKD_REASON=launch-failed")
+    assert "/nonexistent/bgtaskd-no-such-app: executable not found" in entries[0]["MESSAGE"], entries[0]["MESSAGE"]
+    assert s.m.state("org.test.Missing") == "not-running"
+    assert "io.bgtaskd.Launcher.ExecutableNotFound" in s.launcher.output()
+
+
+def test_launcher_refuses_a_connection_from_another_uid(separated):
+    s = separated
+    # Loosen the file's mode so that the connection gets through to the launcher's own SO_PEERCRED check.
+    os.chmod(s.launcher.socket, 0o666)
+    client = textwrap.dedent(f"""\
+        import json, socket
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(5)
+        s.connect({s.launcher.socket!r})
+        req = {{"method": "io.bgtaskd.Launcher.Spawn",
+               "parameters": {{"argv": ["/bin/true"], "environment": [], "user": "root"}}}}
+        try:
+            s.sendall(json.dumps(req).encode() + b"\\0")
+        except OSError:
+            pass
+        data = b""
+        while True:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+        print(data.rstrip(b"\\0").decode())
+        """)
+    r = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", PY, "-c", client],
+                       capture_output=True, text=True, timeout=10)
+    assert r.returncode == 0, r.stderr
+    reply = json.loads(r.stdout)
+    assert reply["error"] == "io.bgtaskd.Launcher.PermissionDenied"
+    assert f"uid {pwd.getpwnam('nobody').pw_uid} may not use bgtaskd-launcher" in reply["parameters"]["message"]
+    assert "refused a connection" in s.launcher.output()
+    # The daemon's own connection still works.
+    pid = s.m.launch(APP)
+    assert pid in procs(s.cg.app(APP))
+
+
+def test_next_launch_after_a_launcher_restart_reconnects(separated):
+    s = separated
+    first = s.m.launch(APP)
+    wait_for(lambda: read_report(s.report()), 5, "the app's report")
+    s.launcher.kill()
+    # The app outlives its launcher (it belongs to the daemon's cgroup, not to the launcher).
+    assert alive(first) and first in procs(s.cg.app(APP))
+    s.launcher.start()
+    # Its exit still reaches the daemon: the pidfd is the daemon's, whoever reaps the process.
+    os.kill(first, signal.SIGKILL)
+    s.m.wait_state(APP, "not-running", timeout=3)
+    s.report().unlink()
+    second = s.m.launch(APP)
+    assert second != first
+    wait_for(lambda: read_report(s.report()), 5, "the relaunched app's report")
+    assert procs(s.cg.app(APP)) == [second]
+    assert int(status_field(second, "PPid")) == s.launcher.proc.pid
