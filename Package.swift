@@ -31,7 +31,8 @@ let package = Package(
         // Varlink framing, JSON, message types, interface descriptions. Pure.
         .target(name: "BGTaskProtocol", swiftSettings: strict),
         // systemd.syntax(7) parser, bgtaskd.conf and app manifests. Pure apart from reading files.
-        .target(name: "BGTaskConfig", swiftSettings: strict),
+        // Its manifests name the core's background modes.
+        .target(name: "BGTaskConfig", dependencies: ["BGTaskCore"], swiftSettings: strict),
         .systemLibrary(
             name: "CSystemd",
             pkgConfig: "libsystemd",

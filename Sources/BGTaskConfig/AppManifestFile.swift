@@ -1,22 +1,4 @@
-/// A background mode an app may declare (`BackgroundModes=`, SPEC §4).
-public enum ManifestBackgroundMode: String, CaseIterable, Hashable, Sendable {
-    case audio
-    case location
-    case voip
-    case externalAccessory = "external-accessory"
-    case bluetooth
-    case fetch
-    case remoteNotification = "remote-notification"
-    case processing
-
-    /// Continuous modes keep an app running in the background while it holds an activity of that mode.
-    public var isContinuous: Bool {
-        switch self {
-        case .audio, .location, .voip, .externalAccessory, .bluetooth: true
-        case .fetch, .remoteNotification, .processing: false
-        }
-    }
-}
+public import BGTaskCore
 
 /// One `NAME=value` of `Environment=`.
 public struct EnvironmentVariable: Hashable, Sendable, CustomStringConvertible {
@@ -49,7 +31,7 @@ public struct AppManifestFile: Hashable, Sendable {
     /// replaces the earlier value. `BGTASKD_APP_ID` and `BGTASKD_SOCKET` are set by the daemon.
     public var environment: [EnvironmentVariable]
     /// `BackgroundModes=`.
-    public var backgroundModes: Set<ManifestBackgroundMode>
+    public var backgroundModes: Set<BackgroundMode>
     /// `PermittedTaskIdentifiers=`: identifiers the app may submit task requests for, in file order.
     public var permittedTaskIdentifiers: [String]
     /// `BackgroundAppRefresh=`: the app's refresh setting until changed at run time (nil: `DefaultAppRefresh=`).
@@ -68,7 +50,7 @@ public struct AppManifestFile: Hashable, Sendable {
         user: Account? = nil,
         workingDirectory: String? = nil,
         environment: [EnvironmentVariable] = [],
-        backgroundModes: Set<ManifestBackgroundMode> = [],
+        backgroundModes: Set<BackgroundMode> = [],
         permittedTaskIdentifiers: [String] = [],
         backgroundAppRefresh: Bool? = nil,
         refreshRestricted: Bool = false,
@@ -211,7 +193,7 @@ public struct AppManifestFile: Hashable, Sendable {
         var user: Account?
         var workingDirectory: String?
         var environment: [EnvironmentVariable] = []
-        var backgroundModes: Set<ManifestBackgroundMode> = []
+        var backgroundModes: Set<BackgroundMode> = []
         var permittedTaskIdentifiers: [String] = []
         var backgroundAppRefresh: Bool?
         var refreshRestricted = false
@@ -275,10 +257,10 @@ public struct AppManifestFile: Hashable, Sendable {
         KeyDefinition(section: section, key: "BackgroundModes", apply: { draft, value throws(ConfigError.Kind) in
             if value.isEmpty { draft.backgroundModes = []; return }
             for word in value.split(whereSeparator: isWhitespace) {
-                draft.backgroundModes.insert(try parseChoice(String(word), as: ManifestBackgroundMode.self))
+                draft.backgroundModes.insert(try parseChoice(String(word), as: BackgroundMode.self))
             }
         }, format: { draft in
-            ManifestBackgroundMode.allCases.filter { draft.backgroundModes.contains($0) }.map(\.rawValue).joined(separator: " ")
+            BackgroundMode.allCases.filter { draft.backgroundModes.contains($0) }.map(\.rawValue).joined(separator: " ")
         }),
         KeyDefinition(section: section, key: "PermittedTaskIdentifiers", apply: { draft, value throws(ConfigError.Kind) in
             if value.isEmpty { draft.permittedTaskIdentifiers = []; return }

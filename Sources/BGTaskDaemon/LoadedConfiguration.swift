@@ -38,7 +38,7 @@ struct LoadedConfiguration: Sendable {
         guard let id = AppID(m.id) else { return nil }
         return AppManifest(
             id: id, lifecycleAware: m.lifecycleAware,
-            backgroundModes: Set(m.backgroundModes.compactMap { BackgroundMode(rawValue: $0.rawValue) }))
+            backgroundModes: m.backgroundModes)
     }
 
     static func load(from options: DaemonOptions) -> Result<LoadedConfiguration, LoadError> {

@@ -1,4 +1,5 @@
 import BGTaskConfig
+import BGTaskCore
 import Foundation
 import Testing
 
@@ -214,10 +215,10 @@ struct AppManifestTests {
     }
 
     @Test func modeTable() {
-        for mode in ManifestBackgroundMode.allCases {
-            #expect(ManifestBackgroundMode(rawValue: mode.rawValue) == mode)
+        for mode in BackgroundMode.allCases {
+            #expect(BackgroundMode(rawValue: mode.rawValue) == mode)
         }
-        #expect(ManifestBackgroundMode.allCases.filter(\.isContinuous).map(\.rawValue)
+        #expect(BackgroundMode.allCases.filter(\.isContinuous).map(\.rawValue)
             == ["audio", "location", "voip", "external-accessory", "bluetooth"])
         #expect(AppManifestFile.keys == [
             "ID", "Name", "Exec", "User", "WorkingDirectory", "Environment", "BackgroundModes",

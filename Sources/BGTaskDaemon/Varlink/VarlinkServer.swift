@@ -214,16 +214,17 @@ public final class VarlinkServer: @unchecked Sendable {
                 c.isRunnable = false
                 c.run()
             }
-            while !dirty.isEmpty {
-                let write = dirty
-                dirty.removeAll(keepingCapacity: true)
-                for c in write {
-                    c.isDirty = false
-                    c.flush()
-                }
-            }
+            writeDirty()
         }
         // What is still dirty (after the bound) is written now: a reply is never held back.
+        writeDirty()
+        inTurn = false
+        afterTurn?()
+    }
+
+    /// Writes the replies collected this turn (a write can close a connection, whose service then
+    /// answers others: loop until nothing is left).
+    private func writeDirty() {
         while !dirty.isEmpty {
             let write = dirty
             dirty.removeAll(keepingCapacity: true)
@@ -232,8 +233,6 @@ public final class VarlinkServer: @unchecked Sendable {
                 c.flush()
             }
         }
-        inTurn = false
-        afterTurn?()
     }
 
     private func scheduleTurn() {
