@@ -1,4 +1,5 @@
 public import Dispatch
+import BGTaskLaunch
 import BGTaskProtocol
 import Logging
 
@@ -187,14 +188,4 @@ public final class Daemon: @unchecked Sendable {
     }
 }
 
-func writeStderr(_ text: String) {
-    var bytes = Array(text.utf8)
-    bytes.withUnsafeMutableBytes { raw in
-        var off = 0
-        while off < raw.count, let base = raw.baseAddress {
-            let n = write(2, base + off, raw.count - off)
-            if n <= 0 { break }
-            off += n
-        }
-    }
-}
+func writeStderr(_ text: String) { FileIO.write(text) }

@@ -1,3 +1,4 @@
+import BGTaskLaunch
 import BGTaskConfig
 import BGTaskCore
 import BGTaskProtocol
@@ -553,17 +554,4 @@ enum ProcessInfoReader {
 }
 
 /// Reads a whole (small) file, nil on any error.
-func readFile(_ path: String) -> String? {
-    let fd = open(path, O_RDONLY | O_CLOEXEC)
-    guard fd >= 0 else { return nil }
-    defer { close(fd) }
-    var out: [UInt8] = []
-    var buf = [UInt8](repeating: 0, count: 4096)
-    while true {
-        let n = buf.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        if n < 0 && errno == EINTR { continue }
-        if n <= 0 { break }
-        out.append(contentsOf: buf[0..<n])
-    }
-    return String(decoding: out, as: UTF8.self)
-}
+func readFile(_ path: String) -> String? { FileIO.read(path) }

@@ -214,35 +214,9 @@ final class LauncherServer {
         return .success(fd)
     }
 
-    private func log(_ text: String) {
-        var bytes = Array("bgtaskd-launcher: \(text)\n".utf8)
-        bytes.withUnsafeMutableBytes { raw in
-            var off = 0
-            while off < raw.count, let base = raw.baseAddress {
-                let n = write(2, base + off, raw.count - off)
-                if n <= 0 { break }
-                off += n
-            }
-        }
-    }
+    private func log(_ text: String) { FileIO.write("bgtaskd-launcher: \(text)\n") }
 
-    private func setNonBlocking(_ fd: Int32) {
-        let flags = fcntl(fd, F_GETFL)
-        if flags >= 0 { _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK) }
-    }
+    private func setNonBlocking(_ fd: Int32) { FileIO.setNonBlocking(fd) }
 
-    static func readText(_ path: String) -> String? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var out: [UInt8] = []
-        var buf = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let n = buf.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { break }
-            out.append(contentsOf: buf[0..<n])
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
+    static func readText(_ path: String) -> String? { FileIO.read(path) }
 }

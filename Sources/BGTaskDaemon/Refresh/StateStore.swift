@@ -1,3 +1,4 @@
+import BGTaskLaunch
 import BGTaskCore
 import BGTaskProtocol
 import Dispatch
@@ -232,19 +233,5 @@ final class StateStore: @unchecked Sendable {
         return nil
     }
 
-    static func readAll(_ path: String) -> [UInt8]? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var out: [UInt8] = []
-        var buf = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let n = buf.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            if n < 0 { return nil }
-            if n == 0 { break }
-            out.append(contentsOf: buf[0..<n])
-        }
-        return out
-    }
+    static func readAll(_ path: String) -> [UInt8]? { FileIO.readBytes(path) }
 }

@@ -1,5 +1,6 @@
 public import BGTaskProtocol
 public import Dispatch
+import BGTaskLaunch
 import CSystemd
 
 #if canImport(Glibc)
@@ -676,7 +677,4 @@ func closeDeferred(_ fd: Int32) {
     DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(250)) { _ = Glibc.close(fd) }
 }
 
-func setNonBlocking(_ fd: Int32) {
-    let flags = fcntl(fd, F_GETFL)
-    if flags >= 0 { _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK) }
-}
+func setNonBlocking(_ fd: Int32) { FileIO.setNonBlocking(fd) }
