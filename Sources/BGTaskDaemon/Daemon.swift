@@ -25,6 +25,8 @@ public struct DaemonOptions: Sendable {
 public final class Daemon: @unchecked Sendable {
     // @unchecked: mutable state is touched only on `queue`.
     public let queue = DispatchQueue(label: "bgtaskd.state")
+    /// Set on `queue`: tells whether code runs on it.
+    static let stateQueueKey = DispatchSpecificKey<Bool>()
     let options: DaemonOptions
     let journal: JournalSink
     let notifier = Notifier()
@@ -81,6 +83,20 @@ public final class Daemon: @unchecked Sendable {
             service.server = server
             server.beforeTurn = { [journal] in journal.holdWakeups() }
             server.afterTurn = { [journal] in journal.releaseWakeups() }
+            // Flow control: while journald cannot keep up, clients wait instead of decisions being lost.
+            // Entries mostly come from this queue (decisions), where the pause takes effect before the
+            // next call is served; the logger may send from elsewhere.
+            queue.setSpecific(key: Self.stateQueueKey, value: true)
+            journal.onCongestion({ [queue, server] in
+                if DispatchQueue.getSpecific(key: Self.stateQueueKey) == true {
+                    server.pauseIO()
+                } else {
+                    queue.async { server.pauseIO() }
+                }
+            }, relieved: { [queue, server, journal] in
+                // Congested again before this runs: stay paused until the next relief.
+                queue.async { if !journal.isCongested { server.resumeIO() } }
+            })
             self.service = service
             updateMemoryPressure(config)  // issue 5
             self.server = server

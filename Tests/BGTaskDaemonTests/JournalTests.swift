@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import BGTaskDaemon
 
@@ -89,6 +90,30 @@ import Testing
         #expect(e["CODE_LINE"] as? String == String(line))
         #expect((e["CODE_FILE"] as? String)?.hasSuffix("JournalTests.swift") == true)
         #expect(e["_PID"] as? String == String(getpid()))
+    }
+
+    @Test func congestionIsSignalledAtThreeQuartersAndReliefAtAQuarter() throws {
+        try #require(Self.journaldAnswers(), "no journald answers on /run/systemd/journal/socket")
+        let sink = JournalSink(identifier: "bgtaskd-test", destination: .journal, capacity: 8)
+        let events = Mutex<[String]>([])
+        sink.onCongestion({ events.withLock { $0.append("congested") } },
+                          relieved: { events.withLock { $0.append("relieved") } })
+        sink.holdWakeups()  // nothing is written until released: the queue only fills
+        for i in 0..<5 { sink.send("entry \(i)") }
+        #expect(events.withLock { $0 } == [])
+        #expect(!sink.isCongested)
+        sink.send("entry 5")  // 6 of 8: three quarters
+        #expect(events.withLock { $0 } == ["congested"])
+        #expect(sink.isCongested)
+        sink.send("entry 6")
+        sink.send("entry 7")
+        sink.send("entry 8")  // the ninth does not fit
+        #expect(sink.dropped == 1)
+        #expect(events.withLock { $0 } == ["congested"], "signalled once per congestion")
+        sink.flush()
+        #expect(sink.sent == 8)
+        #expect(events.withLock { $0 } == ["congested", "relieved"])
+        #expect(!sink.isCongested)
     }
 
     @Test func fullQueueDropsAndCounts() {

@@ -47,3 +47,33 @@ def test_daemon_logs_go_to_the_journal(daemon, journald):
     # Nothing went to stderr instead.
     assert d.socket not in d.output(), d.output()
     assert d.stop() == 0
+
+
+BURST_CONF = """
+[Daemon]
+FreezerBackend=none
+[Lifecycle]
+MaxBackgroundTasksPerApp=20000
+"""
+
+
+def test_a_pipelined_burst_loses_no_journal_entry(daemon, journald):
+    """SPEC §11: every decision is one entry. 12,000 calls arrive in one write, three times what the
+    daemon's journal queue holds (4,096): the daemon must stop reading until journald has caught up,
+    not drop entries, and still answer every call in order."""
+    from support import RawClient, journal_entries as bgtaskd_entries
+
+    app = "org.test.Burst"
+    d = daemon(conf=BURST_CONF, apps={app: f"[App]\nID={app}\nExec=/bin/sleep 1000\nLifecycleAware=no\n"})
+    n = 12000
+    with RawClient(d.socket, timeout=60) as c:
+        assert "error" not in c.call("io.bgtaskd.Manager.Launch", {"appId": app}), d.output()
+        c.send(b"".join(RawClient.encode("io.bgtaskd.App.BeginBackgroundTask", {"appId": app, "name": f"t{i}"})
+                        for i in range(n)))
+        ids = [c.recv_message(timeout=60)["parameters"]["taskId"] for _ in range(n)]
+        assert ids == sorted(ids) and len(set(ids)) == n and ids[0] > 0, "replies out of order or denied"
+        stats = c.call("io.bgtaskd.Manager.Stats")["parameters"]["stats"]
+    assert stats["journalDropped"] == 0, stats
+    grants = bgtaskd_entries(BGTASKD_APP=app, BGTASKD_DECISION="grant", _PID=d.pid)
+    assert len(grants) == n, f"{len(grants)} grant entries in the journal for {n} grants"
+    assert sorted(int(e["BGTASKD_TASK_ID"]) for e in grants) == ids

@@ -85,6 +85,11 @@ public final class JournalSink: Sendable {
     private let pending = Atomic<Int>(0)
     private let droppedCount = Atomic<Int>(0)
     private let sentCount = Atomic<Int>(0)
+    /// Between crossing `highWater` and falling back to `lowWater`.
+    private let congested = Atomic<Bool>(false)
+    private let congestionHandlers = Mutex<(congested: @Sendable () -> Void, relieved: @Sendable () -> Void)?>(nil)
+    private var highWater: Int { max(1, capacity * 3 / 4) }
+    private var lowWater: Int { capacity / 4 }
 
     /// `destination` nil: the journal when its socket exists, else stderr.
     public init(identifier: String = "bgtaskd", destination: Destination? = nil, capacity: Int = 4096) {
@@ -96,6 +101,18 @@ public final class JournalSink: Sendable {
             self.destination = access("/run/systemd/journal/socket", F_OK) == 0 ? .journal : .stderr
         }
     }
+
+    /// Flow control: `congested` runs (on the sending thread) when the queue fills to three quarters,
+    /// `relieved` (on the writer's queue) once it has drained to a quarter. The daemon stops reading
+    /// its clients in between, so that a burst of calls waits for journald instead of losing the
+    /// decisions' entries (SPEC §11: every decision is one entry); only what the daemon decides on its
+    /// own meanwhile (deadlines) can still fill the last quarter.
+    public func onCongestion(_ congested: @escaping @Sendable () -> Void, relieved: @escaping @Sendable () -> Void) {
+        congestionHandlers.withLock { $0 = (congested, relieved) }
+    }
+
+    /// True while the queue is congested (see `onCongestion`).
+    public var isCongested: Bool { congested.load(ordering: .relaxed) }
 
     /// Entries dropped because the queue was full.
     public var dropped: Int { droppedCount.load(ordering: .relaxed) }
@@ -121,10 +138,14 @@ public final class JournalSink: Sendable {
     }
 
     private func enqueue(_ entry: Entry) {
-        if pending.add(1, ordering: .relaxed).newValue > capacity {
+        let count = pending.add(1, ordering: .relaxed).newValue
+        if count > capacity {
             pending.subtract(1, ordering: .relaxed)
             droppedCount.add(1, ordering: .relaxed)
             return
+        }
+        if count >= highWater, congested.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged {
+            congestionHandlers.withLock { $0 }?.congested()
         }
         let wake = batch.withLock { b -> Bool in
             b.entries.append(entry)
@@ -176,7 +197,10 @@ public final class JournalSink: Sendable {
         for e in entries {
             writeEntry(e)
             sentCount.add(1, ordering: .relaxed)
-            pending.subtract(1, ordering: .relaxed)
+            let left = pending.subtract(1, ordering: .relaxed).newValue
+            if left <= lowWater, congested.compareExchange(expected: true, desired: false, ordering: .relaxed).exchanged {
+                congestionHandlers.withLock { $0 }?.relieved()
+            }
         }
     }
 

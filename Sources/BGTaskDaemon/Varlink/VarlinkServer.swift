@@ -103,6 +103,28 @@ public final class VarlinkServer: @unchecked Sendable {
     public var beforeTurn: (() -> Void)?
     public var afterTurn: (() -> Void)?
 
+    /// Paused by `pauseIO()`: sockets are not read and no further call is served (replies already
+    /// made are still written).
+    public private(set) var ioPaused = false
+
+    /// Stops reading every client and serving their calls until `resumeIO()` (the journal is
+    /// congested). Call on `queue`.
+    public func pauseIO() {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard !ioPaused else { return }
+        ioPaused = true
+        epollSource?.suspend()
+    }
+
+    /// Reads and serves again. Call on `queue`.
+    public func resumeIO() {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard ioPaused else { return }
+        ioPaused = false
+        epollSource?.resume()
+        if !runnable.isEmpty { scheduleTurn() }
+    }
+
     /// Calls received since start.
     public private(set) var callCount = 0
     /// One read buffer for every connection (all reads happen on `queue`): no allocation per event.
@@ -135,6 +157,7 @@ public final class VarlinkServer: @unchecked Sendable {
     }
 
     deinit {
+        if ioPaused { epollSource?.resume() }
         epollSource?.cancel()
         readBuffer.deallocate()
         eventTokens.deallocate()
@@ -204,8 +227,10 @@ public final class VarlinkServer: @unchecked Sendable {
         var rounds = 0
         while !runnable.isEmpty || !dirty.isEmpty {
             // Bounded: a pipeline deeper than this continues on the next turn, after timers and signals.
-            if rounds == 16 {
-                if !runnable.isEmpty { scheduleTurn() }
+            // Paused: the runnable wait for `resumeIO()`.
+            if rounds == 16 || ioPaused {
+                if !runnable.isEmpty && !ioPaused { scheduleTurn() }
+                writeDirty()
                 break
             }
             rounds += 1
@@ -509,7 +534,7 @@ public final class VarlinkConnection: @unchecked Sendable, Hashable, CustomStrin
         // Bounded per turn so that one deep pipeline cannot hold the queue; the rest runs next round.
         var served = 0
         while current == nil, pendingHead < pending.count, !isClosed {
-            if served == 64 {
+            if served == 64 || server.ioPaused {
                 server.markRunnable(self)
                 break
             }
