@@ -133,6 +133,8 @@ public enum Reason: String, CaseIterable, Hashable, Sendable {
     case checkedIn = "checked-in"
     /// An identifier (assertion, activity, task) that is unknown or already ended: harmless.
     case unknownIdentifier = "unknown-identifier"
+    /// The daemon started again and found what a previous run left (its apps are adopted or ended).
+    case daemonRestarted = "daemon-restarted"
     /// The manifest does not declare the background mode.
     case modeNotDeclared = "mode-not-declared"
     /// The background mode is not continuous (only audio, location, voip, external-accessory, bluetooth are).

@@ -130,7 +130,7 @@ extension CgroupFreezer {
 /// Journal entries for what a restart did to a previous run's apps, shaped like the core's decisions:
 /// `BGTASKD_DECISION=terminate`, `BGTASKD_REASON=daemon-restarted`.
 enum RestartJournal {
-    static let reason = "daemon-restarted"
+    static let reason = Reason.daemonRestarted.rawValue
 
     static func record(_ logger: Logger, app: String, pids: [Int32], previousState: String?, _ message: String) {
         var metadata: Logger.Metadata = [
