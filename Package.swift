@@ -97,7 +97,7 @@ let package = Package(
         // `make bench`: the native baselines and clients (bench/bench.py drives it). Not part of `make test`.
         .executableTarget(
             name: "bgtaskd-bench",
-            dependencies: ["BGTaskClient", "BGTaskProtocol", "BGTaskCore"],
+            dependencies: ["BGTaskClient", "BGTaskProtocol", "BGTaskCore", "CSystemd"],
             path: "bench/swift",
             swiftSettings: strict
         ),

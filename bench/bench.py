@@ -439,14 +439,16 @@ def rows_calls(t: Table, res: dict, a):
         echo = [str(TOOL), "echo-server", "--socket", str(work / "echo"), "--reply-sizes", sizes]
         decho = [str(TOOL), "dispatch-epoll-echo-server", "--socket", str(work / "decho"), "--reply-sizes", sizes]
         secho = [str(TOOL), "sync-epoll-echo-server", "--socket", str(work / "secho"), "--reply-sizes", sizes]
+        jecho = [str(TOOL), "journal-echo-server", "--socket", str(work / "jecho"), "--reply-sizes", sizes]
         ref = [sys.executable, str(REPO / "bench" / "ref_server.py"), f"unix:{work / 'ref'}"]
         with Server(echo, str(work / "echo")) as e, Server(decho, str(work / "decho")) as x, \
-                Server(secho, str(work / "secho")) as y, Server(ref, str(work / "ref"), ready_line=True) as p:
+                Server(secho, str(work / "secho")) as y, Server(jecho, str(work / "jecho")) as j, \
+                Server(ref, str(work / "ref"), ready_line=True) as p:
             # Every server is measured in each round, in turn: on a 2-vCPU VM a round trip costs ~10 µs or
             # ~50 µs depending on whether the two ends share a CPU, and that drifts over seconds; taking
             # turns makes every figure see the same mix.
             targets = {"bgtaskd": d.socket, "echo": e.path, "dispatch_echo": x.path, "sync_echo": y.path,
-                       "python": p.path}
+                       "journal_echo": j.path, "python": p.path}
             jpid = journald_pid()
             jcpu = {"ns": 0, "calls": 0}
             rtt = {k: {"begin_ns": [], "end_ns": [], "errors": 0, "denied": 0} for k in targets}
@@ -485,7 +487,8 @@ def rows_calls(t: Table, res: dict, a):
         res["calls_daemon_rss_kib"] = rss_kib(d.pid)
         res["daemon_cpu_us_per_call_sequential"] = cpu["ns"] / max(1, cpu["calls"]) / 1000
     shutil.rmtree(work, ignore_errors=True)
-    rtt_d, rtt_e, rtt_de, rtt_se, rtt_p = (rtt[k] for k in ("bgtaskd", "echo", "dispatch_echo", "sync_echo", "python"))
+    rtt_d, rtt_e, rtt_de, rtt_se, rtt_je, rtt_p = (
+        rtt[k] for k in ("bgtaskd", "echo", "dispatch_echo", "sync_echo", "journal_echo", "python"))
 
     def merged(runs):
         calls = sum(r["calls"] for r in runs)
@@ -493,8 +496,8 @@ def rows_calls(t: Table, res: dict, a):
         return {"calls": calls, "calls_per_s": calls / secs, "errors": sum(r["errors"] for r in runs),
                 "denied": sum(r["denied"] for r in runs), "rounds": [r["calls_per_s"] for r in runs]}
 
-    thr_d, thr_e, thr_de, thr_se, thr_p = (merged(thr[k]) for k in ("bgtaskd", "echo", "dispatch_echo", "sync_echo",
-                                                                    "python"))
+    thr_d, thr_e, thr_de, thr_se, thr_je, thr_p = (
+        merged(thr[k]) for k in ("bgtaskd", "echo", "dispatch_echo", "sync_echo", "journal_echo", "python"))
 
     def per_call(r):
         v = us(r["begin_ns"] + r["end_ns"])
@@ -504,11 +507,13 @@ def rows_calls(t: Table, res: dict, a):
     em, ep = per_call(rtt_e)
     xm, xp = per_call(rtt_de)
     ym, yp = per_call(rtt_se)
+    jm, jp = per_call(rtt_je)
     pm, pp = per_call(rtt_p)
     for name, r in (("bgtaskd", rtt_d), ("echo", rtt_e), ("python", rtt_p)):
         if r["errors"] or r["denied"]:
             t.notes.append(f"row 1: {name} answered {r['errors']} errors, {r['denied']} denials")
     res["rtt"] = {"bgtaskd": [dm, dp], "echo": [em, ep], "dispatch_echo": [xm, xp], "sync_echo": [ym, yp],
+                  "journal_echo": [jm, jp],
                   "python": [pm, pp],
                   "request_bytes": rtt_d["request_bytes"], "reply_bytes": rtt_d["reply_bytes"]}
     req = "/".join(str(x) for x in rtt_d["request_bytes"])
@@ -520,11 +525,13 @@ def rows_calls(t: Table, res: dict, a):
     t.add("", "    (that echo itself against the bare echo)", fmt_us(xm), f"bare echo (epoll): {fmt_us(em)}", ratio(xm, em))
     t.add("", "    (echo, epoll thread + queue.sync, no Dispatch hand-off)", fmt_us(ym), f"bare echo (epoll): {fmt_us(em)}",
           ratio(ym, em))
+    t.add("", "  median", fmt_us(dm), f"bare echo + one journal entry per call: {fmt_us(jm)}", ratio(dm, jm))
     t.add("", "  daemon CPU time per call (all threads)", fmt_us(res["daemon_cpu_us_per_call_sequential"]))
     t.add("", "  median", fmt_us(dm), f"Python varlink ThreadingServer: {fmt_us(pm)}", ratio(dm, pm))
     t.add("", "  p99", fmt_us(dp), f"Python varlink ThreadingServer: {fmt_us(pp)}", ratio(dp, pp))
 
     res["throughput"] = {"bgtaskd": thr_d, "echo": thr_e, "dispatch_echo": thr_de, "sync_echo": thr_se,
+                         "journal_echo": thr_je,
                          "python": thr_p}
     d_rate, e_rate = thr_d["calls_per_s"], thr_e["calls_per_s"]
     t.add(2, "throughput, 64 clients (1 connection each, sequential pairs)", fmt_rate(d_rate),
@@ -532,6 +539,8 @@ def rows_calls(t: Table, res: dict, a):
           verdict(d_rate >= 0.5 * e_rate))
     t.add("", "", fmt_rate(d_rate), f"echo on one Dispatch source (daemon's loop): {fmt_rate(thr_de['calls_per_s'])}",
           f"{100 * d_rate / thr_de['calls_per_s']:.0f}%")
+    t.add("", "", fmt_rate(d_rate), f"bare echo + one journal entry per call: {fmt_rate(thr_je['calls_per_s'])}",
+          f"{100 * d_rate / thr_je['calls_per_s']:.0f}%")
     if res.get("journald_cpu_us_per_call_64") is not None:
         t.add("", "  journald CPU time per call (one journal entry each, SPEC §11)",
               fmt_us(res["journald_cpu_us_per_call_64"]))

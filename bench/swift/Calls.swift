@@ -1,4 +1,5 @@
 import BGTaskProtocol
+import CSystemd
 import Dispatch
 import Synchronization
 
@@ -129,8 +130,12 @@ func measureThroughput(socket path: String, apps: [String], clients: Int, warmup
 
 /// The baseline server: a single-threaded epoll loop that answers every NUL-terminated message with a
 /// canned reply of the daemon's size (alternately the Begin reply and the End reply), parsing nothing.
-func runEchoServer(socket path: String, replySizes: [Int]) -> Never {
+/// With `journal`, the echo also sends one journal entry per message, with the fields of a bgtaskd
+/// grant/end decision (SPEC §11, OBJECT_PID included), synchronously: what the machine allows for a server
+/// that journals every call, as SPEC §11 asks of bgtaskd.
+func runEchoServer(socket path: String, replySizes: [Int], journal: Bool = false) -> Never {
     let replies = cannedReplies(replySizes)
+    let journalEntry = JournalEntryBaseline()
     let lfd = listenUnix(path)
     setNonBlocking(lfd)
     let ep = Epoll(capacity: 256)
@@ -165,8 +170,44 @@ func runEchoServer(socket path: String, replySizes: [Int]) -> Never {
                 toggle[Int(fd)].toggle()
                 p = p + consumed
                 left -= consumed
+                if journal { journalEntry.send(grant: toggle[Int(fd)]) }
             }
             if !out.isEmpty { writeAll(fd, out) }
+        }
+    }
+}
+
+/// One journal entry shaped like bgtaskd's grant/end decisions: the same field names and similar values.
+final class JournalEntryBaseline {
+    private var serial = 0
+    private let pid = String(getpid())
+
+    func send(grant: Bool) {
+        serial += 1
+        let fields = [
+            "MESSAGE=" + (grant ? "Granted background task \(serial) to org.bench.C00" : "Ended background task \(serial) of org.bench.C00"),
+            "PRIORITY=6", "SYSLOG_IDENTIFIER=bgtaskd-bench", "CODE_FILE=BGTaskDaemon/DaemonService.swift",
+            "CODE_LINE=432", "CODE_FUNC=record(_:peer:)", "MESSAGE_ID=4f2b6c1e9a8d4c7b9e3f5a1d2c6b8e90",
+            "BGTASKD_DECISION=" + (grant ? "grant" : "end"), "BGTASKD_REASON=" + (grant ? "app-request" : "app-request"),
+            "BGTASKD_APP=org.bench.C00", "BGTASKD_STATE=active", "BGTASKD_TASK_ID=\(serial)",
+            "BGTASKD_REMAINING_USEC=30000000", "BGTASKD_PID=" + pid, "OBJECT_PID=" + pid, "BGTASKD_UID=0",
+            "BGTASKD_PEER_PID=" + pid,
+        ]
+        var bytes: [UInt8] = []
+        var ends: [Int] = []
+        for f in fields {
+            bytes.append(contentsOf: f.utf8)
+            ends.append(bytes.count)
+        }
+        bytes.withUnsafeMutableBytes { raw in
+            guard let base = raw.baseAddress else { return }
+            var iov: [iovec] = []
+            var start = 0
+            for end in ends {
+                iov.append(iovec(iov_base: base + start, iov_len: end - start))
+                start = end
+            }
+            _ = sd_journal_sendv(&iov, Int32(iov.count))
         }
     }
 }

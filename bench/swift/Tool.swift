@@ -13,6 +13,8 @@ enum BenchTool {
         switch command {
         case "echo-server":
             runEchoServer(socket: o.string("socket"), replySizes: o.list("reply-sizes").compactMap { Int($0) })
+        case "journal-echo-server":
+            runEchoServer(socket: o.string("socket"), replySizes: o.list("reply-sizes").compactMap { Int($0) }, journal: true)
         case "dispatch-echo-server":
             runDispatchEchoServer(socket: o.string("socket"), replySizes: o.list("reply-sizes").compactMap { Int($0) })
         case "dispatch-epoll-echo-server":
