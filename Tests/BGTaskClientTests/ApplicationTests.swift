@@ -101,22 +101,31 @@ final class RecordingDelegate: BGApplicationDelegate {
             let acknowledgement = application.deferAcknowledgement()
             held.withLock { $0 = acknowledgement }
         }
-        delegate.onNotification = { application in
-            #expect(application.deferAcknowledgement() == nil)  // this notification needs none
+        delegate.onNotification = { [delegate] application in
+            // Notification "x" needs no acknowledgement, so there is none to defer (the barriers below
+            // do need one; they must not be deferred here).
+            if delegate.log.last?.hasPrefix("notification x ") == true {
+                #expect(application.deferAcknowledgement() == nil)
+            }
         }
         daemon.push(["id": 8, "kind": "did-enter-background", "state": "background", "needsAck": true])
         daemon.push(["id": 9, "kind": "notification", "state": "background", "needsAck": false, "name": "x"])
         #expect(await eventually { delegate.log.count == 3 })
-        try await Task.sleep(for: .milliseconds(30))
-        #expect(daemon.calls("Acknowledge").isEmpty)
+        // Barrier instead of a wait: event 10 is acknowledged when its delegate method returns; events are
+        // handled and acknowledged in order on one connection, so an acknowledgement of 8 sent too early
+        // would have arrived before 10's.
+        daemon.push(["id": 10, "kind": "notification", "state": "background", "needsAck": true, "name": "barrier"])
+        #expect(await eventually { daemon.calls("Acknowledge").count == 1 })
+        #expect(daemon.calls("Acknowledge").map(\.parameters) == [["eventId": 10]])
         #expect(app.deferAcknowledgement() == nil)  // outside a delegate method
         let acknowledgement = try #require(held.withLock { $0 })
         #expect(acknowledgement.eventID == 8)
         acknowledgement.acknowledge()
         acknowledgement.acknowledge()
-        #expect(await eventually { daemon.calls("Acknowledge").count == 1 })
-        try await Task.sleep(for: .milliseconds(20))
-        #expect(daemon.calls("Acknowledge").count == 1)
+        // The same barrier after the second acknowledge(): a duplicate would come before 12's.
+        daemon.push(["id": 12, "kind": "notification", "state": "background", "needsAck": true, "name": "barrier"])
+        #expect(await eventually { daemon.calls("Acknowledge").count == 3 })
+        #expect(daemon.calls("Acknowledge").map(\.parameters) == [["eventId": 10], ["eventId": 8], ["eventId": 12]])
     }
 
     @Test func aRemoteNotificationWakeIsAcknowledgedWhenTheDelegateReturns() async throws {
@@ -197,7 +206,10 @@ final class RecordingDelegate: BGApplicationDelegate {
         app.endBackgroundTask(old)
         #expect(daemon.calls("EndBackgroundTask").isEmpty)
         daemon.push(["id": 14, "kind": "background-task-will-expire", "state": "background", "needsAck": false, "taskId": 1], stream: 2)
-        try await Task.sleep(for: .milliseconds(30))
+        // Barrier: events on the stream are handled in order, so once the next one has reached the
+        // delegate, the expiration was handled too (and must not have run the old task's handler).
+        daemon.push(["id": 15, "kind": "notification", "state": "background", "needsAck": false, "name": "barrier"], stream: 2)
+        #expect(await eventually { delegate.log.contains { $0.hasPrefix("notification barrier") } })
         #expect(expired.count == 0)
         // The call connection was replaced too.
         let fresh = app.beginBackgroundTask(withName: "new")
@@ -236,8 +248,14 @@ final class RecordingDelegate: BGApplicationDelegate {
         await checkIn()
         daemon.push(["id": 23, "kind": "perform-task", "state": "background", "needsAck": false, "identifier": "t"])
         #expect(await eventually { daemon.calls("CompleteTask").count == 1 })
-        try await Task.sleep(for: .milliseconds(20))
-        #expect(daemon.calls("CompleteTask").map(\.parameters) == [["appId": "org.example.Mail", "identifier": "t", "success": true]])
+        // Barrier: an unregistered task is completed (as failed) when its event is handled, after the
+        // launch handler of "t" returned; a second CompleteTask for "t" would have come before it.
+        daemon.push(["id": 24, "kind": "perform-task", "state": "background", "needsAck": false, "identifier": "unknown"])
+        #expect(await eventually { daemon.calls("CompleteTask").count == 2 })
+        #expect(daemon.calls("CompleteTask").map(\.parameters) == [
+            ["appId": "org.example.Mail", "identifier": "t", "success": true],
+            ["appId": "org.example.Mail", "identifier": "unknown", "success": false],
+        ])
     }
 
     @Test func submitErrorsAreTyped() throws {
