@@ -96,6 +96,47 @@ public struct AppManifestFile: Hashable, Sendable {
         isValidIdentifier(id)
     }
 
+    /// `configDirectory/apps.d/<id>.app`; nil when `id` is not a valid app ID, so that an ID never names
+    /// a file outside `apps.d` (it cannot hold `/`, be `.` or `..`, or contain `..`).
+    public static func path(forID id: String, inConfigDirectory configDirectory: String) -> String? {
+        guard isValidID(id) else { return nil }
+        return joinPath(appsDirectory(inConfigDirectory: configDirectory), id + fileExtension)
+    }
+
+    /// Why the manifest of one app could not be loaded.
+    public enum LoadFailure: Error, Hashable, Sendable, CustomStringConvertible {
+        /// The ID is not a valid app ID: it names no file.
+        case invalidID(String)
+        /// No manifest at this path (or it cannot be resolved).
+        case missing(path: String)
+        /// The file exists but is unreadable or invalid: `file:line: key: what` each.
+        case invalid([ConfigError])
+
+        public var description: String {
+            switch self {
+            case .invalidID(let id): "invalid app ID \(quoted(id))"
+            case .missing(let path): "\(path): no such app manifest"
+            case .invalid(let errors): errors.map(\.description).joined(separator: "; ")
+            }
+        }
+    }
+
+    /// Reads and parses the manifest of app `id` from `configDirectory/apps.d`, exactly as `loadAll`
+    /// reads each file (no cache: every call reads the file again).
+    public static func load(id: String, inConfigDirectory configDirectory: String) -> Result<AppManifestFile, LoadFailure> {
+        guard let path = path(forID: id, inConfigDirectory: configDirectory) else { return .failure(.invalidID(id)) }
+        switch readTextFile(path) {
+        case .missing:
+            return .failure(.missing(path: path))
+        case .failed(let kind):
+            return .failure(.invalid([ConfigError(kind, at: SourceLocation(file: path, line: 0))]))
+        case .text(let text):
+            let result = parse(text, path: path)
+            guard let manifest = result.manifest else { return .failure(.invalid(result.errors)) }
+            return .success(manifest)
+        }
+    }
+
     /// Loads every `*.app` file of `appsDirectory` in lexical order. A bad manifest is reported in `errors`
     /// and left out; it does not stop the others. A missing directory has no manifests.
     public static func loadAll(

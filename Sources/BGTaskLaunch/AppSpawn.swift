@@ -60,6 +60,13 @@ public enum AppEnvironment {
         return env.sorted(by: { $0.key < $1.key }).map { "\($0.key)=\($0.value)" }
     }
 
+    /// Where the launcher looks up an `Exec=` without a slash: the manifest's own `PATH=` if it sets
+    /// one, else `ownPath` (the launcher's own `PATH`, as the in-process spawn uses the daemon's) —
+    /// never the `PATH` the daemon passed on, which would let it choose the program.
+    public static func executableSearchPath(manifestEnvironment: [EnvironmentVariable], ownPath: String?) -> String {
+        manifestEnvironment.last(where: { $0.name == "PATH" })?.value ?? ownPath ?? defaultPath
+    }
+
     /// The inherited variables as this process has them.
     public static func current() -> [String: String] {
         var out: [String: String] = [:]
@@ -79,13 +86,14 @@ public struct LaunchPlan: Equatable, Sendable {
     public var workingDirectory: String?
     public var environment: [String]
 
-    /// Fails when `Exec=` is empty or `User=` does not exist.
+    /// Fails when `Exec=` is empty or `User=` does not exist. Without `User=` the app runs as
+    /// `defaultAccount` (nil: as the spawning process).
     public static func make(_ manifest: AppManifestFile, socketPath: String,
-                            inherited: [String: String]) -> Result<LaunchPlan, LaunchFailure>
+                            inherited: [String: String], defaultAccount: Account? = nil) -> Result<LaunchPlan, LaunchFailure>
     {
         guard !manifest.exec.isEmpty else { return .failure(LaunchFailure(.spawnFailed, "Exec= is empty")) }
         var user: ResolvedUser?
-        if let account = manifest.user {
+        if let account = manifest.user ?? defaultAccount {
             guard let resolved = ResolvedUser.resolve(account) else {
                 return .failure(LaunchFailure(.noSuchUser, "User=\(account): no such user"))
             }
@@ -100,9 +108,22 @@ public struct LaunchPlan: Equatable, Sendable {
         return .success(LaunchPlan(argv: manifest.exec, account: manifest.user, user: user, workingDirectory: cwd, environment: env))
     }
 
-    /// The request for bgtaskd-launcher.
-    public func request(cgroup: String?) -> SpawnRequest {
-        SpawnRequest(argv: argv, user: account, workingDirectory: workingDirectory, environment: environment, cgroup: cgroup)
+    /// bgtaskd-launcher's plan for `request`: the app's manifest read from `configDirectory` now (no
+    /// cache, so a changed manifest needs no reload), made into a plan by the same code as the
+    /// in-process spawn, with the request's session variables as the inherited ones. An app without
+    /// `User=` runs as `requesterUID` — the daemon's own user, as when the daemon spawns it itself —
+    /// never as the launcher's root.
+    public static func make(for request: SpawnRequest, configDirectory: String,
+                            requesterUID: UInt32) -> Result<(plan: LaunchPlan, manifest: AppManifestFile), LaunchFailure> {
+        let manifest: AppManifestFile
+        switch AppManifestFile.load(id: request.appID, inConfigDirectory: configDirectory) {
+        case .success(let m): manifest = m
+        case .failure(.missing(let path)): return .failure(LaunchFailure(.noSuchApp, "\(request.appID): no app manifest \(path)"))
+        case .failure(.invalidID(let id)): return .failure(LaunchFailure(.invalidRequest, "appId: invalid app ID \"\(id)\""))
+        case .failure(let failure): return .failure(LaunchFailure(.invalidManifest, failure.description))
+        }
+        return make(manifest, socketPath: request.socketPath, inherited: request.environment,
+                    defaultAccount: .id(requesterUID)).map { ($0, manifest) }
     }
 }
 

@@ -1,4 +1,4 @@
-public import BGTaskConfig
+import BGTaskConfig
 public import BGTaskProtocol
 
 /// `io.bgtaskd.Launcher`: what bgtaskd asks bgtaskd-launcher (privilege separation: the daemon runs
@@ -16,17 +16,21 @@ public enum LauncherInterface {
         # (SCM_RIGHTS) that stays valid however soon the app exits.
         interface io.bgtaskd.Launcher
 
-        # Starts argv[0] (looked up in the PATH of environment when it has no "/") as user, in cwd,
-        # with exactly environment, after moving it into cgroup (a directory in the cgroup2 file
-        # system owned by the caller; none: the launcher's own cgroup).
+        # Starts the app appId as its manifest (<config-dir>/apps.d/<appId>.app, read on every call)
+        # says: Exec=, User=, WorkingDirectory=, Environment=. The request names no command: only the
+        # app, its cgroup (a directory in the cgroup2 file system owned by the caller; none: the
+        # launcher's own cgroup), the daemon's socket (BGTASKD_SOCKET) and the session variables
+        # passed on to the app (PATH, LANG, TZ, HOME, USER, LOGNAME, XDG_RUNTIME_DIR,
+        # WAYLAND_DISPLAY, DISPLAY; any other name is refused).
         method Spawn(
-          argv: []string,
-          user: ?string,
-          workingDirectory: ?string,
-          environment: []string,
-          cgroup: ?string
+          appId: string,
+          cgroup: ?string,
+          socket: string,
+          environment: [string]string
         ) -> (pid: int)
 
+        error NoSuchApp (message: string)
+        error InvalidManifest (message: string)
         error ExecutableNotFound (message: string)
         error NoSuchUser (message: string)
         error CgroupFailed (message: string)
@@ -40,6 +44,10 @@ public enum LauncherInterface {
 /// `io.bgtaskd.Launcher.<Kind>` with a `message` parameter.
 public struct LaunchFailure: Error, Equatable, Sendable, CustomStringConvertible {
     public enum Kind: String, CaseIterable, Sendable {
+        /// No manifest for the requested app.
+        case noSuchApp = "NoSuchApp"
+        /// The app's manifest cannot be read or is invalid (`file:line: key: what`).
+        case invalidManifest = "InvalidManifest"
         case executableNotFound = "ExecutableNotFound"
         case noSuchUser = "NoSuchUser"
         case cgroupFailed = "CgroupFailed"
@@ -78,33 +86,36 @@ public struct LaunchFailure: Error, Equatable, Sendable, CustomStringConvertible
     }
 }
 
-/// The parameters of `io.bgtaskd.Launcher.Spawn`.
+/// The parameters of `io.bgtaskd.Launcher.Spawn`: which app, not what to run. The launcher takes the
+/// command, user, working directory and environment from the app's manifest, so a compromised daemon
+/// can start only the configured apps, as their configured users.
 public struct SpawnRequest: Equatable, Sendable {
-    /// The command line; `argv[0]` is the executable as written in `Exec=`.
-    public var argv: [String]
-    /// Whom to run it as (nil: the launcher's own user).
-    public var user: Account?
-    public var workingDirectory: String?
-    /// The app's whole environment, `NAME=value` each.
-    public var environment: [String]
+    /// The app whose manifest says what to start; a valid app ID (it names the manifest file).
+    public var appID: String
     /// Absolute path of the app's cgroup directory (nil: none).
     public var cgroup: String?
+    /// The daemon's socket, the app's `BGTASKD_SOCKET`.
+    public var socketPath: String
+    /// The daemon's session variables passed on to the app; names from `allowedEnvironment` only.
+    public var environment: [String: String]
 
-    public init(argv: [String], user: Account?, workingDirectory: String?, environment: [String], cgroup: String?) {
-        self.argv = argv
-        self.user = user
-        self.workingDirectory = workingDirectory
-        self.environment = environment
+    /// The variables a request may carry: exactly those the in-process spawn passes on from its own
+    /// environment (`AppEnvironment.inheritedNames`).
+    public static var allowedEnvironment: [String] { AppEnvironment.inheritedNames }
+
+    public init(appID: String, cgroup: String?, socketPath: String, environment: [String: String]) {
+        self.appID = appID
         self.cgroup = cgroup
+        self.socketPath = socketPath
+        self.environment = environment
     }
 
     public var parameters: [String: JSON] {
         var p: [String: JSON] = [
-            "argv": .array(argv.map { .string($0) }),
-            "environment": .array(environment.map { .string($0) }),
+            "appId": .string(appID),
+            "socket": .string(socketPath),
+            "environment": .object(environment.mapValues { .string($0) }),
         ]
-        if let user { p["user"] = .string(user.description) }
-        if let workingDirectory { p["workingDirectory"] = .string(workingDirectory) }
         if let cgroup { p["cgroup"] = .string(cgroup) }
         return p
     }
@@ -112,57 +123,51 @@ public struct SpawnRequest: Equatable, Sendable {
     /// The call as sent by the daemon.
     public var call: VarlinkCall { VarlinkCall(method: LauncherInterface.spawnMethod, parameters: parameters) }
 
-    /// Decodes and validates the parameters of a received call.
+    /// Decodes and validates the parameters of a received call. Unknown parameters (e.g. the `argv` of
+    /// an older daemon) are refused rather than ignored: nothing but the app ID chooses what runs.
     public init(parameters p: [String: JSON]) throws(LaunchFailure) {
-        func strings(_ key: String) throws(LaunchFailure) -> [String] {
-            guard let array = p[key]?.arrayValue else { throw LaunchFailure(.invalidRequest, "\(key) must be an array of strings") }
-            var out: [String] = []
-            for item in array {
-                guard let s = item.stringValue else { throw LaunchFailure(.invalidRequest, "\(key) must be an array of strings") }
-                out.append(s)
-            }
-            return out
+        let known: Set<String> = ["appId", "cgroup", "socket", "environment"]
+        if let unknown = p.keys.sorted().first(where: { !known.contains($0) }) {
+            throw LaunchFailure(.invalidRequest, "unknown parameter \(unknown)")
         }
-        func optionalString(_ key: String) throws(LaunchFailure) -> String? {
-            switch p[key] {
-            case nil, .null?: return nil
-            case .string(let s)?: return s
-            default: throw LaunchFailure(.invalidRequest, "\(key) must be a string")
-            }
+        func string(_ key: String) throws(LaunchFailure) -> String {
+            guard case .string(let s)? = p[key] else { throw LaunchFailure(.invalidRequest, "\(key) must be a string") }
+            return s
         }
-        let user: Account?
-        if let raw = try optionalString("user") {
-            guard let account = Account.parse(raw) else { throw LaunchFailure(.invalidRequest, "user: invalid user name or uid \"\(raw)\"") }
-            user = account
-        } else {
-            user = nil
+        let cgroup: String?
+        switch p["cgroup"] {
+        case nil, .null?: cgroup = nil
+        case .string(let s)?: cgroup = s
+        default: throw LaunchFailure(.invalidRequest, "cgroup must be a string")
         }
-        self.init(argv: try strings("argv"), user: user, workingDirectory: try optionalString("workingDirectory"),
-                  environment: try strings("environment"), cgroup: try optionalString("cgroup"))
+        guard let object = p["environment"]?.objectValue else {
+            throw LaunchFailure(.invalidRequest, "environment must be an object of strings")
+        }
+        var environment: [String: String] = [:]
+        for (name, value) in object {
+            guard let v = value.stringValue else { throw LaunchFailure(.invalidRequest, "environment must be an object of strings") }
+            environment[name] = v
+        }
+        self.init(appID: try string("appId"), cgroup: cgroup, socketPath: try string("socket"), environment: environment)
         if let problem = validationError() { throw LaunchFailure(.invalidRequest, problem) }
     }
 
     /// What makes the request unusable, nil when it is fine. Strings go to C as NUL-terminated.
     public func validationError() -> String? {
-        guard let first = argv.first, !first.isEmpty else { return "argv must name an executable" }
-        if argv.contains(where: { $0.utf8.contains(0) }) { return "argv must not contain NUL" }
-        for entry in environment {
-            guard let eq = entry.firstIndex(of: "="), eq != entry.startIndex, !entry.utf8.contains(0) else {
-                return "environment entries must be NAME=value: \"\(entry)\""
-            }
+        guard AppManifestFile.isValidID(appID) else { return "appId: invalid app ID \"\(appID)\"" }
+        if let name = environment.keys.sorted().first(where: { !Self.allowedEnvironment.contains($0) }) {
+            return "environment: \(name) may not be passed on (allowed: \(Self.allowedEnvironment.joined(separator: " ")))"
         }
-        if let cwd = workingDirectory, !isNormalizedAbsolutePath(cwd) {
-            return "workingDirectory must be an absolute, normalized path: \"\(cwd)\""
+        if let (name, _) = environment.sorted(by: { $0.key < $1.key }).first(where: { $0.value.utf8.contains(0) }) {
+            return "environment: \(name) must not contain NUL"
+        }
+        if !isNormalizedAbsolutePath(socketPath) {
+            return "socket must be an absolute, normalized path: \"\(socketPath)\""
         }
         if let cgroup, !isNormalizedAbsolutePath(cgroup) {
             return "cgroup must be an absolute, normalized path: \"\(cgroup)\""
         }
         return nil
-    }
-
-    /// The `PATH` of `environment`, where an `argv[0]` without a slash is looked up.
-    public var searchPath: String {
-        environment.last(where: { $0.hasPrefix("PATH=") }).map { String($0.dropFirst(5)) } ?? AppEnvironment.defaultPath
     }
 }
 

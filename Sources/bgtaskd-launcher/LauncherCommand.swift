@@ -7,9 +7,10 @@ import CSystemd
 import Glibc
 #endif
 
-/// `bgtaskd-launcher [--socket PATH] [--allow-uid USER]`: starts bgtaskd's apps on its request
-/// (privilege separation: the daemon runs unprivileged, this small program holds the right to
-/// change uid and to write into the daemon's delegated cgroup).
+/// `bgtaskd-launcher [--socket PATH] [--allow-uid USER] [--config-dir DIR]`: starts bgtaskd's apps on its
+/// request (privilege separation: the daemon runs unprivileged, this small program holds the right to
+/// change uid and to write into the daemon's delegated cgroup). The daemon names only the app; what
+/// runs, as whom, comes from the app's manifest in DIR/apps.d.
 struct LauncherCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bgtaskd-launcher",
@@ -17,7 +18,9 @@ struct LauncherCommand: ParsableCommand {
         discussion: """
             Under systemd the listening socket is passed (bgtaskd-launcher.socket) and connections are \
             accepted from root and from the socket file's owner (SocketUser=). Without socket activation \
-            --socket binds PATH (mode 0600, owned by the --allow-uid user).
+            --socket binds PATH (mode 0600, owned by the --allow-uid user). A request names only the app: \
+            its command, user, working directory and environment come from DIR/apps.d/<app-id>.app, \
+            read on every request.
             """,
         version: "0.1.0"
     )
@@ -28,7 +31,13 @@ struct LauncherCommand: ParsableCommand {
     @Option(name: .customLong("allow-uid"), help: "User (name or uid) whose requests are served, besides root.")
     var allowUID: String?
 
+    @Option(name: .customLong("config-dir"), help: "Directory holding apps.d/ with the app manifests.")
+    var configDir: String = "/etc/bgtaskd"
+
     func validate() throws {
+        if !configDir.hasPrefix("/") {
+            throw ValidationError("--config-dir must be an absolute path")
+        }
         if let allowUID, resolveAllowed(allowUID) == nil {
             throw ValidationError("--allow-uid \(allowUID): no such user")
         }
@@ -55,7 +64,7 @@ struct LauncherCommand: ParsableCommand {
         } else {
             throw ValidationError("no socket passed by systemd: give --socket PATH")
         }
-        LauncherServer(listenFD: listenFD, allowedUIDs: allowed).run()
+        LauncherServer(listenFD: listenFD, allowedUIDs: allowed, configDirectory: configDir).run()
     }
 
     private func resolveAllowed(_ text: String) -> UInt32? {

@@ -1,3 +1,4 @@
+import BGTaskConfig
 import BGTaskLaunch
 import BGTaskProtocol
 import CSystemd
@@ -17,14 +18,17 @@ final class LauncherServer {
 
     private let listenFD: Int32
     private let allowedUIDs: Set<UInt32>
+    /// Holds `apps.d/<app-id>.app`, read on every Spawn.
+    private let configDirectory: String
     private let cgroupMount: String?
     private var clients: [Int32: Client] = [:]
     /// pidfd → pid of every app started and not yet reaped.
     private var children: [Int32: Int32] = [:]
 
-    init(listenFD: Int32, allowedUIDs: Set<UInt32>) {
+    init(listenFD: Int32, allowedUIDs: Set<UInt32>, configDirectory: String) {
         self.listenFD = listenFD
         self.allowedUIDs = allowedUIDs
+        self.configDirectory = configDirectory
         cgroupMount = CgroupPath.v2Mount(in: Self.readText("/proc/self/mounts") ?? "")
     }
 
@@ -33,7 +37,7 @@ final class LauncherServer {
         // Apps must become zombies until reaped here: that is what keeps their pids (and pidfds) exact.
         signal(SIGCHLD, SIG_DFL)
         setNonBlocking(listenFD)
-        log("listening; serving uid \(allowedUIDs.sorted().map(String.init).joined(separator: ", ")); cgroup2 at \(cgroupMount ?? "(none)")")
+        log("listening; serving uid \(allowedUIDs.sorted().map(String.init).joined(separator: ", ")); cgroup2 at \(cgroupMount ?? "(none)"); manifests in \(AppManifestFile.appsDirectory(inConfigDirectory: configDirectory))")
         while true {
             var fds = [pollfd(fd: listenFD, events: Int16(POLLIN), revents: 0)]
             fds += clients.keys.sorted().map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
@@ -157,18 +161,20 @@ final class LauncherServer {
         return true
     }
 
-    /// Starts the request's app: executable, user and cgroup checked first, so that each failure has its name.
+    /// Starts the request's app as its manifest says (read now, from `configDirectory`): manifest, executable,
+    /// user and cgroup checked first, so that each failure has its name.
     private func spawn(_ request: SpawnRequest, for client: Client) -> Result<(pid: Int32, pidfd: Int32?), LaunchFailure> {
-        let argv0 = request.argv[0]
-        guard let path = AppSpawner.resolveExecutable(argv0, searchPath: request.searchPath) else {
-            return .failure(LaunchFailure(.executableNotFound, "\(argv0): executable not found"))
+        let plan: LaunchPlan
+        let manifest: AppManifestFile
+        switch LaunchPlan.make(for: request, configDirectory: configDirectory, requesterUID: client.uid) {
+        case .success(let made): (plan, manifest) = made
+        case .failure(let failure): return .failure(failure)
         }
-        var user: ResolvedUser?
-        if let account = request.user {
-            guard let resolved = ResolvedUser.resolve(account) else {
-                return .failure(LaunchFailure(.noSuchUser, "User=\(account): no such user"))
-            }
-            user = resolved
+        let argv0 = plan.argv[0]
+        let searchPath = AppEnvironment.executableSearchPath(
+            manifestEnvironment: manifest.environment, ownPath: getenv("PATH").map { String(cString: $0) })
+        guard let path = AppSpawner.resolveExecutable(argv0, searchPath: searchPath) else {
+            return .failure(LaunchFailure(.executableNotFound, "\(argv0): executable not found"))
         }
         var procsFD: Int32?
         if let cgroup = request.cgroup {
@@ -178,15 +184,16 @@ final class LauncherServer {
             }
         }
         defer { if let procsFD { close(procsFD) } }
-        switch AppSpawner.spawn(path: path, argv: request.argv, environment: request.environment,
-                                workingDirectory: request.workingDirectory, user: user, cgroupProcsFD: procsFD)
+        switch AppSpawner.spawn(path: path, argv: plan.argv, environment: plan.environment,
+                                workingDirectory: plan.workingDirectory, user: plan.user, cgroupProcsFD: procsFD)
         {
         case .failure(let failure):
             return .failure(failure)
         case .success(let pid):
             // Opened before anything can reap the child: the pidfd names exactly this process.
             let pidfd = bgtaskd_pidfd_open(pid)
-            log("started \(path) as pid \(pid), uid \(user?.uid ?? getuid())\(request.cgroup.map { ", in \($0)" } ?? "")")
+            log("started \(request.appID) (\(manifest.path)): \(path) as pid \(pid), uid \(plan.user?.uid ?? getuid())"
+                + (request.cgroup.map { ", in \($0)" } ?? ""))
             return .success((pid, pidfd >= 0 ? pidfd : nil))
         }
     }

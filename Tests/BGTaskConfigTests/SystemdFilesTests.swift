@@ -64,6 +64,13 @@ struct SystemdFilesTests {
         #expect(service["Service.MemoryDenyWriteExecute"] == nil)
         #expect(service["Service.PrivateNetwork"] == nil)
         #expect(service["Service.NoNewPrivileges"] == ["yes"])
+        // The launcher reads the manifests in /etc/bgtaskd/apps.d (its default --config-dir) on every launch.
+        #expect(service["Service.ExecStart"]?.last?.contains("--config-dir") == false)
+        for hiding in ["InaccessiblePaths", "TemporaryFileSystem", "RootDirectory", "RootImage", "ProtectSystem"]
+            where service["Service." + hiding]?.contains(where: { $0 != "strict" }) == true
+        {
+            Issue.record("bgtaskd-launcher.service: \(hiding)= may hide /etc/bgtaskd from the launcher")
+        }
     }
 
     @Test func socketMatchesTheDefaultConfiguration() throws {

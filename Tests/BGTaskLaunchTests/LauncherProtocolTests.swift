@@ -1,4 +1,5 @@
 import BGTaskConfig
+import Foundation
 import BGTaskLaunch
 import BGTaskProtocol
 import Testing
@@ -7,56 +8,84 @@ import Testing
 @Suite("io.bgtaskd.Launcher")
 struct LauncherProtocolTests {
     private let request = SpawnRequest(
-        argv: ["/usr/bin/app", "--flag", "two words"], user: .name("alice"), workingDirectory: "/home/alice",
-        environment: ["BGTASKD_APP_ID=org.test.A", "PATH=/usr/bin:/bin"], cgroup: "/sys/fs/cgroup/bgtaskd.service/apps/org.test.A")
+        appID: "org.test.A", cgroup: "/sys/fs/cgroup/bgtaskd.service/apps/org.test.A", socketPath: "/run/bgtaskd/io.bgtaskd",
+        environment: ["PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "WAYLAND_DISPLAY": "wayland-0"])
 
     @Test func requestRoundTripsThroughTheWire() throws {
         let bytes = request.call.encoded()
         #expect(bytes.last == 0)
         let call = try VarlinkCall.decode(bytes.dropLast())
         #expect(call.method == "io.bgtaskd.Launcher.Spawn")
+        // The app, its cgroup, the socket and the session variables: no command, user or directory.
+        #expect(Set(call.parameters.keys) == ["appId", "cgroup", "socket", "environment"])
+        #expect(call.parameters["appId"] == "org.test.A")
+        #expect(call.parameters["environment"]?.objectValue?["LANG"] == "C.UTF-8")
         #expect(try SpawnRequest(parameters: call.parameters) == request)
     }
 
-    @Test func optionalFieldsMayBeAbsentOrNull() throws {
-        let minimal = SpawnRequest(argv: ["app"], user: nil, workingDirectory: nil, environment: [], cgroup: nil)
-        #expect(minimal.parameters["user"] == nil)
+    @Test func goldenRequest() throws {
+        let call = try VarlinkCall.decode(Array(#"""
+            {"method":"io.bgtaskd.Launcher.Spawn","parameters":{"appId":"org.test.A","socket":"/run/s","environment":{"TZ":"UTC"}}}
+            """#.utf8)[...])
+        #expect(try SpawnRequest(parameters: call.parameters)
+                == SpawnRequest(appID: "org.test.A", cgroup: nil, socketPath: "/run/s", environment: ["TZ": "UTC"]))
+    }
+
+    @Test func cgroupMayBeAbsentOrNull() throws {
+        let minimal = SpawnRequest(appID: "a", cgroup: nil, socketPath: "/s", environment: [:])
+        #expect(minimal.parameters["cgroup"] == nil)
         #expect(try SpawnRequest(parameters: minimal.parameters) == minimal)
-        var withNulls = minimal.parameters
-        withNulls["user"] = .null
-        withNulls["cgroup"] = .null
-        #expect(try SpawnRequest(parameters: withNulls) == minimal)
-        let numeric = try SpawnRequest(parameters: ["argv": ["app"], "environment": [], "user": "1000"])
-        #expect(numeric.user == .id(1000))
+        var withNull = minimal.parameters
+        withNull["cgroup"] = .null
+        #expect(try SpawnRequest(parameters: withNull) == minimal)
+    }
+
+    @Test func everyVariableTheInProcessSpawnPassesOnIsAllowed() throws {
+        let all = Dictionary(uniqueKeysWithValues: AppEnvironment.inheritedNames.map { ($0, "v") })
+        let full = SpawnRequest(appID: "a", cgroup: nil, socketPath: "/s", environment: all)
+        #expect(try SpawnRequest(parameters: full.parameters) == full)
+        #expect(SpawnRequest.allowedEnvironment == AppEnvironment.inheritedNames)
+        #expect(Set(SpawnRequest.allowedEnvironment).isSuperset(of: ["PATH", "LANG", "TZ", "XDG_RUNTIME_DIR", "WAYLAND_DISPLAY", "DISPLAY"]))
+    }
+
+    @Test("environment keys outside the allowlist are refused", arguments: [
+        "LD_PRELOAD", "LD_LIBRARY_PATH", "BGTASKD_APP_ID", "BGTASKD_SOCKET", "PYTHONPATH", "IFS", "path", "",
+    ])
+    func environmentOutsideTheAllowlist(name: String) throws {
+        var parameters = request.parameters
+        var env = try #require(parameters["environment"]?.objectValue)
+        env[name] = "/tmp/evil"
+        parameters["environment"] = .object(env)
+        #expect(throws: LaunchFailure(.invalidRequest,
+                                      "environment: \(name) may not be passed on (allowed: \(AppEnvironment.inheritedNames.joined(separator: " ")))"))
+        {
+            try SpawnRequest(parameters: parameters)
+        }
     }
 
     @Test("invalid requests are refused with InvalidRequest", arguments: [
-        (#"{"environment": []}"#, "argv must be an array of strings"),
-        (#"{"argv": [], "environment": []}"#, "argv must name an executable"),
-        (#"{"argv": [""], "environment": []}"#, "argv must name an executable"),
-        (#"{"argv": ["a", 1], "environment": []}"#, "argv must be an array of strings"),
-        (#"{"argv": ["a\u0000b"], "environment": []}"#, "argv must not contain NUL"),
-        (#"{"argv": ["a"]}"#, "environment must be an array of strings"),
-        (#"{"argv": ["a"], "environment": ["NOEQUALS"]}"#, #"environment entries must be NAME=value: "NOEQUALS""#),
-        (#"{"argv": ["a"], "environment": ["=x"]}"#, #"environment entries must be NAME=value: "=x""#),
-        (#"{"argv": ["a"], "environment": [], "user": "no such!"}"#, #"user: invalid user name or uid "no such!""#),
-        (#"{"argv": ["a"], "environment": [], "user": 5}"#, "user must be a string"),
-        (#"{"argv": ["a"], "environment": [], "workingDirectory": "tmp"}"#,
-         #"workingDirectory must be an absolute, normalized path: "tmp""#),
-        (#"{"argv": ["a"], "environment": [], "cgroup": "/sys/fs/cgroup/a/../b"}"#,
+        (#"{"socket": "/s", "environment": {}}"#, "appId must be a string"),
+        (#"{"appId": 5, "socket": "/s", "environment": {}}"#, "appId must be a string"),
+        (#"{"appId": "", "socket": "/s", "environment": {}}"#, #"appId: invalid app ID """#),
+        (#"{"appId": "../../etc/passwd", "socket": "/s", "environment": {}}"#, #"appId: invalid app ID "../../etc/passwd""#),
+        (#"{"appId": "a/b", "socket": "/s", "environment": {}}"#, #"appId: invalid app ID "a/b""#),
+        (#"{"appId": "..", "socket": "/s", "environment": {}}"#, #"appId: invalid app ID "..""#),
+        (#"{"appId": "a", "environment": {}}"#, "socket must be a string"),
+        (#"{"appId": "a", "socket": "s", "environment": {}}"#, #"socket must be an absolute, normalized path: "s""#),
+        (#"{"appId": "a", "socket": "/s"}"#, "environment must be an object of strings"),
+        (#"{"appId": "a", "socket": "/s", "environment": ["PATH=/x"]}"#, "environment must be an object of strings"),
+        (#"{"appId": "a", "socket": "/s", "environment": {"PATH": 1}}"#, "environment must be an object of strings"),
+        (#"{"appId": "a", "socket": "/s", "environment": {"PATH": "a\u0000b"}}"#, "environment: PATH must not contain NUL"),
+        (#"{"appId": "a", "socket": "/s", "environment": {}, "cgroup": 5}"#, "cgroup must be a string"),
+        (#"{"appId": "a", "socket": "/s", "environment": {}, "cgroup": "/sys/fs/cgroup/a/../b"}"#,
          #"cgroup must be an absolute, normalized path: "/sys/fs/cgroup/a/../b""#),
-        (#"{"argv": ["a"], "environment": [], "cgroup": "/sys/fs/cgroup//b"}"#,
-         #"cgroup must be an absolute, normalized path: "/sys/fs/cgroup//b""#),
+        // The old request's command fields: refused, not ignored.
+        (#"{"appId": "a", "socket": "/s", "environment": {}, "argv": ["/bin/sh"]}"#, "unknown parameter argv"),
+        (#"{"appId": "a", "socket": "/s", "environment": {}, "user": "root"}"#, "unknown parameter user"),
     ])
     func invalidRequests(json: String, message: String) throws {
         let parameters = try #require(try JSON.parse(json).objectValue)
         #expect(throws: LaunchFailure(.invalidRequest, message)) { try SpawnRequest(parameters: parameters) }
-    }
-
-    @Test func searchPathComesFromTheRequestEnvironment() {
-        #expect(request.searchPath == "/usr/bin:/bin")
-        #expect(SpawnRequest(argv: ["a"], user: nil, workingDirectory: nil, environment: [], cgroup: nil).searchPath
-                == AppEnvironment.defaultPath)
     }
 
     @Test("cgroup paths must lie strictly below the cgroup2 mount", arguments: [
@@ -136,8 +165,7 @@ struct LaunchPlanTests {
         #expect(plan.user?.uid == 0)
         #expect(plan.user?.name == "root")
         #expect(plan.workingDirectory == plan.user?.home)
-        #expect(plan.request(cgroup: "/sys/fs/cgroup/a").validationError() == nil)
-        #expect(plan.request(cgroup: nil).user == .id(0))
+        #expect(plan.account == .id(0))
 
         manifest.user = .name("no-such-user-bgtaskd")
         #expect(LaunchPlan.make(manifest, socketPath: "/s", inherited: [:])
@@ -145,5 +173,108 @@ struct LaunchPlanTests {
         manifest.user = nil
         manifest.exec = []
         #expect(LaunchPlan.make(manifest, socketPath: "/s", inherited: [:]) == .failure(LaunchFailure(.spawnFailed, "Exec= is empty")))
+    }
+}
+
+/// What bgtaskd-launcher starts for a request: the manifest it reads itself, on every request.
+@Suite("launcher manifests")
+struct LauncherManifestTests {
+    /// A fresh config directory with `apps.d/`, removed when done.
+    private func withConfigDirectory(_ body: (String) throws -> Void) throws {
+        let dir = FileManager.default.temporaryDirectory.path + "/bgtasklaunch-test-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: dir + "/apps.d", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try body(dir)
+    }
+
+    private func write(_ dir: String, _ id: String, _ lines: [String]) throws {
+        try Data((lines.joined(separator: "\n") + "\n").utf8).write(to: URL(fileURLWithPath: "\(dir)/apps.d/\(id).app"))
+    }
+
+    private func request(_ id: String, env: [String: String] = [:]) -> SpawnRequest {
+        SpawnRequest(appID: id, cgroup: nil, socketPath: "/run/bgtaskd/io.bgtaskd", environment: env)
+    }
+
+    @Test("the manifest path is built from a valid app ID only", arguments: [
+        ("org.test.A", "/etc/bgtaskd/apps.d/org.test.A.app"),
+        ("a_b-c.1", "/etc/bgtaskd/apps.d/a_b-c.1.app"),
+        ("../passwd", nil), ("a/../../b", nil), ("..", nil), (".", nil), ("", nil), ("a/b", nil), (".hidden", nil),
+        ("a..b", nil), ("a\u{0}b", nil), ("a b", nil), (String(repeating: "a", count: 256), nil),
+    ] as [(String, String?)])
+    func manifestPath(id: String, path: String?) {
+        #expect(AppManifestFile.path(forID: id, inConfigDirectory: "/etc/bgtaskd") == path)
+    }
+
+    @Test func planComesFromTheManifestWithTheRequestsSessionVariables() throws {
+        try withConfigDirectory { dir in
+            try write(dir, "org.test.A", ["[App]", "ID=org.test.A", "Exec=/bin/echo one \"two words\"", "User=0",
+                                          "WorkingDirectory=/tmp", "Environment=EXTRA=yes LANG=de_DE.UTF-8"])
+            let made = try LaunchPlan.make(for: request("org.test.A", env: ["LANG": "C", "TZ": "UTC", "HOME": "/nonexistent"]),
+                                           configDirectory: dir, requesterUID: 0).get()
+            #expect(made.manifest.path == dir + "/apps.d/org.test.A.app")
+            #expect(made.plan.argv == ["/bin/echo", "one", "two words"])
+            #expect(made.plan.account == .id(0))
+            #expect(made.plan.workingDirectory == "/tmp")
+            // The same builder as the in-process spawn, fed with the request's variables.
+            let manifest = made.manifest
+            let inProcess = try LaunchPlan.make(manifest, socketPath: "/run/bgtaskd/io.bgtaskd",
+                                                inherited: ["LANG": "C", "TZ": "UTC", "HOME": "/nonexistent"]).get()
+            #expect(made.plan == inProcess)
+            #expect(made.plan.environment.contains("EXTRA=yes"))
+            #expect(made.plan.environment.contains("LANG=de_DE.UTF-8"), "the manifest wins over the session")
+            #expect(made.plan.environment.contains("TZ=UTC"))
+            #expect(made.plan.environment.contains("BGTASKD_APP_ID=org.test.A"))
+            #expect(made.plan.environment.contains("BGTASKD_SOCKET=/run/bgtaskd/io.bgtaskd"))
+        }
+    }
+
+    @Test func anAppWithoutUserRunsAsTheRequesterNeverAsTheLauncher() throws {
+        try withConfigDirectory { dir in
+            try write(dir, "org.test.A", ["[App]", "Exec=/bin/true"])
+            let nobody = try #require(ResolvedUser.resolve(.name("nobody")))
+            let plan = try LaunchPlan.make(for: request("org.test.A"), configDirectory: dir, requesterUID: nobody.uid).get().plan
+            #expect(plan.user?.uid == nobody.uid)
+            #expect(plan.user?.gid == nobody.gid)
+            #expect(plan.environment.contains("USER=nobody"))
+            // User= still decides when it is there.
+            try write(dir, "org.test.A", ["[App]", "Exec=/bin/true", "User=0"])
+            #expect(try LaunchPlan.make(for: request("org.test.A"), configDirectory: dir, requesterUID: nobody.uid).get().plan.user?.uid == 0)
+        }
+    }
+
+    @Test func aChangedManifestIsReadAgain() throws {
+        try withConfigDirectory { dir in
+            try write(dir, "org.test.A", ["[App]", "Exec=/bin/first"])
+            #expect(try LaunchPlan.make(for: request("org.test.A"), configDirectory: dir, requesterUID: 0).get().plan.argv == ["/bin/first"])
+            try write(dir, "org.test.A", ["[App]", "Exec=/bin/second"])
+            #expect(try LaunchPlan.make(for: request("org.test.A"), configDirectory: dir, requesterUID: 0).get().plan.argv == ["/bin/second"])
+        }
+    }
+
+    @Test func missingAndBadManifestsHaveNamedErrors() throws {
+        try withConfigDirectory { dir in
+            #expect(LaunchPlan.make(for: request("org.test.None"), configDirectory: dir, requesterUID: 0).map(\.plan)
+                    == .failure(LaunchFailure(.noSuchApp, "org.test.None: no app manifest \(dir)/apps.d/org.test.None.app")))
+            try write(dir, "org.test.Bad", ["[App]", "Exec=/bin/true", "User=no such"])
+            #expect(LaunchPlan.make(for: request("org.test.Bad"), configDirectory: dir, requesterUID: 0).map(\.plan)
+                    == .failure(LaunchFailure(.invalidManifest, "\(dir)/apps.d/org.test.Bad.app:3: User: invalid user name or uid \"no such\"")))
+            // A manifest whose ID= names another app is not that app's.
+            try write(dir, "org.test.Other", ["[App]", "ID=org.test.A", "Exec=/bin/true"])
+            let other = LaunchPlan.make(for: request("org.test.Other"), configDirectory: dir, requesterUID: 0).map(\.plan)
+            #expect(throws: LaunchFailure.self) { try other.get() }
+            try write(dir, "org.test.NoUser", ["[App]", "Exec=/bin/true", "User=no-such-user-bgtaskd"])
+            #expect(LaunchPlan.make(for: request("org.test.NoUser"), configDirectory: dir, requesterUID: 0).map(\.plan)
+                    == .failure(LaunchFailure(.noSuchUser, "User=no-such-user-bgtaskd: no such user")))
+            // An ID that is no file name never reaches the file system (a request would not decode either).
+            #expect(LaunchPlan.make(for: request("../apps.d/org.test.Bad"), configDirectory: dir, requesterUID: 0).map(\.plan)
+                    == .failure(LaunchFailure(.invalidRequest, #"appId: invalid app ID "../apps.d/org.test.Bad""#)))
+        }
+    }
+
+    @Test func executablesAreLookedUpInTheManifestsOrTheLaunchersPathNotTheDaemons() {
+        #expect(AppEnvironment.executableSearchPath(manifestEnvironment: [], ownPath: "/usr/bin") == "/usr/bin")
+        #expect(AppEnvironment.executableSearchPath(manifestEnvironment: [], ownPath: nil) == AppEnvironment.defaultPath)
+        #expect(AppEnvironment.executableSearchPath(
+            manifestEnvironment: [EnvironmentVariable(name: "PATH", value: "/opt/app/bin")], ownPath: "/usr/bin") == "/opt/app/bin")
     }
 }

@@ -1,6 +1,7 @@
 """Privilege separation (issue 2): bgtaskd runs as an unprivileged user with no capability at all and
 starts apps through bgtaskd-launcher (root), which runs them as their manifest's User= in apps/<app-id>
-of the daemon's cgroup and hands back a pidfd.
+of the daemon's cgroup and hands back a pidfd. The daemon names only the app: the launcher reads the
+manifest itself (--config-dir, on every request), so no request can choose a command or a user.
 
 As systemd sets it up: the daemon's CgroupRoot= is a cgroup2 directory chowned to its uid the way
 Delegate=yes does it, its directories are its own, and it runs in a network namespace of its own, with
@@ -67,8 +68,9 @@ def status_field(pid: int, name: str) -> str:
 class Launcher:
     """bgtaskd-launcher as root on its own socket, serving `allow_uid`."""
 
-    def __init__(self, bin_dir: Path, directory: Path, allow_uid: int):
+    def __init__(self, bin_dir: Path, directory: Path, allow_uid: int, config_dir: Path):
         self.bin = str(bin_dir / "bgtaskd-launcher")
+        self.config_dir = config_dir
         self.socket = str(directory / "io.bgtaskd.Launcher")
         self.allow_uid = allow_uid
         self.log_path = directory / "launcher.log"
@@ -77,7 +79,8 @@ class Launcher:
     def start(self) -> "Launcher":
         seen = len(self.output())
         log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen([self.bin, "--socket", self.socket, "--allow-uid", str(self.allow_uid)],
+        self.proc = subprocess.Popen([self.bin, "--socket", self.socket, "--allow-uid", str(self.allow_uid),
+                                      "--config-dir", str(self.config_dir)],
                                      stdin=subprocess.DEVNULL, stdout=log, stderr=log)
         log.close()
         wait_for(lambda: "listening" in self.output()[seen:] or self.proc.poll() is not None, 10, "the launcher to listen")
@@ -91,6 +94,35 @@ class Launcher:
         if self.proc and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait(5)
+
+    def children(self) -> list[int]:
+        """The pids whose parent is the launcher (the apps it started and has not reaped)."""
+        out = []
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    if int(status_field(int(entry), "PPid")) == self.proc.pid:
+                        out.append(int(entry))
+                except (OSError, AssertionError, ValueError):
+                    pass
+        return sorted(out)
+
+    def call(self, parameters: dict, expect_error: bool = True) -> dict:
+        """One Spawn from this (root) process on a connection of its own; the reply as a dict."""
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as c:
+            c.settimeout(5)
+            c.connect(self.socket)
+            c.sendall(json.dumps({"method": "io.bgtaskd.Launcher.Spawn", "parameters": parameters}).encode() + b"\0")
+            data = b""
+            while not data.endswith(b"\0"):
+                chunk = c.recv(4096)
+                assert chunk, f"the launcher closed the connection after {data!r}"
+                data += chunk
+        reply = json.loads(data[:-1])
+        # A test that expects a refusal must not leave an app running if it got a pid instead.
+        if "error" not in reply and expect_error:
+            os.kill(reply["parameters"]["pid"], signal.SIGKILL)
+        return reply
 
 
 @pytest.fixture
@@ -117,7 +149,8 @@ def separated(daemon, bin_dir):
     script.write_text(REPORTER)
     os.chmod(script, 0o644)
 
-    launcher = Launcher(bin_dir, launcher_dir, uid).start()
+    # The daemon's config directory (written by the daemon fixture below) holds the manifests the launcher reads.
+    launcher = Launcher(bin_dir, launcher_dir, uid, root / "config").start()
     with ScratchCgroup() as cg:
         # What systemd's Delegate=yes does: the directory and these three files belong to the service's user.
         for name in ("", "cgroup.procs", "cgroup.subtree_control", "cgroup.threads"):
@@ -139,6 +172,8 @@ def separated(daemon, bin_dir):
         ns = NS()
         ns.d, ns.launcher, ns.cg, ns.m, ns.uid = d, launcher, cg, Manager(d.socket), uid
         ns.report = lambda app=APP: reports / f"{app}.json"
+        ns.manifest = lambda app=APP: root / "config" / "apps.d" / f"{app}.app"
+        ns.work, ns.reports, ns.script = work, reports, script
         try:
             yield ns
         finally:
@@ -225,7 +260,7 @@ def test_launcher_refuses_a_connection_from_another_uid(separated):
         s.settimeout(5)
         s.connect({s.launcher.socket!r})
         req = {{"method": "io.bgtaskd.Launcher.Spawn",
-               "parameters": {{"argv": ["/bin/true"], "environment": [], "user": "root"}}}}
+               "parameters": {{"appId": {APP!r}, "socket": "/run/x", "environment": {{}}}}}}
         try:
             s.sendall(json.dumps(req).encode() + b"\\0")
         except OSError:
@@ -267,3 +302,81 @@ def test_next_launch_after_a_launcher_restart_reconnects(separated):
     wait_for(lambda: read_report(s.report()), 5, "the relaunched app's report")
     assert procs(s.cg.app(APP)) == [second]
     assert int(status_field(second, "PPid")) == s.launcher.proc.pid
+
+
+def test_a_spawn_for_an_app_without_a_manifest_is_refused_by_name(separated):
+    s = separated
+    # Root may use the launcher: a raw client naming an app that has no manifest.
+    reply = s.launcher.call({"appId": "org.test.NoManifest", "socket": s.d.socket, "environment": {"PATH": "/usr/bin"}})
+    assert reply.get("error") == "io.bgtaskd.Launcher.NoSuchApp", reply
+    assert str(s.launcher.config_dir / "apps.d" / "org.test.NoManifest.app") in reply["parameters"]["message"]
+    # An ID that would step out of apps.d names no file at all.
+    reply = s.launcher.call({"appId": "../bgtaskd.conf.d/50-test", "socket": s.d.socket, "environment": {}})
+    assert reply.get("error") == "io.bgtaskd.Launcher.InvalidRequest", reply
+    assert "invalid app ID" in reply["parameters"]["message"]
+    # The old request shape (a command) is refused, not half-understood.
+    reply = s.launcher.call({"argv": ["/bin/sh", "-c", "id"], "user": "root", "appId": APP, "socket": s.d.socket,
+                             "environment": {}})
+    assert reply.get("error") == "io.bgtaskd.Launcher.InvalidRequest", reply
+    assert "unknown parameter argv" in reply["parameters"]["message"]
+    assert s.launcher.children() == []
+    assert "started " not in s.launcher.output()
+
+    # The daemon knows the app (loaded at start), but its manifest is gone from disk: the launcher's
+    # named error is the daemon's launch-failed entry, and nothing runs.
+    s.manifest("org.test.Missing").unlink()
+    since = time.time()
+    s.m.call("Launch", appId="org.test.Missing", background=False)
+    entries = wait_journal(since, "BGTASKD_APP=org.test.Missing", "BGTASKD_REASON=launch-failed")
+    assert "org.test.Missing: no app manifest" in entries[0]["MESSAGE"], entries[0]["MESSAGE"]
+    assert s.m.state("org.test.Missing") == "not-running"
+    assert "io.bgtaskd.Launcher.NoSuchApp" in s.launcher.output()
+    assert s.launcher.children() == []
+
+
+def test_a_spawn_passing_a_variable_outside_the_allowlist_is_refused(separated):
+    s = separated
+    env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "LD_PRELOAD": "/tmp/evil.so"}
+    reply = s.launcher.call({"appId": APP, "socket": s.d.socket, "environment": env})
+    assert reply.get("error") == "io.bgtaskd.Launcher.InvalidRequest", reply
+    assert "LD_PRELOAD may not be passed on" in reply["parameters"]["message"]
+    # The reserved variables are the launcher's to set, not the caller's.
+    reply = s.launcher.call({"appId": APP, "socket": s.d.socket, "environment": {"BGTASKD_APP_ID": "org.other"}})
+    assert reply.get("error") == "io.bgtaskd.Launcher.InvalidRequest", reply
+    assert s.launcher.children() == []
+    assert read_report(s.report()) is None, "the app must not have started"
+    # The same request without the extra key starts the app (the launcher's own cgroup: none given).
+    del env["LD_PRELOAD"]
+    reply = s.launcher.call({"appId": APP, "socket": s.d.socket, "environment": env}, expect_error=False)
+    pid = reply["parameters"]["pid"]
+    try:
+        report = wait_for(lambda: read_report(s.report()), 5, "the app's report")
+        assert report["env"]["LANG"] == "C.UTF-8" and "LD_PRELOAD" not in report["env"]
+        assert report["uid"] == pwd.getpwnam(APP_USER).pw_uid
+    finally:
+        os.kill(pid, signal.SIGKILL)
+
+
+def test_a_manifest_changed_on_disk_is_honoured_at_the_next_launch_without_a_reload(separated):
+    s = separated
+    first = s.m.launch(APP)
+    report = wait_for(lambda: read_report(s.report()), 5, "the app's report")
+    assert report["env"]["EXTRA"] == "from-manifest" and report["cwd"] == str(s.work)
+    assert "SECOND" not in report["env"]
+    os.kill(first, signal.SIGKILL)
+    s.m.wait_state(APP, "not-running", timeout=3)
+    s.report().unlink()
+
+    # Another Exec= (other arguments), WorkingDirectory=, Environment= and User=; no Reload, no SIGHUP.
+    other = pwd.getpwnam("bin")
+    s.manifest().write_text("\n".join([
+        "[App]", f"ID={APP}", f"Exec={APP_PY} {s.script} {s.reports}/{APP}.second.json", f"User={other.pw_name}",
+        f"WorkingDirectory={s.reports}", "LifecycleAware=no", "Environment=EXTRA=changed SECOND=yes", ""]))
+    second = s.m.launch(APP)
+    report = wait_for(lambda: read_report(s.reports / f"{APP}.second.json"), 5, "the relaunched app's report")
+    assert report["env"]["EXTRA"] == "changed" and report["env"]["SECOND"] == "yes"
+    assert report["cwd"] == str(s.reports)
+    assert (report["uid"], report["gid"]) == (other.pw_uid, other.pw_gid)
+    assert report["env"]["USER"] == "bin"
+    assert read_report(s.report()) is None, "the old Exec= did not run"
+    assert procs(s.cg.app(APP)) == [second]

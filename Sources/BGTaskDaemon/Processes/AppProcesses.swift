@@ -232,13 +232,14 @@ final class Launcher: @unchecked Sendable {
     func spawn(_ manifest: AppManifestFile, socketPath: String, cgroupProcsFD: Int32?,
                launcherSocket: String? = nil) -> Result<Int32, LaunchError>
     {
+        if let launcherSocket {
+            return spawnRemotely(appID: manifest.id, socketPath: socketPath, launcherSocket: launcherSocket,
+                                 cgroupProcsFD: cgroupProcsFD)
+        }
         let plan: LaunchPlan
         switch LaunchPlan.make(manifest, socketPath: socketPath, inherited: AppEnvironment.current()) {
         case .success(let p): plan = p
         case .failure(let failure): return .failure(LaunchError(description: failure.message))
-        }
-        if let launcherSocket {
-            return spawnRemotely(plan, launcherSocket: launcherSocket, cgroupProcsFD: cgroupProcsFD)
         }
         let first = plan.argv[0]
         guard let path = Self.resolveExecutable(first) else {
@@ -255,14 +256,18 @@ final class Launcher: @unchecked Sendable {
         }
     }
 
-    /// `LauncherSocket=`: the launcher starts the app (it is its parent and reaps it); the pidfd that
-    /// comes with the reply reports the exit as (pid, nil), like `watch(pid:)`.
-    private func spawnRemotely(_ plan: LaunchPlan, launcherSocket: String, cgroupProcsFD: Int32?) -> Result<Int32, LaunchError> {
+    /// `LauncherSocket=`: the launcher starts the app as its manifest (which the launcher reads itself)
+    /// says; it is the app's parent and reaps it. The request names the app, not a command. The pidfd
+    /// that comes with the reply reports the exit as (pid, nil), like `watch(pid:)`.
+    private func spawnRemotely(appID: String, socketPath: String, launcherSocket: String,
+                               cgroupProcsFD: Int32?) -> Result<Int32, LaunchError>
+    {
         if remote?.path != launcherSocket { remote = RemoteLauncher(path: launcherSocket) }
         guard let remote else { return .failure(LaunchError(description: "no launcher")) }
         // The launcher opens cgroup.procs itself, from the directory of the one the freezer prepared.
         let cgroup = cgroupProcsFD.flatMap(Self.cgroupDirectory(ofProcsFD:))
-        switch remote.spawn(plan.request(cgroup: cgroup)) {
+        let request = SpawnRequest(appID: appID, cgroup: cgroup, socketPath: socketPath, environment: AppEnvironment.current())
+        switch remote.spawn(request) {
         case .failure(let failure):
             return .failure(LaunchError(description: failure.message))
         case .success(let started):
