@@ -38,6 +38,11 @@ public final class Daemon: @unchecked Sendable {
     var memoryPressure: MemoryPressureMonitor?
     var boundPath: String?
     let logger: Logger
+    /// Counts the journal pauses, so that a pause's time limit only ends that pause.
+    var journalPauses = 0
+    /// How long clients wait for a congested journal at most: a journald that takes no entries must
+    /// not stop the daemon serving. Past it, entries beyond the sink's queue are dropped and counted.
+    static let journalPauseLimit: DispatchTimeInterval = .seconds(1)
 
     public init(options: DaemonOptions) {
         self.options = options
@@ -87,11 +92,11 @@ public final class Daemon: @unchecked Sendable {
             // Entries mostly come from this queue (decisions), where the pause takes effect before the
             // next call is served; the logger may send from elsewhere.
             queue.setSpecific(key: Self.stateQueueKey, value: true)
-            journal.onCongestion({ [queue, server] in
+            journal.onCongestion({ [self] in
                 if DispatchQueue.getSpecific(key: Self.stateQueueKey) == true {
-                    server.pauseIO()
+                    pauseForJournal()
                 } else {
-                    queue.async { server.pauseIO() }
+                    queue.async { [self] in pauseForJournal() }
                 }
             }, relieved: { [queue, server, journal] in
                 // Congested again before this runs: stay paused until the next relief.
@@ -110,6 +115,19 @@ public final class Daemon: @unchecked Sendable {
             }
         }
         dispatchMain()
+    }
+
+    /// Stops serving clients while the journal is congested, for `journalPauseLimit` at most. On `queue`.
+    private func pauseForJournal() {
+        guard let server, journal.isCongested else { return }
+        server.pauseIO()
+        journalPauses += 1
+        let pause = journalPauses
+        queue.asyncAfter(deadline: .now() + Self.journalPauseLimit) { [self] in
+            guard pause == journalPauses, server.ioPaused, journal.isCongested else { return }
+            logger.warning("journald took no entries for 1 s: serving clients again; entries that do not fit in the journal queue are dropped and counted (Stats journalDropped)")
+            server.resumeIO()
+        }
     }
 
     /// The freezer backend `FreezerBackend=` asks for; `auto` takes the cgroup freezer when the cgroup

@@ -87,6 +87,11 @@ def journald():
     if not machine_id.exists() or not machine_id.read_text().strip():
         subprocess.run(["systemd-machine-id-setup"], capture_output=True, timeout=10)
     os.makedirs("/run/systemd/journal", exist_ok=True)
+    # As scripts/ensure-journald.sh: no per-unit rate limit for a journald started for the tests (every
+    # test process counts as one unit without systemd as PID 1; burst tests would see its suppression).
+    os.makedirs("/run/systemd/journald.conf.d", exist_ok=True)
+    Path("/run/systemd/journald.conf.d/50-bgtaskd-tests.conf").write_text(
+        "# Written by bgtaskd tests/integration/conftest.py\n[Journal]\nRateLimitIntervalSec=0\n")
     log_path = Path("/tmp/bgtaskd-it-journald.log")
     with open(log_path, "wb") as log:
         proc = subprocess.Popen([JOURNALD], stdin=subprocess.DEVNULL, stdout=log, stderr=log,

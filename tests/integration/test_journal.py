@@ -1,6 +1,7 @@
 """bgtaskd writes to the real journal (SPEC §11), read back with journalctl."""
 
 import json
+import os
 import signal
 import subprocess
 import time
@@ -77,3 +78,43 @@ def test_a_pipelined_burst_loses_no_journal_entry(daemon, journald):
     grants = bgtaskd_entries(BGTASKD_APP=app, BGTASKD_DECISION="grant", _PID=d.pid)
     assert len(grants) == n, f"{len(grants)} grant entries in the journal for {n} grants"
     assert sorted(int(e["BGTASKD_TASK_ID"]) for e in grants) == ids
+
+
+def _journald_pid() -> int:
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                if open(f"/proc/{p}/comm").read().strip() == "systemd-journal":
+                    return int(p)
+            except OSError:
+                pass
+    return 0
+
+
+def test_a_stalled_journald_does_not_stop_the_daemon(daemon, journald):
+    """Flow control has a limit: with journald stopped (SIGSTOP) its socket fills, the daemon's journal
+    queue congests and clients wait — for one second at most; then the daemon serves again and drops
+    (and counts) what does not fit. A stalled journald must not stall every app's calls."""
+    from support import RawClient
+
+    app = "org.test.Stalled"
+    d = daemon(conf=BURST_CONF, apps={app: f"[App]\nID={app}\nExec=/bin/sleep 1000\nLifecycleAware=no\n"})
+    jpid = _journald_pid()
+    assert jpid, "no systemd-journald process found"
+    n = 12000
+    with RawClient(d.socket, timeout=60) as c:
+        assert "error" not in c.call("io.bgtaskd.Manager.Launch", {"appId": app}), d.output()
+        os.kill(jpid, signal.SIGSTOP)
+        try:
+            t0 = time.monotonic()
+            c.send(b"".join(RawClient.encode("io.bgtaskd.App.BeginBackgroundTask", {"appId": app}) for _ in range(n)))
+            ids = [c.recv_message(timeout=30)["parameters"]["taskId"] for _ in range(n)]
+            took = time.monotonic() - t0
+            # A second client is served too while journald is still stopped.
+            with RawClient(d.socket, timeout=10) as other:
+                stats = other.call("io.bgtaskd.Manager.Stats")["parameters"]["stats"]
+        finally:
+            os.kill(jpid, signal.SIGCONT)
+    assert len(set(ids)) == n and ids == sorted(ids)
+    assert stats["journalDropped"] > 0, stats
+    assert took < 15, f"{n} calls took {took:.1f} s with journald stopped"
