@@ -97,21 +97,19 @@ import Testing
         let call = VarlinkCall(method: "io.bgtaskd.Manager.ListApps")
         #expect(call.interface == "io.bgtaskd.Manager")
         #expect(call.methodName == "ListApps")
-        // The split is stored: it must follow a changed method, and cope with odd names.
-        var changed = call
-        changed.method = "org.varlink.service.GetInfo"
-        #expect(changed.interface == "org.varlink.service")
-        #expect(changed.methodName == "GetInfo")
-        changed.method = "NoDot"
-        #expect(changed.interface == "")
-        #expect(changed.methodName == "NoDot")
-        changed.method = "trailing."
-        #expect(changed.interface == "trailing")
-        #expect(changed.methodName == "")
-        changed.method = "é.ü.Ω"
-        #expect(changed.interface == "é.ü")
-        #expect(changed.methodName == "Ω")
-        #expect(changed == VarlinkCall(method: "é.ü.Ω"))
+    }
+
+    /// The split is stored: it must follow a changed method, and cope with odd names.
+    @Test(arguments: [
+        ("org.varlink.service.GetInfo", "org.varlink.service", "GetInfo"), ("NoDot", "", "NoDot"),
+        ("trailing.", "trailing", ""), ("é.ü.Ω", "é.ü", "Ω"),
+    ])
+    func splitFollowsAChangedMethod(method: String, interface: String, name: String) {
+        var changed = VarlinkCall(method: "io.bgtaskd.Manager.ListApps")
+        changed.method = method
+        #expect(changed.interface == interface[...])
+        #expect(changed.methodName == name[...])
+        #expect(changed == VarlinkCall(method: method))
     }
 
     @Test func idlDeclaresSpecMethods() {
