@@ -292,9 +292,16 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
             guard let manifest = config.manifests[app] else { return .launchFailed(app, message: "no manifest") }
             let cgroupFD = freezer.prepareLaunch(app: app)
             defer { if let cgroupFD { close(cgroupFD) } }
-            // LauncherSocket=: bgtaskd-launcher starts it (privilege separation), else the daemon itself.
-            switch launcher.spawn(manifest, socketPath: config.socketPath, cgroupProcsFD: cgroupFD,
-                                  launcherSocket: config.launcherSocketPath) {
+            if let launcherSocket = config.launcherSocketPath {
+                // LauncherSocket=: bgtaskd-launcher starts it (privilege separation); its answer comes
+                // later, and the core waits in the meantime (the launch timeout bounds it).
+                launcher.spawnRemotely(appID: manifest.id, socketPath: config.socketPath, launcherSocket: launcherSocket,
+                                       cgroupProcsFD: cgroupFD) { [weak self] result in
+                    self?.remoteLaunchFinished(app, result)
+                }
+                return nil
+            }
+            switch launcher.spawn(manifest, socketPath: config.socketPath, cgroupProcsFD: cgroupFD) {
             case .success(let pid):
                 appByPid[pid] = app
                 return .appLaunched(app, pid: pid)
@@ -395,6 +402,26 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
             if armedDeadline == nil { timer?.resume() }
         }
         armedDeadline = deadline
+    }
+
+    /// The launcher's answer to a `.launch`. The core may have moved on meanwhile (terminated or
+    /// unregistered the app): a process it no longer expects is ended rather than left unmanaged.
+    private func remoteLaunchFinished(_ app: AppID, _ result: Result<Int32, Launcher.LaunchError>) {
+        switch result {
+        case .success(let pid):
+            appByPid[pid] = app
+            feed(.appLaunched(app, pid: pid))
+            if machine.app(app, now: now())?.pid != pid {
+                logger.notice("\(app) was started (pid \(pid)) after its launch was called off: ending it")
+                freezer.kill(app: app, pid: pid)
+            }
+        case .failure(let error):
+            feed(.launchFailed(app, message: error.description))
+            // A launcher that answered too late may still have started it: nothing stays in the
+            // app's cgroup unmanaged (the cgroup freezer ends what is there; without one there is nothing
+            // to find it by).
+            if machine.app(app, now: now())?.pid == nil { freezer.kill(app: app, pid: nil) }
+        }
     }
 
     private func processExited(pid: Int32, status: Int32?) {

@@ -380,3 +380,36 @@ def test_a_manifest_changed_on_disk_is_honoured_at_the_next_launch_without_a_rel
     assert report["env"]["USER"] == "bin"
     assert read_report(s.report()) is None, "the old Exec= did not run"
     assert procs(s.cg.app(APP)) == [second]
+
+
+def test_a_stalled_launcher_does_not_stall_the_daemon(separated):
+    """The daemon waits for the launcher's answer without blocking its queue: with the launcher stopped
+    (SIGSTOP), Launch is answered at once, other calls are served, and after 2 s the launch fails with
+    a timeout. Resumed, the launcher cannot deliver its late reply and ends the app it started."""
+    from support import get_info
+
+    s = separated
+    since = time.time()
+    os.kill(s.launcher.proc.pid, signal.SIGSTOP)
+    try:
+        t0 = time.monotonic()
+        s.m.call("Launch", appId=APP, background=False)
+        launch_s = time.monotonic() - t0
+        t1 = time.monotonic()
+        info = get_info(s.d.socket)
+        info_s = time.monotonic() - t1
+        assert s.m.state(APP) == "not-running"   # still waiting: nothing started
+        entries = wait_journal(since, f"BGTASKD_APP={APP}", "BGTASKD_REASON=launch-failed")
+        assert "no reply from the launcher" in entries[0]["MESSAGE"], entries[0]["MESSAGE"]
+    finally:
+        os.kill(s.launcher.proc.pid, signal.SIGCONT)
+    assert launch_s < 1.0 and info_s < 1.0, f"Launch took {launch_s:.2f} s, GetInfo {info_s:.2f} s"
+    assert info["product"] == "bgtaskd"
+    assert s.m.state(APP) == "not-running"
+    # The launcher, resumed, started the app, could not reply on the connection the daemon gave up, and
+    # ended it: nothing runs unmanaged.
+    wait_for(lambda: s.launcher.children() == [] and procs(s.cg.app(APP)) == [], 5,
+             "the launcher to end the app whose launch timed out")
+    # And the next launch works on a new connection.
+    s.m.call("Launch", appId=APP, background=False)
+    wait_for(lambda: s.m.state(APP) == "active", 5, "the app to run")

@@ -226,16 +226,9 @@ final class Launcher: @unchecked Sendable {
         var description: String
     }
 
-    /// Starts `manifest`'s `Exec=` as its `User=`, with `BGTASKD_APP_ID` and `BGTASKD_SOCKET`: itself
-    /// (fork/exec; the child joins the cgroup of `cgroupProcsFD`), or, when `launcherSocket` is set,
-    /// through bgtaskd-launcher (privilege separation), which puts it into the same cgroup.
-    func spawn(_ manifest: AppManifestFile, socketPath: String, cgroupProcsFD: Int32?,
-               launcherSocket: String? = nil) -> Result<Int32, LaunchError>
-    {
-        if let launcherSocket {
-            return spawnRemotely(appID: manifest.id, socketPath: socketPath, launcherSocket: launcherSocket,
-                                 cgroupProcsFD: cgroupProcsFD)
-        }
+    /// Starts `manifest`'s `Exec=` as its `User=`, with `BGTASKD_APP_ID` and `BGTASKD_SOCKET`, itself
+    /// (fork/exec; the child joins the cgroup of `cgroupProcsFD`).
+    func spawn(_ manifest: AppManifestFile, socketPath: String, cgroupProcsFD: Int32?) -> Result<Int32, LaunchError> {
         let plan: LaunchPlan
         switch LaunchPlan.make(manifest, socketPath: socketPath, inherited: AppEnvironment.current()) {
         case .success(let p): plan = p
@@ -256,28 +249,36 @@ final class Launcher: @unchecked Sendable {
         }
     }
 
-    /// `LauncherSocket=`: the launcher starts the app as its manifest (which the launcher reads itself)
-    /// says; it is the app's parent and reaps it. The request names the app, not a command. The pidfd
-    /// that comes with the reply reports the exit as (pid, nil), like `watch(pid:)`.
-    private func spawnRemotely(appID: String, socketPath: String, launcherSocket: String,
-                               cgroupProcsFD: Int32?) -> Result<Int32, LaunchError>
+    /// `LauncherSocket=`: bgtaskd-launcher starts the app as its manifest (which the launcher reads
+    /// itself) says; it is the app's parent and reaps it. The request names the app, not a command.
+    /// `completion` runs later, on `queue`, with the pid; the pidfd that comes with the reply reports
+    /// the exit as (pid, nil), like `watch(pid:)`.
+    func spawnRemotely(appID: String, socketPath: String, launcherSocket: String, cgroupProcsFD: Int32?,
+                       completion: @escaping @Sendable (Result<Int32, LaunchError>) -> Void)
     {
-        if remote?.path != launcherSocket { remote = RemoteLauncher(path: launcherSocket) }
-        guard let remote else { return .failure(LaunchError(description: "no launcher")) }
-        // The launcher opens cgroup.procs itself, from the directory of the one the freezer prepared.
+        if remote?.path != launcherSocket { remote = RemoteLauncher(path: launcherSocket, queue: queue) }
+        guard let remote else { return completion(.failure(LaunchError(description: "no launcher"))) }
+        // The launcher opens cgroup.procs itself, from the directory of the one the freezer prepared
+        // (read now: the descriptor is closed when this returns).
         let cgroup = cgroupProcsFD.flatMap(Self.cgroupDirectory(ofProcsFD:))
         let request = SpawnRequest(appID: appID, cgroup: cgroup, socketPath: socketPath, environment: AppEnvironment.current())
-        switch remote.spawn(request) {
-        case .failure(let failure):
-            return .failure(LaunchError(description: failure.message))
-        case .success(let started):
-            remoteChildren.insert(started.pid)
-            if let pidfd = started.pidfd {
-                watch(pid: started.pid, pidfd: pidfd)
-            } else {
-                watch(pid: started.pid)
+        remote.spawn(request) { [weak self] result in
+            switch result {
+            case .failure(let failure):
+                completion(.failure(LaunchError(description: failure.message)))
+            case .success(let started):
+                guard let self else {
+                    if let pidfd = started.pidfd { close(pidfd) }
+                    return
+                }
+                self.remoteChildren.insert(started.pid)
+                if let pidfd = started.pidfd {
+                    self.watch(pid: started.pid, pidfd: pidfd)
+                } else {
+                    self.watch(pid: started.pid)
+                }
+                completion(.success(started.pid))
             }
-            return .success(started.pid)
         }
     }
 
