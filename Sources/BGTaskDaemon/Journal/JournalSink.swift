@@ -78,7 +78,10 @@ public final class JournalSink: Sendable {
 
     public let destination: Destination
     public let identifier: String
-    private let queue = DispatchQueue(label: "bgtaskd.journal", qos: .utility)
+    /// Default QoS, like every queue of the daemon: libdispatch gives a worker thread the nice value of
+    /// each QoS it runs, and taking a thread back from .utility to default would need CAP_SYS_NICE
+    /// (under systemd it logged "Failed to set thread priority … errno=13").
+    private let queue = DispatchQueue(label: "bgtaskd.journal")
     private let capacity: Int
     private let batch = Mutex(Batch())
     /// Entries queued or being written.
