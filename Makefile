@@ -5,7 +5,7 @@ RUNDIR     ?= $(CURDIR)/.run
 BIN        := $(CURDIR)/.build/debug
 RELEASEBIN := $(CURDIR)/.build/release
 
-.PHONY: all build deps journald run test test-unit test-integration test-units bench clean
+.PHONY: all build deps journald run test test-unit test-integration test-units test-systemd bench clean
 
 all: build
 
@@ -38,6 +38,12 @@ test-integration:
 
 test-units:
 	tests/check-units.sh
+
+# The shipped units under a real systemd (PID 1 of a PID namespace on this machine; root, no systemd as
+# PID 1 here). Not part of `test`: see the script's header for what it touches and undoes.
+test-systemd: deps
+	$(SWIFT) build -c release
+	tests/systemd-in-namespace.sh $(RELEASEBIN)
 
 bench: deps journald
 	$(SWIFT) build -c release
