@@ -195,6 +195,8 @@ final class EventStream: Sendable {
     }
     private let state = Mutex(State())
     private let wakeup = DispatchSemaphore(value: 0)
+    /// Signalled when the stream's thread has returned: after `stop()`, nothing can follow.
+    private let finished = DispatchSemaphore(value: 0)
 
     init(appID: String, path: String, backoff: Backoff = Backoff(), handler: @escaping @Sendable (Input) -> Void) {
         self.appID = appID
@@ -209,7 +211,20 @@ final class EventStream: Sendable {
             defer { st.started = true }
             return !st.started
         }
-        if first { spawnThread { self.loop() } }
+        if first {
+            spawnThread {
+                self.loop()
+                self.finished.signal()
+            }
+        }
+    }
+
+    /// Waits until the stream's thread has returned (after `stop()`); false if it has not within
+    /// `seconds`.
+    func waitUntilFinished(seconds: Double) -> Bool {
+        guard finished.wait(timeout: .now() + .milliseconds(Int(seconds * 1000))) == .success else { return false }
+        finished.signal()  // others may wait too
+        return true
     }
 
     /// Ends the stream: the connection is shut down and no reconnection follows.

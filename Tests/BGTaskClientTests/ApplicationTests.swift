@@ -8,7 +8,9 @@ import Testing
 /// Records what the application object told its delegate, and does what the test asks in each method.
 @MainActor
 final class RecordingDelegate: BGApplicationDelegate {
-    var log: [String] = []
+    var log: [String] = [] {
+        didSet { TestChanges.announce() }
+    }
     var onDidEnterBackground: ((BGApplication) -> Void)?
     var onNotification: ((BGApplication) -> Void)?
 
@@ -29,6 +31,8 @@ final class RecordingDelegate: BGApplicationDelegate {
         onNotification?(application)
     }
     func applicationDidReceiveMemoryWarning(_ application: BGApplication) { log.append("memory-warning") }
+    /// Every event, after the application applied its state: a test waiting on that state wakes here.
+    func application(_ application: BGApplication, didReceive event: BGApplicationEvent) { TestChanges.announce() }
 }
 
 @MainActor

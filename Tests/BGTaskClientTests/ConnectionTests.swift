@@ -261,7 +261,8 @@ final class FakeDaemon: Sendable {
         stream.start()
         #expect(await eventually { daemon.streams.count == 1 })
         stream.stop()
-        try await Task.sleep(for: .milliseconds(100))
+        // The stream's thread has returned: no reconnection can follow (rather than watching for one).
+        #expect(stream.waitUntilFinished(seconds: 5))
         #expect(daemon.streams.count == 1)
         #expect(sessions(inputs.all) == ["checked-in 1"])
     }

@@ -1,4 +1,5 @@
 import BGTaskProtocol
+import Dispatch
 import Synchronization
 import Testing
 
@@ -137,7 +138,10 @@ final class FakeVarlinkServer: Sendable {
             if fd < 0 {
                 if errno == EINTR { continue }
                 if !state.withLock({ $0.stopped }) {
-                    usleep(1000)
+                    // A failed accept (a client that gave up): wait for the next one, or for stop()'s
+                    // shutdown, which wakes poll as a hang-up.
+                    var p = pollfd(fd: listenFD, events: Int16(POLLIN), revents: 0)
+                    _ = poll(&p, 1, -1)
                     continue
                 }
                 Glibc.close(listenFD)
@@ -169,21 +173,64 @@ final class FakeVarlinkServer: Sendable {
             while let message = try? framer.next() {
                 guard let call = try? VarlinkCall.decode(message) else { return }
                 state.withLock { $0.calls.append((peer.number, call)) }
+                TestChanges.announce()
                 handler(call, peer)
             }
         }
     }
 }
 
-/// Polls `condition` until it holds or `seconds` pass. The fake peer runs on real threads and sockets,
-/// so tests wait for what they caused; nothing asserts a duration.
+/// Every change a test may wait for is announced here: a call the fake server records, an item a
+/// `Recorder` takes, a line or event the recording delegate gets. `eventually` re-checks its condition
+/// on each announcement instead of polling.
+enum TestChanges {
+    private struct State {
+        var generation: UInt64 = 0
+        var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+        var nextWaiter: UInt64 = 0
+    }
+    private static let state = Mutex(State())
+
+    static func announce() {
+        let waiters = state.withLock { st in
+            st.generation &+= 1
+            defer { st.waiters.removeAll() }
+            return Array(st.waiters.values)
+        }
+        for w in waiters { w.resume() }
+    }
+
+    static var generation: UInt64 { state.withLock { $0.generation } }
+
+    /// Returns once something was announced after `seen`, or at `deadline`.
+    static func wait(after seen: UInt64, until deadline: DispatchTime) async {
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let id = state.withLock { st -> UInt64? in
+                guard st.generation == seen else { return nil }
+                st.nextWaiter &+= 1
+                st.waiters[st.nextWaiter] = c
+                return st.nextWaiter
+            }
+            guard let id else { return c.resume() }
+            // The time limit: a timer resumes the waiter if no announcement did.
+            DispatchQueue.global().asyncAfter(deadline: deadline) {
+                state.withLock { $0.waiters.removeValue(forKey: id) }?.resume()
+            }
+        }
+    }
+}
+
+/// Waits until `condition` holds (checked again on every `TestChanges` announcement) or `seconds` pass.
+/// The fake peer runs on real threads and sockets, so tests wait for what they caused; nothing asserts
+/// a duration.
 func eventually(
     _ seconds: Double = 5, isolation: isolated (any Actor)? = #isolation, _ condition: () -> Bool
 ) async -> Bool {
-    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-    while ContinuousClock.now < deadline {
+    let deadline = DispatchTime.now() + .milliseconds(Int(seconds * 1000))
+    while DispatchTime.now() < deadline {
+        let seen = TestChanges.generation
         if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(2))
+        await TestChanges.wait(after: seen, until: deadline)
     }
     return condition()
 }
@@ -191,7 +238,10 @@ func eventually(
 /// A thread-safe list the handlers and sinks append to.
 final class Recorder<Element: Sendable>: Sendable {
     private let items = Mutex<[Element]>([])
-    func append(_ item: Element) { items.withLock { $0.append(item) } }
+    func append(_ item: Element) {
+        items.withLock { $0.append(item) }
+        TestChanges.announce()
+    }
     var all: [Element] { items.withLock { $0 } }
     var count: Int { items.withLock { $0.count } }
 }
