@@ -34,7 +34,7 @@ func readTextFile(_ path: String) -> FileRead {
     if isDirectory(st) {
         return .failed(.unreadable("is a directory"))
     }
-    guard let bytes = readAll(path) else {
+    guard let bytes = FileIO.readBytes(path) else {
         return .failed(.unreadable(access(path, R_OK) == 0 ? "read error" : "permission denied"))
     }
     guard let text = String(validating: bytes, as: UTF8.self) else {
@@ -43,22 +43,6 @@ func readTextFile(_ path: String) -> FileRead {
     return .text(text)
 }
 
-/// The whole content of the file at `path`, or `nil` when it cannot be opened or read.
-private func readAll(_ path: String) -> [UInt8]? {
-    var fd: Int32
-    repeat { fd = open(path, O_RDONLY | O_CLOEXEC) } while fd < 0 && errno == EINTR
-    guard fd >= 0 else { return nil }
-    defer { close(fd) }
-    var out: [UInt8] = []
-    var chunk = [UInt8](repeating: 0, count: 64 * 1024)
-    while true {
-        let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        if n < 0 && errno == EINTR { continue }
-        if n < 0 { return nil }
-        if n == 0 { return out }
-        out.append(contentsOf: chunk[..<n])
-    }
-}
 
 /// The paths of the regular files (or links to them) in `directory` whose names end in `suffix`, sorted
 /// bytewise by name like systemd. Hidden files are skipped; a missing directory is empty, one that cannot

@@ -1,5 +1,5 @@
 public import Dispatch
-import BGTaskLaunch
+import BGTaskConfig
 import BGTaskProtocol
 import Logging
 

@@ -1,4 +1,3 @@
-import BGTaskLaunch
 import BGTaskConfig
 import BGTaskCore
 import BGTaskProtocol

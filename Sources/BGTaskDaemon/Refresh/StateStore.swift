@@ -1,4 +1,4 @@
-import BGTaskLaunch
+import BGTaskConfig
 import BGTaskCore
 import BGTaskProtocol
 import Dispatch

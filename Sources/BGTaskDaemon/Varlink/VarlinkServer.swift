@@ -1,6 +1,6 @@
 public import BGTaskProtocol
 public import Dispatch
-import BGTaskLaunch
+import BGTaskConfig
 import CSystemd
 
 #if canImport(Glibc)

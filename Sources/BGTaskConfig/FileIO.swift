@@ -2,8 +2,9 @@
 import Glibc
 #endif
 
-/// Small blocking file helpers shared by bgtaskd and bgtaskd-launcher (cgroup, /proc and sysfs files:
-/// short reads and writes that never stall).
+/// Small blocking file helpers shared by the configuration loader, bgtaskd and bgtaskd-launcher (config,
+/// cgroup, /proc and sysfs files: short reads and writes that never stall). Here, in the lowest module
+/// that reads files, so that every other one can use it.
 public enum FileIO {
     /// A whole (small) file as text, nil on any error.
     public static func read(_ path: String) -> String? {
