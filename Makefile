@@ -5,7 +5,7 @@ RUNDIR     ?= $(CURDIR)/.run
 BIN        := $(CURDIR)/.build/debug
 RELEASEBIN := $(CURDIR)/.build/release
 
-.PHONY: all build deps journald run test test-unit test-integration test-units test-systemd bench clean
+.PHONY: all build deps journald run test test-unit test-integration test-units test-docs test-systemd bench clean
 
 all: build
 
@@ -25,10 +25,14 @@ run: build
 journald:
 	@scripts/ensure-journald.sh
 
-# Everything: dependencies, journald, build, unit tests, integration tests, unit-file checks.
+# Everything: dependencies, journald, build, unit tests, integration tests, unit-file checks, the
+# documentation against the code, and the Debian package installed and checked.
 test: deps journald
 	$(SWIFT) build --build-tests
-	$(MAKE) --no-print-directory test-unit test-units test-integration
+	$(MAKE) --no-print-directory test-unit test-units test-docs test-integration test-package
+
+test-docs:
+	tests/check-docs.sh $(BIN)
 
 test-unit:
 	$(SWIFT) test --skip-build
@@ -50,4 +54,60 @@ bench: deps journald
 	BGTASKD_BIN_DIR=$(RELEASEBIN) $(PYTHON) bench/bench.py
 
 clean:
-	rm -rf .build $(RUNDIR)
+	rm -rf .build .build-deb man/build $(RUNDIR)
+
+# ---- Installing and packaging (issue 16) -------------------------------------------------------
+PREFIX         ?= /usr/local
+DESTDIR        ?=
+SYSCONFDIR     ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
+BINDIR         ?= $(RELEASEBIN)
+MANPAGES       := man/build/bgtaskctl.1 man/build/bgtaskd.8 man/build/bgtaskd-launcher.8 man/build/bgtaskd.conf.5 man/build/bgtaskd.app.5
+# Full RELRO for the installed programs (lintian's hardening-no-bindnow).
+RELEASEFLAGS   := -c release --static-swift-stdlib -Xlinker -z -Xlinker relro -Xlinker -z -Xlinker now
+
+.PHONY: man release release-build install deb test-package
+
+man: $(MANPAGES)
+man/build/%: man/%.scd
+	@mkdir -p man/build
+	scdoc < $< > $@
+
+# The programs a device runs, with the Swift runtime linked in (no toolchain needed there).
+release: deps release-build
+release-build:
+	for p in bgtaskd bgtaskd-launcher bgtaskctl; do \
+		$(SWIFT) build $(RELEASEFLAGS) --product $$p || exit 1; done
+
+# `make release install PREFIX=/usr DESTDIR=/tmp/root`. Units name /usr/bin: with another PREFIX,
+# ExecStart= is rewritten to match.
+install: man
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(PREFIX)/lib/sysusers.d \
+		$(DESTDIR)$(PREFIX)/lib/systemd/catalog $(DESTDIR)$(SYSCONFDIR)/bgtaskd/apps.d \
+		$(DESTDIR)$(SYSCONFDIR)/bgtaskd/bgtaskd.conf.d \
+		$(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/share/man/man8 \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/vendor-completions \
+		$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
+	install -m755 $(BINDIR)/bgtaskd $(BINDIR)/bgtaskd-launcher $(BINDIR)/bgtaskctl $(DESTDIR)$(PREFIX)/bin/
+	for u in bgtaskd.service bgtaskd.socket bgtaskd-launcher.service bgtaskd-launcher.socket; do \
+		sed -e 's|/usr/bin/|$(PREFIX)/bin/|g' -e 's|/etc/bgtaskd|$(SYSCONFDIR)/bgtaskd|g' systemd/$$u \
+			> $(DESTDIR)$(SYSTEMDUNITDIR)/$$u && chmod 644 $(DESTDIR)$(SYSTEMDUNITDIR)/$$u; done
+	install -m644 systemd/bgtaskd.sysusers $(DESTDIR)$(PREFIX)/lib/sysusers.d/bgtaskd.conf
+	install -m644 systemd/bgtaskd.catalog $(DESTDIR)$(PREFIX)/lib/systemd/catalog/bgtaskd.catalog
+	install -m644 config/bgtaskd.conf $(DESTDIR)$(SYSCONFDIR)/bgtaskd/bgtaskd.conf
+	install -m644 man/build/bgtaskctl.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m644 man/build/bgtaskd.conf.5 man/build/bgtaskd.app.5 $(DESTDIR)$(PREFIX)/share/man/man5/
+	install -m644 man/build/bgtaskd.8 man/build/bgtaskd-launcher.8 $(DESTDIR)$(PREFIX)/share/man/man8/
+	install -m644 completions/bgtaskctl.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/bgtaskctl
+	install -m644 completions/_bgtaskctl $(DESTDIR)$(PREFIX)/share/zsh/vendor-completions/_bgtaskctl
+	install -m644 completions/bgtaskctl.fish $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/bgtaskctl.fish
+
+# The Debian package, built in a copy of the tracked files (.build-deb/src) so that the work tree and
+# its parent stay clean; the .deb lands in .build-deb/.
+deb: deps
+	scripts/build-deb.sh
+
+# Builds the package, installs it with dpkg into an overlay of this machine (private mount namespace,
+# nothing outside it changes) and checks what landed; see the script's header.
+test-package: deb
+	tests/check-package.sh

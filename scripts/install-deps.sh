@@ -2,7 +2,9 @@
 # Installs what the build and the tests need on Debian 12 and is quiet when all is there.
 # Debian packages: libsystemd-dev (sd_journal_sendv, sd_notify), pkg-config (the CSystemd module),
 # systemd (journald, systemd-socket-activate, systemd-analyze, journalctl), util-linux (setpriv),
-# procps. Python: varlink (the independent client, the certification suite), pytest.
+# procps. Packaging and documentation (make deb, test-package, tests/check-docs.sh): scdoc (man pages),
+# debhelper, lintian, dpkg-dev, man-db, bash-completion, zsh and fish (completion syntax checks).
+# Python: varlink (the independent client, the certification suite), pytest.
 set -euo pipefail
 
 SUDO=""
@@ -11,7 +13,8 @@ if [ "$(id -u)" != 0 ]; then
 fi
 
 need=()
-for pkg in libsystemd-dev pkg-config systemd util-linux procps python3-pip; do
+for pkg in libsystemd-dev pkg-config systemd util-linux procps python3-pip \
+    scdoc debhelper lintian dpkg-dev man-db bash-completion zsh fish; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
 done
 # python3-pip is only needed when there is no pip at all.

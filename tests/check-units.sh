@@ -36,8 +36,14 @@ for stub in "$root/usr/bin/bgtaskd" "$root/usr/bin/bgtaskd-launcher" "$root/bin/
     printf '#!/bin/sh\nexit 0\n' > "$stub"
     chmod 755 "$stub"
 done
+# Documentation=man:… links are checked by verify against the repo's own pages, built here.
+for src in "$units"/../man/*.scd; do
+    base=$(basename "$src" .scd); sec=${base##*.}
+    mkdir -p "$root/man/man$sec"
+    scdoc <"$src" >"$root/man/man$sec/$base" || fail "scdoc $src"
+done
 # shellcheck disable=SC2086 # a list of unit names
-if out=$(systemd-analyze verify --root="$root" $unit_names 2>&1) && [ -z "$out" ]; then
+if out=$(MANPATH="$root/man" systemd-analyze verify --root="$root" $unit_names 2>&1) && [ -z "$out" ]; then
     echo "verify: ok ($unit_names)"
 else
     fail "systemd-analyze verify --root=$root $unit_names"
