@@ -5,7 +5,7 @@ RUNDIR     ?= $(CURDIR)/.run
 BIN        := $(CURDIR)/.build/debug
 RELEASEBIN := $(CURDIR)/.build/release
 
-.PHONY: all build deps journald run test test-unit test-integration test-units test-docs test-systemd bench clean
+.PHONY: all build deps journald run test test-unit test-integration test-units test-docs test-systemd bench examples clean
 
 all: build
 
@@ -50,8 +50,12 @@ test-systemd: deps
 	tests/systemd-in-namespace.sh $(RELEASEBIN)
 
 bench: deps journald
-	$(SWIFT) build -c release
+	BGTASKD_EXTRAS=1 $(SWIFT) build -c release
 	BGTASKD_BIN_DIR=$(RELEASEBIN) $(PYTHON) bench/bench.py
+
+# The example apps (Examples/), outside the default build.
+examples: deps
+	BGTASKD_EXTRAS=1 $(SWIFT) build --product mail-sync
 
 clean:
 	rm -rf .build .build-deb man/build $(RUNDIR)

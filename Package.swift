@@ -87,20 +87,6 @@ let package = Package(
             path: "Tests/Support/bgtask-testapp",
             swiftSettings: strict
         ),
-        // Example: a mail app that finishes its sync in the background with a background task.
-        .executableTarget(
-            name: "mail-sync",
-            dependencies: ["BGTaskClient"],
-            path: "Examples/MailSync",
-            swiftSettings: strict
-        ),
-        // `make bench`: the native baselines and clients (bench/bench.py drives it). Not part of `make test`.
-        .executableTarget(
-            name: "bgtaskd-bench",
-            dependencies: ["BGTaskClient", "BGTaskProtocol", "BGTaskCore", "CSystemd"],
-            path: "bench/swift",
-            swiftSettings: strict
-        ),
         .testTarget(
             name: "BGTaskCoreTests",
             dependencies: ["BGTaskCore", .product(name: "PropertyBased", package: "swift-property-based")],
@@ -114,3 +100,24 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// The example apps and the benchmark's native half are not part of the default build (`swift build`,
+// `make test`): `make bench` and `make examples` set BGTASKD_EXTRAS=1 to add them.
+if Context.environment["BGTASKD_EXTRAS"] == "1" {
+    package.targets += [
+        // Example: a mail app that finishes its sync in the background with a background task.
+        .executableTarget(
+            name: "mail-sync",
+            dependencies: ["BGTaskClient"],
+            path: "Examples/MailSync",
+            swiftSettings: strict
+        ),
+        // `make bench`: the native baselines and clients (bench/bench.py drives it).
+        .executableTarget(
+            name: "bgtaskd-bench",
+            dependencies: ["BGTaskClient", "BGTaskProtocol", "BGTaskCore", "CSystemd"],
+            path: "bench/swift",
+            swiftSettings: strict
+        ),
+    ]
+}
