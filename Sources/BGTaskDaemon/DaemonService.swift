@@ -261,9 +261,15 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
 
     private var pendingStream: (ConnectionID, VarlinkRequest)?
 
-    /// Feeds a request's input and answers the request from the core's reply.
-    func run(_ input: Input, for request: VarlinkRequest) {
+    /// Holds back the reply of the request being run (see `run(_:for:answer:)`).
+    private var replyGate: ((@escaping () -> Void) -> Void)?
+
+    /// Feeds a request's input and answers the request from the core's reply. `answer`, if given, gets the
+    /// reply to send when it is ready (issue 11: a RunTaskNow is answered once the state file has it).
+    func run(_ input: Input, for request: VarlinkRequest, answer gate: ((@escaping () -> Void) -> Void)? = nil) {
         pendingRequest = request
+        replyGate = gate
+        defer { replyGate = nil }
         feed(input)
         if let still = pendingRequest, still.isOpen, !still.call.more {
             // Every request input yields one reply; this is a safety net for invariants.
@@ -332,6 +338,15 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
 
     private func answer(_ reply: Reply) {
         guard let request = pendingRequest else { return }
+        if let gate = replyGate {
+            pendingRequest = nil
+            replyGate = nil
+            return gate { [weak self] in self?.send(reply, to: request) }
+        }
+        send(reply, to: request)
+    }
+
+    private func send(_ reply: Reply, to request: VarlinkRequest) {
         let call = request.call
         let prefix = String(call.interface)
         switch reply {
