@@ -81,6 +81,16 @@ public struct DaemonConfig: Hashable, Sendable {
     /// `PressureWindowSec=`: the PSI window (500ms…10s, the kernel's limits).
     public var pressureWindowUSec: Int64 = 1 * second
 
+    // [Journal]
+    /// `JournalAssertionBurst=`: `grant`/`end` entries journaled one by one per app and interval; the rest
+    /// are counted in one `coalesced` entry per app and interval (SPEC §11's journal budget).
+    public var journalAssertionBurst: Int = 100
+    /// `JournalAssertionGlobalBurst=`: `grant`/`end` entries journaled one by one per interval for all
+    /// apps together, so that many apps cannot add up to journald's rate limit either.
+    public var journalAssertionGlobalBurst: Int = 1000
+    /// `JournalAssertionIntervalSec=`: the interval of both bursts.
+    public var journalAssertionIntervalUSec: Int64 = 30 * second
+
     /// The defaults.
     public init() {}
 
@@ -309,7 +319,29 @@ extension DaemonConfig {
             config.pressureThreshold = percent
         }, format: { $0.pressureThreshold.description }),
         time("Memory", "PressureWindowSec", \.pressureWindowUSec, minimum: 500_000, maximum: 10 * second),
+
+        count("Journal", "JournalAssertionBurst", \.journalAssertionBurst, minimum: 0, maximum: 1_000_000),
+        count("Journal", "JournalAssertionGlobalBurst", \.journalAssertionGlobalBurst, minimum: 0, maximum: 1_000_000),
+        time("Journal", "JournalAssertionIntervalSec", \.journalAssertionIntervalUSec, minimum: 1_000, maximum: 3600 * second),
     ])
+
+    private static func count(
+        _ section: String,
+        _ key: String,
+        _ field: any WritableKeyPath<DaemonConfig, Int> & Sendable,
+        minimum: Int,
+        maximum: Int
+    ) -> KeyDefinition<DaemonConfig> {
+        KeyDefinition(section: section, key: key, apply: { config, value throws(ConfigError.Kind) in
+            if value.isEmpty {
+                config[keyPath: field] = DaemonConfig()[keyPath: field]
+                return
+            }
+            guard let n = parseDecimal(value) else { throw .invalidInteger(value) }
+            guard n >= minimum, n <= maximum else { throw .invalid("must be between \(minimum) and \(maximum)") }
+            config[keyPath: field] = n
+        }, format: { String($0[keyPath: field]) })
+    }
 
     private static func time(
         _ section: String,

@@ -69,6 +69,9 @@ public enum DecisionKind: String, CaseIterable, Hashable, Sendable {
     case notify
     /// A policy changed (refresh, low power mode, conditions).
     case policy
+    /// Journal only (never a decision of the core): one entry counting an app's `grant`/`end` decisions of
+    /// one interval that the journal budget did not journal one by one (SPEC §11, ``JournalBudget``).
+    case coalesced
 }
 
 /// Why a decision was taken (`BGTASKD_REASON`, kebab-case, SPEC §11).
@@ -155,6 +158,8 @@ public enum Reason: String, CaseIterable, Hashable, Sendable {
     case queueFull = "queue-full"
     /// The app's manifest was removed.
     case manifestRemoved = "manifest-removed"
+    /// Journal only: `grant`/`end` entries beyond the journal budget, counted in a `coalesced` entry.
+    case journalBudget = "journal-budget"
 }
 
 /// Why an app was launched (`launchReason` of `did-finish-launching`).

@@ -123,8 +123,16 @@ public final class Daemon: @unchecked Sendable {
         server.pauseIO()
         journalPauses += 1
         let pause = journalPauses
+        holdForJournal(pause)
+    }
+
+    /// Ends pause `pause` after `journalPauseLimit` unless essential entries (state changes, denials) still
+    /// wait beyond what the sink holds: those are never dropped, so clients wait for journald (issue 11).
+    private func holdForJournal(_ pause: Int) {
+        guard let server else { return }
         queue.asyncAfter(deadline: .now() + Self.journalPauseLimit) { [self] in
             guard pause == journalPauses, server.ioPaused, journal.isCongested else { return }
+            if journal.mustHoldClients { return holdForJournal(pause) }
             logger.warning("journald took no entries for 1 s: serving clients again; entries that do not fit in the journal queue are dropped and counted (Stats journalDropped)")
             server.resumeIO()
         }

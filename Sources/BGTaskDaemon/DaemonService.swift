@@ -42,6 +42,8 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
     /// pid → app, for exit reports.
     private var appByPid: [Int32: AppID] = [:]
     private var uidByApp: [AppID: UInt32] = [:]
+    /// SPEC §11's journal budget (issue 11): which grant/end entries are journaled, which are counted.
+    private(set) var journalBudget: JournalBudgetGate!
 
     init(queue: DispatchQueue, config: LoadedConfiguration, journal: JournalSink, logger: Logger, options: DaemonOptions,
          freezer: any Freezer)
@@ -54,6 +56,9 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
         self.freezer = freezer
         self.machine = LifecycleMachine(config: config.lifecycle)
         self.launcher = Launcher(queue: queue)
+        journalBudget = JournalBudgetGate(config: config.daemon, sink: journal, queue: queue) {
+            Instant(microseconds: Monotonic.nowUSec())
+        }
         launcher.onExit = { [weak self] pid, status in self?.processExited(pid: pid, status: status) }
         launcher.start()
         refresh = RefreshController(service: self, stateDirectory: options.stateDir)
@@ -75,6 +80,7 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
     func apply(_ newConfig: LoadedConfiguration) {
         let old = config
         config = newConfig
+        journalBudget.update(newConfig.daemon)
         feed(.configurationChanged(newConfig.lifecycle))
         register(newConfig.manifests)
         for id in old.manifests.keys.sorted() where newConfig.manifests[id] == nil {
@@ -85,6 +91,7 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
 
     /// SIGTERM: thaw every frozen app so that nothing stays frozen with nobody managing it.
     func shutdown() {
+        journalBudget.close()
         freezer.thawAll()
         timer?.cancel()
     }
@@ -254,9 +261,15 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
 
     private var pendingStream: (ConnectionID, VarlinkRequest)?
 
-    /// Feeds a request's input and answers the request from the core's reply.
-    func run(_ input: Input, for request: VarlinkRequest) {
+    /// Holds back the reply of the request being run (see `run(_:for:answer:)`).
+    private var replyGate: ((@escaping () -> Void) -> Void)?
+
+    /// Feeds a request's input and answers the request from the core's reply. `answer`, if given, gets the
+    /// reply to send when it is ready (issue 11: a RunTaskNow is answered once the state file has it).
+    func run(_ input: Input, for request: VarlinkRequest, answer gate: ((@escaping () -> Void) -> Void)? = nil) {
         pendingRequest = request
+        replyGate = gate
+        defer { replyGate = nil }
         feed(input)
         if let still = pendingRequest, still.isOpen, !still.call.more {
             // Every request input yields one reply; this is a safety net for invariants.
@@ -325,6 +338,15 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
 
     private func answer(_ reply: Reply) {
         guard let request = pendingRequest else { return }
+        if let gate = replyGate {
+            pendingRequest = nil
+            replyGate = nil
+            return gate { [weak self] in self?.send(reply, to: request) }
+        }
+        send(reply, to: request)
+    }
+
+    private func send(_ reply: Reply, to request: VarlinkRequest) {
         let call = request.call
         let prefix = String(call.interface)
         switch reply {
@@ -447,7 +469,11 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
         // The fields are formatted by the journal's writer, off this queue.
         let uid = d.app.map { expectedUID($0) }
         let peerPID = peer?.pid
-        journal.send(d.message, priority: priority) { Self.journalFields(d, uid: uid, peerPID: peerPID) }
+        if journalBudget.admit(d.kind, app: d.app) {
+            journal.send(d.message, priority: priority, essential: JournalBudget.isAlwaysJournaled(d.kind)) {
+                Self.journalFields(d, uid: uid, peerPID: peerPID)
+            }
+        }
         if !monitors.isEmpty {
             let json = decisionJSON(
                 DecisionRecord(realtimeUSec: realtime, app: d.app, kind: d.kind, reason: d.reason, message: d.message))

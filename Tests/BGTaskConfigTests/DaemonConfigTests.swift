@@ -37,6 +37,18 @@ struct DaemonConfigTests {
         #expect(config.pressureKill == false)
         #expect(config.pressureThreshold == Percentage(10))
         #expect(config.pressureWindowUSec == Self.second)
+        #expect(config.journalAssertionBurst == 100)
+        #expect(config.journalAssertionGlobalBurst == 1000)
+        #expect(config.journalAssertionIntervalUSec == 30 * Self.second)
+    }
+
+    @Test func journalBudgetKeysAreChecked() {
+        let bad = parse("[Journal]\nJournalAssertionBurst=-1\nJournalAssertionGlobalBurst=many\nJournalAssertionIntervalSec=0\n")
+        #expect(bad.config == nil)
+        #expect(bad.errors.count == 3)
+        for (error, key) in zip(bad.errors, ["JournalAssertionBurst", "JournalAssertionGlobalBurst", "JournalAssertionIntervalSec"]) {
+            #expect(error.contains(key), "\(error)")
+        }
     }
 
     @Test func everyKeyParses() throws {
@@ -67,6 +79,10 @@ struct DaemonConfigTests {
             PressureKill=yes
             PressureThreshold=12.5%
             PressureWindowSec=2s
+            [Journal]
+            JournalAssertionBurst=10
+            JournalAssertionGlobalBurst=50
+            JournalAssertionIntervalSec=1s
             """)
         #expect(result.errors == [])
         #expect(result.warnings == [])
@@ -93,6 +109,9 @@ struct DaemonConfigTests {
         #expect(config.pressureKill == true)
         #expect(config.pressureThreshold == Percentage(basisPoints: 1_250))
         #expect(config.pressureWindowUSec == 2 * Self.second)
+        #expect(config.journalAssertionBurst == 10)
+        #expect(config.journalAssertionGlobalBurst == 50)
+        #expect(config.journalAssertionIntervalUSec == Self.second)
         #expect(Set(config.settings.map(\.key)) == Set(DaemonConfig.keys.map(\.key)))
     }
 

@@ -40,7 +40,7 @@ import Testing
         #expect(
             DecisionKind.allCases.map { $0.rawValue } == [
                 "launch", "foreground", "background", "suspend", "resume", "terminate", "grant", "deny", "end", "expire",
-                "run-task", "complete-task", "notify", "policy",
+                "run-task", "complete-task", "notify", "policy", "coalesced",
             ])
         #expect(LaunchReason.allCases.map { $0.rawValue } == ["user", "background-task", "remote-notification"])
         #expect(
@@ -53,7 +53,7 @@ import Testing
             "no-assertions", "user-request", "budget-exhausted", "did-enter-background-timeout", "expiration-not-handled",
             "client-disconnected", "refresh-disabled", "low-power-mode", "memory-pressure", "launch-timeout",
             "too-many-assertions", "task-not-completed", "restricted", "network-metered", "app-exited", "assertion-held",
-            "activity-held",
+            "activity-held", "journal-budget",
         ]
         for reason in specReasons { #expect(Reason(rawValue: reason) != nil, "\(reason)") }
         #expect(CoreError.allCases.map { $0.varlinkName }.allSatisfy { $0.first?.isUppercase == true })

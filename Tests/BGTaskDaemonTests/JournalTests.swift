@@ -133,7 +133,7 @@ import Testing
         let catalog = try String(contentsOf: Self.repo.appendingPathComponent("systemd/bgtaskd.catalog"), encoding: .utf8)
         let list = try String(contentsOf: Self.repo.appendingPathComponent("systemd/message-ids.txt"), encoding: .utf8)
         let decisions = ["launch", "foreground", "background", "suspend", "resume", "terminate", "grant", "deny",
-                         "end", "expire", "run-task", "complete-task", "notify", "policy"]
+                         "end", "expire", "run-task", "complete-task", "notify", "policy", "coalesced"]
         #expect(Set(MessageIDs.byDecision.keys) == Set(decisions))
         #expect(Set(MessageIDs.byDecision.values).count == decisions.count, "MESSAGE_IDs must be distinct")
         for d in decisions {

@@ -116,6 +116,40 @@ private func sampleState() -> RefreshState {
         #expect(reloaded.state == state)
     }
 
+    /// issue 11, point 4: saves made from completions (a client answered, its next call saved at once, as
+    /// the server does) while other saves wait: completions run in save order, and each sees a file with
+    /// its own change or a newer one, never an older one.
+    @Test func savesFromCompletionsStayInOrderAndDurable() throws {
+        let dir = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let queue = DispatchQueue(label: "test.state")
+        let store = StateStore(directory: dir, queue: queue)
+        let done = DispatchSemaphore(value: 0)
+        let log = OrderBox()
+        let total = 300
+        @Sendable func marker(_ i: Int) -> RefreshState {
+            var s = RefreshState()
+            s.schedule.setLastRefresh(RealtimeInstant(microsecondsSinceEpoch: Int64(i)), for: appB)
+            return s
+        }
+        @Sendable func save(_ i: Int) {
+            store.save(marker(i)) { error in
+                let onDisk = StateStore.readAll(store.path).flatMap { try? JSON.parse($0) }.flatMap(RefreshState.decode)
+                let seen = onDisk?.state.schedule.lastRefresh[appB]?.microsecondsSinceEpoch ?? -1
+                log.append(i, ok: error == nil && seen >= Int64(i))
+                // Three "clients": each saves its next change from its completion, two of them at once.
+                if i + 3 < total { save(i + 3) }
+                if i + 3 >= total && i + 1 == total { done.signal() }
+            }
+        }
+        queue.sync { for i in 0..<3 { save(i) } }
+        #expect(done.wait(timeout: .now() + 30) == .success)
+        let (order, allOK) = log.result
+        #expect(allOK)
+        #expect(order == Array(0..<total))
+        #expect(queue.sync { store.durableVersion } == UInt64(total))
+    }
+
     @Test func anUnreadableFileIsSetAsideAndALeftoverTemporaryRemoved() throws {
         let dir = temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -215,5 +249,25 @@ private final class PowerBox: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         return seen
+    }
+}
+
+/// Completion order and results, from another queue.
+private final class OrderBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var order: [Int] = []
+    private var ok = true
+
+    func append(_ i: Int, ok good: Bool) {
+        lock.lock()
+        defer { lock.unlock() }
+        order.append(i)
+        ok = ok && good
+    }
+
+    var result: ([Int], Bool) {
+        lock.lock()
+        defer { lock.unlock() }
+        return (order, ok)
     }
 }

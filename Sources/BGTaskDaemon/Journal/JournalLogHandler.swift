@@ -1,4 +1,5 @@
 public import Logging
+import BGTaskCore
 
 /// Bridges swift-log to the journal sink, so ordinary logs and decisions land in the same place.
 /// Metadata whose key is a valid journal field name (e.g. `BGTASKD_APP`) becomes a field; the rest is
@@ -24,7 +25,11 @@ public struct JournalLogHandler: LogHandler {
             if let f = JournalField(k, "\(v)") { fields.append(f) } else { loose.append("\(k)=\(v)") }
         }
         let text = loose.isEmpty ? "\(event.message)" : "\(event.message) (\(loose.joined(separator: ", ")))"
-        sink.send(text, priority: Self.priority(event.level), fields: fields, file: event.file, line: Int(event.line), function: event.function)
+        // A decision logged through here (e.g. a restart's `terminate`) is as essential as the core's.
+        let essential = fields.first { $0.name == "BGTASKD_DECISION" }
+            .flatMap { DecisionKind(rawValue: $0.value) }.map(JournalBudget.isAlwaysJournaled) ?? false
+        sink.send(text, priority: Self.priority(event.level), fields: fields, essential: essential, file: event.file,
+                  line: Int(event.line), function: event.function)
     }
 
     static func priority(_ level: Logger.Level) -> JournalPriority {

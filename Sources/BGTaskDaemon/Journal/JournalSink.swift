@@ -45,9 +45,16 @@ public enum JournalPriority: Int, Sendable {
 
 /// Writes entries to journald with `sd_journal_sendv`, or to stderr when there is no journal.
 ///
-/// Sending never blocks the caller: entries go to a queue of their own, bounded by `capacity`;
-/// a stalled journald fills it and further entries are dropped and counted, rather than stalling
-/// the daemon's state queue (journald's datagram socket blocks the sender when its queue is full).
+/// Sending never blocks the caller: entries go to a queue of their own, written in order. Two classes
+/// share it (issue 11, SPEC §11):
+/// - *essential* entries (decisions that change an app's state or deny it something, and the journal
+///   budget's summaries) are never dropped. Past `essentialCapacity * 3 / 4` of them waiting, the sink
+///   reports congestion and ``mustHoldClients`` stays true until they have drained to a quarter: the
+///   daemon then stops reading clients for as long as it takes, so what clients cause cannot grow the
+///   queue further, and what the daemon decides on its own (deadlines) is bounded by its apps.
+/// - *detail* entries (grants and ends within the budget, notifications, ordinary logs) are bounded by
+///   `capacity`; a stalled journald fills it and further ones are dropped and counted, rather than
+///   stalling the daemon's state queue (journald's datagram socket blocks the sender when its queue is full).
 ///
 /// Entries are handed over in batches: the writer is woken `batchWindow` after the first entry of a
 /// batch arrives, and takes everything queued by then. Between `holdWakeups()` and `releaseWakeups()` (one
@@ -65,6 +72,7 @@ public final class JournalSink: Sendable {
         var file: String
         var line: Int
         var function: String
+        var essential = false
 
         var allFields: [JournalField] { makeFields.map { fields + $0() } ?? fields }
     }
@@ -83,9 +91,15 @@ public final class JournalSink: Sendable {
     /// (under systemd it logged "Failed to set thread priority … errno=13").
     private let queue = DispatchQueue(label: "bgtaskd.journal")
     private let capacity: Int
+    private let essentialCapacity: Int
     private let batch = Mutex(Batch())
-    /// Entries queued or being written.
+    /// Detail entries queued or being written.
     private let pending = Atomic<Int>(0)
+    /// Essential entries queued or being written.
+    private let pendingEssential = Atomic<Int>(0)
+    private let essentialCount = Atomic<Int>(0)
+    /// Between essential entries crossing `essentialHighWater` and falling back to `essentialLowWater`.
+    private let holdingClients = Atomic<Bool>(false)
     private let droppedCount = Atomic<Int>(0)
     private let sentCount = Atomic<Int>(0)
     /// Between crossing `highWater` and falling back to `lowWater`.
@@ -93,11 +107,16 @@ public final class JournalSink: Sendable {
     private let congestionHandlers = Mutex<(congested: @Sendable () -> Void, relieved: @Sendable () -> Void)?>(nil)
     private var highWater: Int { max(1, capacity * 3 / 4) }
     private var lowWater: Int { capacity / 4 }
+    private var essentialHighWater: Int { max(1, essentialCapacity * 3 / 4) }
+    private var essentialLowWater: Int { essentialCapacity / 4 }
 
     /// `destination` nil: the journal when its socket exists, else stderr.
-    public init(identifier: String = "bgtaskd", destination: Destination? = nil, capacity: Int = 4096) {
+    public init(identifier: String = "bgtaskd", destination: Destination? = nil, capacity: Int = 4096,
+                essentialCapacity: Int = 16384)
+    {
         self.identifier = identifier
         self.capacity = capacity
+        self.essentialCapacity = essentialCapacity
         if let destination {
             self.destination = destination
         } else {
@@ -117,37 +136,55 @@ public final class JournalSink: Sendable {
     /// True while the queue is congested (see `onCongestion`).
     public var isCongested: Bool { congested.load(ordering: .relaxed) }
 
-    /// Entries dropped because the queue was full.
+    /// True while more essential entries wait than the sink lets clients add to: the daemon must not
+    /// serve clients (however long journald stalls) until this is false again.
+    public var mustHoldClients: Bool { holdingClients.load(ordering: .relaxed) }
+
+    /// Essential entries waiting to be written.
+    public var essentialPending: Int { pendingEssential.load(ordering: .relaxed) }
+    /// Essential entries queued so far (never dropped).
+    public var essentialQueued: Int { essentialCount.load(ordering: .relaxed) }
+
+    /// Detail entries dropped because the queue was full (essential entries never are).
     public var dropped: Int { droppedCount.load(ordering: .relaxed) }
     /// Entries written.
     public var sent: Int { sentCount.load(ordering: .relaxed) }
 
     /// Queues one entry. `fields` must not repeat MESSAGE, PRIORITY, SYSLOG_IDENTIFIER or CODE_*.
     public func send(
-        _ message: String, priority: JournalPriority = .info, fields: [JournalField] = [],
+        _ message: String, priority: JournalPriority = .info, fields: [JournalField] = [], essential: Bool = false,
         file: String = #fileID, line: Int = #line, function: String = #function
     ) {
-        enqueue(Entry(message: message, priority: priority, fields: fields, file: file, line: line, function: function))
+        enqueue(Entry(message: message, priority: priority, fields: fields, file: file, line: line, function: function,
+                      essential: essential))
     }
 
     /// Queues one entry whose fields `makeFields` builds on the writer's queue, off the caller's.
     public func send(
-        _ message: String, priority: JournalPriority = .info,
+        _ message: String, priority: JournalPriority = .info, essential: Bool = false,
         file: String = #fileID, line: Int = #line, function: String = #function,
         fields makeFields: @escaping @Sendable () -> [JournalField]
     ) {
         enqueue(Entry(message: message, priority: priority, fields: [], makeFields: makeFields, file: file, line: line,
-                      function: function))
+                      function: function, essential: essential))
     }
 
     private func enqueue(_ entry: Entry) {
-        let count = pending.add(1, ordering: .relaxed).newValue
-        if count > capacity {
-            pending.subtract(1, ordering: .relaxed)
-            droppedCount.add(1, ordering: .relaxed)
-            return
+        let full: Bool
+        if entry.essential {
+            essentialCount.add(1, ordering: .relaxed)
+            full = pendingEssential.add(1, ordering: .relaxed).newValue >= essentialHighWater
+            if full { holdingClients.store(true, ordering: .relaxed) }
+        } else {
+            let count = pending.add(1, ordering: .relaxed).newValue
+            if count > capacity {
+                pending.subtract(1, ordering: .relaxed)
+                droppedCount.add(1, ordering: .relaxed)
+                return
+            }
+            full = count >= highWater
         }
-        if count >= highWater, congested.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged {
+        if full, congested.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged {
             congestionHandlers.withLock { $0 }?.congested()
         }
         let wake = batch.withLock { b -> Bool in
@@ -200,8 +237,18 @@ public final class JournalSink: Sendable {
         for e in entries {
             writeEntry(e)
             sentCount.add(1, ordering: .relaxed)
-            let left = pending.subtract(1, ordering: .relaxed).newValue
-            if left <= lowWater, congested.compareExchange(expected: true, desired: false, ordering: .relaxed).exchanged {
+            let left: Int, essentialLeft: Int
+            if e.essential {
+                essentialLeft = pendingEssential.subtract(1, ordering: .relaxed).newValue
+                left = pending.load(ordering: .relaxed)
+                if essentialLeft <= essentialLowWater { holdingClients.store(false, ordering: .relaxed) }
+            } else {
+                left = pending.subtract(1, ordering: .relaxed).newValue
+                essentialLeft = pendingEssential.load(ordering: .relaxed)
+            }
+            if left <= lowWater, essentialLeft <= essentialLowWater,
+                congested.compareExchange(expected: true, desired: false, ordering: .relaxed).exchanged
+            {
                 congestionHandlers.withLock { $0 }?.relieved()
             }
         }

@@ -16,5 +16,6 @@ public enum MessageIDs {
         "complete-task": "7870d78f41c94832a0ed021c487e4908",
         "notify": "2e739e318a724106ab74b58e87105333",
         "policy": "6479e7c1bc8c40349d51cb290168cbdd",
+        "coalesced": "6003c06c701d4aaeaff590025241a3a8",
     ]
 }

@@ -537,8 +537,15 @@ final class RefreshController: @unchecked Sendable {
         {
             state.schedule.started(identifier, for: app, at: wallClock())
             deniedNotices[app]?[identifier] = nil
-            service.run(input, for: request)
-            store.save(state) { [weak self] error in self?.saveFailed(error) }
+            // The request leaves the pending list: answer only once the file says so too (issue 11).
+            let snapshot = state
+            service.run(input, for: request, answer: { [weak self] reply in
+                guard let self else { return reply() }
+                self.store.save(snapshot) { [weak self] error in
+                    self?.saveFailed(error)
+                    reply()
+                }
+            })
             plan()
         } else {
             service.run(input, for: request)

@@ -173,7 +173,8 @@ final class StateStore: @unchecked Sendable {
     }
 
     private func startWrite() {
-        guard let bytes = latest else { return }
+        // One write at a time: a completion run by `finished` may already have started the next one.
+        guard !writing, let bytes = latest else { return }
         latest = nil
         writing = true
         let target = version
@@ -185,14 +186,22 @@ final class StateStore: @unchecked Sendable {
         }
     }
 
+    /// A write of every save up to `target` is durable (or failed): answer those saves, in the order they
+    /// were made, then write what was saved meanwhile. Writes are strictly in version order, so the file
+    /// never goes back to an older state once a newer one was answered.
     private func finished(_ target: UInt64, error: String?) {
+        precondition(target > durableVersion || error != nil, "state writes out of order")
         writing = false
         writes += 1
-        let done = waiters.filter { $0.version <= target }
-        waiters.removeAll { $0.version <= target }
+        if error == nil { durableVersion = target }
+        let done = waiters.prefix { $0.version <= target }
+        waiters.removeFirst(done.count)
         for w in done { w.completion(error) }
-        if latest != nil { startWrite() }
+        startWrite()
     }
+
+    /// The newest version known to be on disk.
+    private(set) var durableVersion: UInt64 = 0
 
     /// Write, fsync, rename, fsync the directory. Returns an error text, nil on success.
     static func writeAtomically(_ bytes: [UInt8], path: String, temporaryPath: String, directory: String) -> String? {
