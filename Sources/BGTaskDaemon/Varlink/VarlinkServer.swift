@@ -384,9 +384,14 @@ public final class VarlinkConnection: @unchecked Sendable, Hashable, CustomStrin
     private let fd: Int32
     private unowned let server: VarlinkServer
     private var framer: VarlinkFramer
-    /// The epoll events registered for `fd`; 0: not in the set at all (so that a hang-up, which epoll
-    /// reports whatever the mask, cannot spin while reading is paused).
+    /// The epoll events registered for `fd` while `inSet`.
     private var registered: UInt32 = 0
+    /// In the server's epoll set. Out of it while reading is paused or once the peer's hang-up was seen:
+    /// epoll reports a hang-up whatever the mask, which would spin. In it with an empty mask after the
+    /// peer's EOF, so that its hang-up (the peer closed, not only shut down its sending side) is seen.
+    private var inSet = false
+    /// The peer closed its end altogether (EPOLLHUP): nothing sent can reach it any more.
+    private var peerGone = false
     private var readPaused = false
     private var outBuffer: [UInt8] = []
     private var outStart = 0
@@ -421,7 +426,7 @@ public final class VarlinkConnection: @unchecked Sendable, Hashable, CustomStrin
     /// Joins the server's epoll set; false if that failed (the caller closes the descriptor).
     func start() -> Bool {
         updateInterest()
-        return registered != 0
+        return inSet
     }
 
     private func updateInterest() {
@@ -429,9 +434,19 @@ public final class VarlinkConnection: @unchecked Sendable, Hashable, CustomStrin
         var want: UInt32 = 0
         if !readPaused && !peerFinishedSending { want |= BGTASKD_EPOLLIN }
         if outBuffer.count > outStart { want |= BGTASKD_EPOLLOUT }
-        guard want != registered else { return }
-        let op = registered == 0 ? BGTASKD_EPOLL_CTL_ADD : (want == 0 ? BGTASKD_EPOLL_CTL_DEL : BGTASKD_EPOLL_CTL_MOD)
-        if server.epollControl(op, fd: fd, events: want, token: id) == 0 || op == BGTASKD_EPOLL_CTL_DEL {
+        // With an empty mask only the hang-up can be reported: wanted after an EOF (a stream still open
+        // on a connection whose peer is gone must be noticed), not while paused or once seen.
+        let stay = want != 0 || (!readPaused && !peerGone)
+        guard stay else {
+            if inSet { _ = server.epollControl(BGTASKD_EPOLL_CTL_DEL, fd: fd, events: 0, token: id) }
+            inSet = false
+            registered = 0
+            return
+        }
+        if inSet && want == registered { return }
+        let op = inSet ? BGTASKD_EPOLL_CTL_MOD : BGTASKD_EPOLL_CTL_ADD
+        if server.epollControl(op, fd: fd, events: want, token: id) == 0 {
+            inSet = true
             registered = want
         } else {
             close()
@@ -443,6 +458,29 @@ public final class VarlinkConnection: @unchecked Sendable, Hashable, CustomStrin
         guard !isClosed else { return }
         let readable = BGTASKD_EPOLLIN | BGTASKD_EPOLLHUP | BGTASKD_EPOLLERR
         if mask & readable != 0 && !readPaused && !peerFinishedSending { readAvailable() }
+        guard !isClosed else { return }
+        if mask & (BGTASKD_EPOLLHUP | BGTASKD_EPOLLERR) != 0 {
+            peerGone = true
+            finishIfPeerGone()
+        }
+    }
+
+    /// issue 11: once the peer has closed (not only shut down its sending side) and everything it sent
+    /// was read, a call that streams (`more`: CheckIn, Monitor) can never end, and nothing written can
+    /// reach anyone: the connection closes instead of being kept for ever (one socket per app lifecycle
+    /// was kept before). A call still being answered closes it when its reply fails to be written.
+    private func finishIfPeerGone() {
+        guard peerGone, !isClosed else { return }
+        guard peerFinishedSending else {
+            updateInterest()
+            return
+        }
+        if let call = current, call.more {
+            close()
+            return
+        }
+        updateInterest()
+        closeIfDrained()
     }
 
     // MARK: reading
@@ -465,6 +503,7 @@ public final class VarlinkConnection: @unchecked Sendable, Hashable, CustomStrin
                 updateInterest()
                 _ = drainFramer()
                 closeIfDrained()
+                finishIfPeerGone()
                 return
             } else {
                 let e = errno
@@ -680,7 +719,8 @@ public final class VarlinkConnection: @unchecked Sendable, Hashable, CustomStrin
     /// Closes the connection at once; the service hears `connectionClosed`.
     public func close() {
         guard !isClosed else { return }
-        if registered != 0 { _ = server.epollControl(BGTASKD_EPOLL_CTL_DEL, fd: fd, events: 0, token: id) }
+        if inSet { _ = server.epollControl(BGTASKD_EPOLL_CTL_DEL, fd: fd, events: 0, token: id) }
+        inSet = false
         registered = 0
         isClosed = true
         // Out of the epoll set and with no Dispatch source on it, the descriptor can go at once.
