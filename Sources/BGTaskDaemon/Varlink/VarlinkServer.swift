@@ -86,6 +86,8 @@ public final class VarlinkServer: @unchecked Sendable {
     private var methodsByInterface: [String: Set<String>] = [:]
     /// Every declared method, fully qualified.
     private var knownMethods: Set<String> = []
+    /// The descriptions parsed: every call is checked against its method's declaration (issue 11).
+    private var registry = VarlinkInterfaceRegistry()
     private var interfaceOrder: [String] = []
 
     /// True while a turn runs: replies are collected and written at its end.
@@ -170,6 +172,12 @@ public final class VarlinkServer: @unchecked Sendable {
         let methods = Interfaces.methodNames(in: description)
         methodsByInterface[name] = methods
         for m in methods { knownMethods.insert(name + "." + m) }
+        do {
+            try registry.register(description: description)
+        } catch {
+            // The descriptions are the program's own (VarlinkSignatureTests parses every one).
+            assertionFailure("interface \(name): \(error)")
+        }
     }
 
     /// Starts accepting on a listening socket (bound here or passed by systemd). Call on `queue`.
@@ -323,6 +331,11 @@ public final class VarlinkServer: @unchecked Sendable {
             }
             return
         }
+        // issue 11: `upgrade` and parameters of the wrong type, for every method, before any handler.
+        if let error = registry.check(call) {
+            request.fail(error)
+            return
+        }
         if call.interface == Interfaces.serviceName {
             serveServiceInterface(request)
             return
@@ -383,7 +396,8 @@ public final class VarlinkConnection: @unchecked Sendable, Hashable, CustomStrin
     public let peer: PeerCredentials
     private let fd: Int32
     private unowned let server: VarlinkServer
-    private var framer: VarlinkFramer
+    /// Framing and decoding (BGTaskProtocol's `VarlinkInboundDecoder`, as the fuzz target runs it).
+    private var framer: VarlinkInboundDecoder
     /// The epoll events registered for `fd` while `inSet`.
     private var registered: UInt32 = 0
     /// In the server's epoll set. Out of it while reading is paused or once the peer's hang-up was seen:
@@ -416,7 +430,7 @@ public final class VarlinkConnection: @unchecked Sendable, Hashable, CustomStrin
         self.fd = fd
         self.peer = peer
         self.server = server
-        self.framer = VarlinkFramer(maxMessageSize: server.limits.maxMessageSize)
+        self.framer = VarlinkInboundDecoder(maxMessageSize: server.limits.maxMessageSize)
     }
 
     public static func == (a: VarlinkConnection, b: VarlinkConnection) -> Bool { a === b }
@@ -517,32 +531,17 @@ public final class VarlinkConnection: @unchecked Sendable, Hashable, CustomStrin
     /// Decodes complete messages while there is room, then serves; false when the connection closed.
     private func drainFramer() -> Bool {
         while pending.count - pendingHead < server.limits.maxPendingCalls {
-            let message: ArraySlice<UInt8>?
-            do {
-                message = try framer.next()
-            } catch {
-                // Oversized: nothing after it can be trusted.
+            guard let inbound = framer.next() else { break }
+            switch inbound {
+            case .call(let call):
+                pending.append(call)
+            case .reject(let error):
+                enqueueFailure(error)
+            case .close:
+                // Oversized, invalid JSON or not an object: nothing after it can be trusted.
                 close()
                 return false
             }
-            guard let message else { break }
-            let call: VarlinkCall
-            do {
-                call = try VarlinkCall.decode(message)
-            } catch {
-                switch error {
-                case .invalidJSON, .notAnObject:
-                    close()
-                    return false
-                case .missingMethod:
-                    enqueueFailure(.invalidParameter("method"))
-                    continue
-                case .invalidField(let f):
-                    enqueueFailure(.invalidParameter(f))
-                    continue
-                }
-            }
-            pending.append(call)
         }
         if pending.count - pendingHead >= server.limits.maxPendingCalls { pauseReading() }
         serveNext()
