@@ -40,6 +40,12 @@ public struct DaemonConfig: Hashable, Sendable {
     public var launcherSocket: String? = nil
     /// `MaxMessageSize=`: largest Varlink message accepted, in bytes; a larger one closes the connection.
     public var maxMessageSize: Int = 64 * 1024
+    /// `MaxConnectionsPerUser=`: connections one uid may hold open at once (root exempt); more are
+    /// refused (issue 11).
+    public var maxConnectionsPerUser: Int = 128
+    /// `IncompleteMessageTimeoutSec=`: a connection that began a message and has not completed it within
+    /// this is closed (issue 11). Idle connections are not affected.
+    public var incompleteMessageTimeoutUSec: Int64 = 10 * second
 
     // [Lifecycle]
     /// `DidEnterBackgroundTimeoutSec=`: time to acknowledge `did-enter-background` (and the grace window of
@@ -279,6 +285,13 @@ extension DaemonConfig {
             }
             config.maxMessageSize = Int(size)
         }, format: { ByteSize.format(Int64($0.maxMessageSize)) }),
+        KeyDefinition(section: "Daemon", key: "MaxConnectionsPerUser", apply: { config, value throws(ConfigError.Kind) in
+            if value.isEmpty { config.maxConnectionsPerUser = DaemonConfig().maxConnectionsPerUser; return }
+            guard let n = parseDecimal(value) else { throw .invalidInteger(value) }
+            guard n >= 1, n <= 1_000_000 else { throw .invalid("must be between 1 and 1000000") }
+            config.maxConnectionsPerUser = n
+        }, format: { String($0.maxConnectionsPerUser) }),
+        time("Daemon", "IncompleteMessageTimeoutSec", \.incompleteMessageTimeoutUSec, minimum: 1000),
 
         time("Lifecycle", "DidEnterBackgroundTimeoutSec", \.didEnterBackgroundTimeoutUSec, minimum: 1),
         time("Lifecycle", "BackgroundTimeBudgetSec", \.backgroundTimeBudgetUSec, minimum: 1),

@@ -108,6 +108,10 @@ extension LifecycleMachine {
         assertionTable.ids.compactMap { assertionSnapshot($0, now: now) }
     }
 
+    /// The app whose acknowledgement `event` waits for; `nil` when none does (issue 11: only that app's
+    /// user, or root, may acknowledge it).
+    public func appAwaitingAcknowledgement(of event: EventID) -> AppID? { pendingAcks[event] }
+
     /// `BackgroundTimeRemaining(appId)`: `nil` in the foreground (unlimited) and when not running.
     public func backgroundTimeRemaining(of app: AppID, now: Instant) -> TimeSpan? {
         guard let i = slots[app] else { return nil }

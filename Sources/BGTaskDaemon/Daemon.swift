@@ -84,6 +84,8 @@ public final class Daemon: @unchecked Sendable {
             service.reloadHandler = { [weak self] in self?.reload() }
             var limits = VarlinkLimits()
             limits.maxMessageSize = config.maxMessageSize
+            limits.maxConnectionsPerUser = config.daemon.maxConnectionsPerUser  // issue 11
+            limits.incompleteMessageTimeoutUSec = config.daemon.incompleteMessageTimeoutUSec
             let server = VarlinkServer(queue: queue, service: service, limits: limits)
             service.server = server
             server.beforeTurn = { [journal] in journal.holdWakeups() }
@@ -209,6 +211,8 @@ public final class Daemon: @unchecked Sendable {
         case .success(let config):
             for w in config.warnings { logger.warning("\(w)") }
             service?.apply(config)
+            server?.limits.maxConnectionsPerUser = config.daemon.maxConnectionsPerUser  // issue 11
+            server?.limits.incompleteMessageTimeoutUSec = config.daemon.incompleteMessageTimeoutUSec
             updateMemoryPressure(config)  // issue 5
             logger.info("configuration reloaded")
             notifier.ready(status: "Serving (configuration reloaded)")

@@ -150,7 +150,18 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
 
         if call.methodName == "Acknowledge" {
             guard let raw = p["eventId"]?.intValue, raw > 0 else { return request.fail(.invalidParameter("eventId")) }
-            return run(.eventAcknowledged(EventID(UInt64(raw))), for: request)
+            let event = EventID(UInt64(raw))
+            // issue 11: event ids are small and sequential; only the app's own user (whose processes
+            // alone can hold its event stream) or root may acknowledge its events.
+            if let app = machine.appAwaitingAcknowledgement(of: event), request.peer.uid != 0,
+                request.peer.uid != expectedUID(app)
+            {
+                record(Decision(kind: .deny, reason: .permissionDenied, app: app, severity: .warning,
+                                message: "Denied Acknowledge of event \(raw) of \(app) to \(request.peer): not the app's user"),
+                       peer: request.peer)
+                return request.fail(VarlinkError(prefix + ".PermissionDenied"))
+            }
+            return run(.eventAcknowledged(event), for: request)
         }
         guard let app = appParameter(request, prefix: prefix) else { return }
         let peer = request.peer

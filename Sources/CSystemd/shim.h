@@ -43,6 +43,33 @@ static inline int bgtaskd_pidfd_open(pid_t pid) {
 #define MSG_CMSG_CLOEXEC 0x40000000
 #endif
 
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
+
+/* Closes every descriptor from `from` to `to` (inclusive): close_range(2), or one by one where the
+ * kernel lacks it (before 5.9). */
+static inline void bgtaskd_close_range(unsigned int from, unsigned int to) {
+    if (from > to) return;
+    if (syscall(SYS_close_range, from, to, 0) == 0) return;
+    long max = sysconf(_SC_OPEN_MAX);
+    if (max < 0 || max > 65536) max = 65536;
+    for (long fd = from; fd <= (long)to && fd < max; fd++) close((int)fd);
+}
+
+/* Closes every descriptor above 2 except `keep_a` and `keep_b` (-1: none). For a freshly forked child. */
+static inline void bgtaskd_close_all_but(int keep_a, int keep_b) {
+    int lo = keep_a < keep_b ? keep_a : keep_b, hi = keep_a < keep_b ? keep_b : keep_a;
+    unsigned int next = 3;
+    int keep[2] = { lo, hi };
+    for (int i = 0; i < 2; i++) {
+        if (keep[i] < (int)next) continue;
+        bgtaskd_close_range(next, (unsigned int)keep[i] - 1);
+        next = (unsigned int)keep[i] + 1;
+    }
+    bgtaskd_close_range(next, ~0U);
+}
+
 /* Which step of bgtaskd_spawn_app failed (reported in *stage). */
 enum {
     BGTASKD_SPAWN_SETUP = 0,  /* pipe or fork in the parent */
@@ -61,13 +88,17 @@ static inline pid_t bgtaskd_spawn_app(const char *path, char *const argv[], char
                                       uid_t uid, gid_t gid, int set_ids, int cgroup_procs_fd, int *stage) {
     int pfd[2];
     *stage = BGTASKD_SPAWN_SETUP;
-    if (pipe(pfd) != 0) return -errno;
-    fcntl(pfd[0], F_SETFD, FD_CLOEXEC);
-    fcntl(pfd[1], F_SETFD, FD_CLOEXEC);
+    /* Close-on-exec from the start (pipe2; glibc declares it only under _GNU_SOURCE): another thread may fork meanwhile. */
+    if (syscall(SYS_pipe2, pfd, O_CLOEXEC) != 0) return -errno;
     pid_t pid = fork();
     if (pid < 0) { int e = errno; close(pfd[0]); close(pfd[1]); return -e; }
     if (pid == 0) {
         int report[2] = { BGTASKD_SPAWN_CGROUP, 0 };
+        /* issue 11: first of all, nothing of the spawner's survives into the app: every descriptor
+         * above 2 but the two the child still needs is closed now, not at exec (close-on-exec alone
+         * leaves the spawner's listening socket open in the child until then: a daemon restarted
+         * meanwhile found it "still listening", its first client got ECONNRESET). */
+        bgtaskd_close_all_but(pfd[1], cgroup_procs_fd);
         sigset_t none;
         sigemptyset(&none);
         for (int s = 1; s < 32; s++) if (s != SIGKILL && s != SIGSTOP) signal(s, SIG_DFL);

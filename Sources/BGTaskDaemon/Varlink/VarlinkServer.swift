@@ -52,6 +52,17 @@ public struct VarlinkLimits: Sendable {
     public var maxBufferedBytes = 8 * 1024 * 1024
     /// Reading pauses while this many calls wait behind the one being served.
     public var maxPendingCalls = 256
+    /// Connections one uid may hold at once; root is exempt (`MaxConnectionsPerUser=`).
+    public var maxConnectionsPerUser = 128
+    /// A connection that began a message and has not completed it within this many microseconds is
+    /// closed (`IncompleteMessageTimeoutSec=`); nil: never. Idle connections are left alone.
+    public var incompleteMessageTimeoutUSec: Int64? = 10_000_000
+    /// Descriptors never given to client connections: the daemon's own (journal, pidfds, cgroup
+    /// files, launches). At most a quarter of RLIMIT_NOFILE.
+    public var reservedDescriptors = 64
+    /// Of the connections allowed, this many are kept for root (bgtaskctl as root, the launcher's
+    /// administrator) once every other user's together reach the rest.
+    public var reservedForRoot = 16
 
     public init() {}
 }
@@ -70,7 +81,8 @@ public struct VarlinkLimits: Sendable {
 public final class VarlinkServer: @unchecked Sendable {
     // @unchecked: every mutable field is touched only on `queue`.
     public let queue: DispatchQueue
-    public let limits: VarlinkLimits
+    /// Changed on `queue` only (a reload); the connection bounds apply to connections accepted later.
+    public var limits: VarlinkLimits
     public let vendor: String
     public let product: String
     public let version: String
@@ -86,6 +98,8 @@ public final class VarlinkServer: @unchecked Sendable {
     private var methodsByInterface: [String: Set<String>] = [:]
     /// Every declared method, fully qualified.
     private var knownMethods: Set<String> = []
+    /// The descriptions parsed: every call is checked against its method's declaration (issue 11).
+    private var registry = VarlinkInterfaceRegistry()
     private var interfaceOrder: [String] = []
 
     /// True while a turn runs: replies are collected and written at its end.
@@ -122,11 +136,33 @@ public final class VarlinkServer: @unchecked Sendable {
         guard ioPaused else { return }
         ioPaused = false
         epollSource?.resume()
+        let now = Monotonic.nowUSec()
+        for c in incomplete.values { c.restartIncompleteClock(now) }
         if !runnable.isEmpty { scheduleTurn() }
     }
 
     /// Calls received since start.
     public private(set) var callCount = 0
+
+    // issue 11: bounds on connections, and no busy loop when out of descriptors.
+    /// Open connections per uid.
+    private var connectionsByUID: [UInt32: Int] = [:]
+    /// Open connections of uids other than root.
+    private var unprivilegedConnections = 0
+    /// Connections allowed at once (from RLIMIT_NOFILE at start, less `reservedDescriptors`).
+    public let maxConnections: Int
+    /// Connections refused since start (a uid at its bound, every connection slot taken).
+    public private(set) var refusedConnections = 0
+    /// True while accept(2) failed for want of descriptors: the listeners are out of the epoll set
+    /// (they would be reported ready in every turn, a busy loop) until a connection closes or 100 ms pass.
+    public private(set) var acceptPaused = false
+    /// Retries accepting while paused. Made and armed once at start: out of descriptors, libdispatch
+    /// could not make the timer descriptor a first timer on its clock needs.
+    private var acceptRetryTimer: (any DispatchSourceTimer)?
+    /// Connections holding part of a message, and since when (monotonic µs).
+    private var incomplete: [UInt64: VarlinkConnection] = [:]
+    private var incompleteTimer: (any DispatchSourceTimer)?
+    private var incompleteTimerArmed = false
     /// One read buffer for every connection (all reads happen on `queue`): no allocation per event.
     fileprivate let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 65536, alignment: 16)
     public var connectionCount: Int { connections.count }
@@ -139,6 +175,9 @@ public final class VarlinkServer: @unchecked Sendable {
         self.queue = queue
         self.service = service
         self.limits = limits
+        var rl = rlimit()
+        let soft = getrlimit(Int32(RLIMIT_NOFILE.rawValue), &rl) == 0 && rl.rlim_cur < 1 << 30 ? Int(rl.rlim_cur) : 1024
+        maxConnections = max(8, soft - min(limits.reservedDescriptors, soft / 4))
         self.vendor = vendor
         self.product = product
         self.version = version
@@ -154,11 +193,24 @@ public final class VarlinkServer: @unchecked Sendable {
         source.setEventHandler { [weak self] in self?.turn() }
         source.resume()
         epollSource = source
+        let retry = DispatchSource.makeTimerSource(queue: queue)
+        retry.setEventHandler { [weak self] in
+            guard let self, self.acceptPaused else { return }
+            self.resumeAccepting()
+        }
+        retry.schedule(deadline: .now())
+        retry.resume()
+        acceptRetryTimer = retry
     }
 
     deinit {
         if ioPaused { epollSource?.resume() }
         epollSource?.cancel()
+        acceptRetryTimer?.cancel()
+        if let t = incompleteTimer {
+            if !incompleteTimerArmed { t.resume() }
+            t.cancel()
+        }
         readBuffer.deallocate()
         eventTokens.deallocate()
         eventMasks.deallocate()
@@ -170,6 +222,12 @@ public final class VarlinkServer: @unchecked Sendable {
         let methods = Interfaces.methodNames(in: description)
         methodsByInterface[name] = methods
         for m in methods { knownMethods.insert(name + "." + m) }
+        do {
+            try registry.register(description: description)
+        } catch {
+            // The descriptions are the program's own (VarlinkSignatureTests parses every one).
+            assertionFailure("interface \(name): \(error)")
+        }
     }
 
     /// Starts accepting on a listening socket (bound here or passed by systemd). Call on `queue`.
@@ -293,8 +351,18 @@ public final class VarlinkServer: @unchecked Sendable {
         // the rest are taken next turn).
         for _ in 0..<64 {
             let fd = bgtaskd_accept_nonblocking(listenFD)
-            if fd < 0 { return }
+            if fd < 0 {
+                let e = errno
+                if e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM { pauseAccepting() }
+                return
+            }
             let peer = PeerCredentials.of(fd: fd) ?? PeerCredentials(pid: 0, uid: UInt32.max, gid: UInt32.max)
+            guard admits(peer) else {
+                // Refused: closed at once, so that the client hears it rather than waiting.
+                refusedConnections += 1
+                Glibc.close(fd)
+                continue
+            }
             let token = takeToken()
             let c = VarlinkConnection(id: token, fd: fd, peer: peer, server: self)
             guard c.start() else {
@@ -302,12 +370,91 @@ public final class VarlinkServer: @unchecked Sendable {
                 continue
             }
             connections[token] = c
+            connectionsByUID[peer.uid, default: 0] += 1
+            if peer.uid != 0 { unprivilegedConnections += 1 }
         }
+    }
+
+    /// issue 11: one uid holds at most `maxConnectionsPerUser` connections, and all but root together
+    /// at most `maxConnections - reservedForRoot`: one user cannot take every descriptor, and root
+    /// (bgtaskctl) still gets in. An app's connections count for its own uid only.
+    private func admits(_ peer: PeerCredentials) -> Bool {
+        if connections.count >= maxConnections { return false }
+        if peer.uid == 0 { return true }
+        if unprivilegedConnections >= maxConnections - min(limits.reservedForRoot, maxConnections / 2) { return false }
+        return connectionsByUID[peer.uid, default: 0] < limits.maxConnectionsPerUser
+    }
+
+    /// Out of descriptors: stop watching the listeners (a pending connection keeps them ready, and every
+    /// turn would fail again at once) until a connection closes or 100 ms pass. Clients wait in the
+    /// backlog meanwhile.
+    private func pauseAccepting() {
+        guard !acceptPaused else { return }
+        acceptPaused = true
+        for (_, fd) in listeners { _ = epollControl(BGTASKD_EPOLL_CTL_DEL, fd: fd, events: 0, token: 0) }
+        acceptRetryTimer?.schedule(deadline: .now() + .milliseconds(100), leeway: .milliseconds(10))
+    }
+
+    private func resumeAccepting() {
+        guard acceptPaused else { return }
+        acceptPaused = false
+        for (token, fd) in listeners { _ = epollControl(BGTASKD_EPOLL_CTL_ADD, fd: fd, events: BGTASKD_EPOLLIN, token: token) }
     }
 
     fileprivate func forget(_ connection: VarlinkConnection) {
         guard connections.removeValue(forKey: connection.id) != nil else { return }
+        let uid = connection.peer.uid
+        if let n = connectionsByUID[uid] { connectionsByUID[uid] = n > 1 ? n - 1 : nil }
+        if uid != 0 { unprivilegedConnections -= 1 }
+        incomplete[connection.id] = nil
+        // A descriptor is free again.
+        if acceptPaused { resumeAccepting() }
         service?.connectionClosed(connection)
+    }
+
+    // MARK: messages left half-sent
+
+    /// `c` holds part of a message (or no longer does).
+    fileprivate func noteIncomplete(_ c: VarlinkConnection, _ partial: Bool) {
+        if partial {
+            incomplete[c.id] = c
+            armIncompleteTimer()
+        } else {
+            incomplete[c.id] = nil
+        }
+    }
+
+    /// One timer for every connection holding part of a message, running only while there is one.
+    private func armIncompleteTimer() {
+        guard let timeout = limits.incompleteMessageTimeoutUSec, !incompleteTimerArmed else { return }
+        let period = DispatchTimeInterval.microseconds(Int(min(max(timeout / 4, 50_000), 1_000_000)))
+        if incompleteTimer == nil {
+            let t = DispatchSource.makeTimerSource(queue: queue)
+            t.setEventHandler { [weak self] in self?.sweepIncomplete() }
+            incompleteTimer = t
+            t.schedule(deadline: .now() + period, repeating: period, leeway: .milliseconds(20))
+            t.resume()
+        } else {
+            incompleteTimer?.schedule(deadline: .now() + period, repeating: period, leeway: .milliseconds(20))
+            incompleteTimer?.resume()
+        }
+        incompleteTimerArmed = true
+    }
+
+    private func sweepIncomplete() {
+        let now = Monotonic.nowUSec()
+        // While the server does not read (journal congestion) or a connection is paused (its replies
+        // unread, its queue full), the rest of a message cannot arrive: that time does not count.
+        if let timeout = limits.incompleteMessageTimeoutUSec, !ioPaused {
+            for c in Array(incomplete.values) where !c.readingPaused && c.incompleteSinceUSec.map({ now - $0 >= timeout }) == true {
+                // The partial message is dropped with its connection; calls already answered stay answered.
+                c.close()
+            }
+        }
+        if incomplete.isEmpty || limits.incompleteMessageTimeoutUSec == nil, incompleteTimerArmed {
+            incompleteTimer?.suspend()
+            incompleteTimerArmed = false
+        }
     }
 
     fileprivate func dispatch(_ request: VarlinkRequest) {
@@ -321,6 +468,11 @@ public final class VarlinkServer: @unchecked Sendable {
             } else {
                 request.fail(.methodNotFound(call.method))
             }
+            return
+        }
+        // issue 11: `upgrade` and parameters of the wrong type, for every method, before any handler.
+        if let error = registry.check(call) {
+            request.fail(error)
             return
         }
         if call.interface == Interfaces.serviceName {
@@ -383,10 +535,16 @@ public final class VarlinkConnection: @unchecked Sendable, Hashable, CustomStrin
     public let peer: PeerCredentials
     private let fd: Int32
     private unowned let server: VarlinkServer
-    private var framer: VarlinkFramer
-    /// The epoll events registered for `fd`; 0: not in the set at all (so that a hang-up, which epoll
-    /// reports whatever the mask, cannot spin while reading is paused).
+    /// Framing and decoding (BGTaskProtocol's `VarlinkInboundDecoder`, as the fuzz target runs it).
+    private var framer: VarlinkInboundDecoder
+    /// The epoll events registered for `fd` while `inSet`.
     private var registered: UInt32 = 0
+    /// In the server's epoll set. Out of it while reading is paused or once the peer's hang-up was seen:
+    /// epoll reports a hang-up whatever the mask, which would spin. In it with an empty mask after the
+    /// peer's EOF, so that its hang-up (the peer closed, not only shut down its sending side) is seen.
+    private var inSet = false
+    /// The peer closed its end altogether (EPOLLHUP): nothing sent can reach it any more.
+    private var peerGone = false
     private var readPaused = false
     private var outBuffer: [UInt8] = []
     private var outStart = 0
@@ -405,13 +563,21 @@ public final class VarlinkConnection: @unchecked Sendable, Hashable, CustomStrin
     public private(set) var isClosed = false
     /// Anything the service wants to remember about this connection (e.g. the app it checked in as).
     public var userInfo: [String: String] = [:]
+    /// Since when part of a message waits for the rest (monotonic µs); nil: none does.
+    fileprivate private(set) var incompleteSinceUSec: Int64?
+    fileprivate var readingPaused: Bool { readPaused }
+
+    /// Reading resumed: the rest of the message could not arrive while it was paused.
+    fileprivate func restartIncompleteClock(_ now: Int64) {
+        if incompleteSinceUSec != nil { incompleteSinceUSec = now }
+    }
 
     init(id: UInt64, fd: Int32, peer: PeerCredentials, server: VarlinkServer) {
         self.id = id
         self.fd = fd
         self.peer = peer
         self.server = server
-        self.framer = VarlinkFramer(maxMessageSize: server.limits.maxMessageSize)
+        self.framer = VarlinkInboundDecoder(maxMessageSize: server.limits.maxMessageSize)
     }
 
     public static func == (a: VarlinkConnection, b: VarlinkConnection) -> Bool { a === b }
@@ -421,7 +587,7 @@ public final class VarlinkConnection: @unchecked Sendable, Hashable, CustomStrin
     /// Joins the server's epoll set; false if that failed (the caller closes the descriptor).
     func start() -> Bool {
         updateInterest()
-        return registered != 0
+        return inSet
     }
 
     private func updateInterest() {
@@ -429,9 +595,19 @@ public final class VarlinkConnection: @unchecked Sendable, Hashable, CustomStrin
         var want: UInt32 = 0
         if !readPaused && !peerFinishedSending { want |= BGTASKD_EPOLLIN }
         if outBuffer.count > outStart { want |= BGTASKD_EPOLLOUT }
-        guard want != registered else { return }
-        let op = registered == 0 ? BGTASKD_EPOLL_CTL_ADD : (want == 0 ? BGTASKD_EPOLL_CTL_DEL : BGTASKD_EPOLL_CTL_MOD)
-        if server.epollControl(op, fd: fd, events: want, token: id) == 0 || op == BGTASKD_EPOLL_CTL_DEL {
+        // With an empty mask only the hang-up can be reported: wanted after an EOF (a stream still open
+        // on a connection whose peer is gone must be noticed), not while paused or once seen.
+        let stay = want != 0 || (!readPaused && !peerGone)
+        guard stay else {
+            if inSet { _ = server.epollControl(BGTASKD_EPOLL_CTL_DEL, fd: fd, events: 0, token: id) }
+            inSet = false
+            registered = 0
+            return
+        }
+        if inSet && want == registered { return }
+        let op = inSet ? BGTASKD_EPOLL_CTL_MOD : BGTASKD_EPOLL_CTL_ADD
+        if server.epollControl(op, fd: fd, events: want, token: id) == 0 {
+            inSet = true
             registered = want
         } else {
             close()
@@ -443,6 +619,29 @@ public final class VarlinkConnection: @unchecked Sendable, Hashable, CustomStrin
         guard !isClosed else { return }
         let readable = BGTASKD_EPOLLIN | BGTASKD_EPOLLHUP | BGTASKD_EPOLLERR
         if mask & readable != 0 && !readPaused && !peerFinishedSending { readAvailable() }
+        guard !isClosed else { return }
+        if mask & (BGTASKD_EPOLLHUP | BGTASKD_EPOLLERR) != 0 {
+            peerGone = true
+            finishIfPeerGone()
+        }
+    }
+
+    /// issue 11: once the peer has closed (not only shut down its sending side) and everything it sent
+    /// was read, a call that streams (`more`: CheckIn, Monitor) can never end, and nothing written can
+    /// reach anyone: the connection closes instead of being kept for ever (one socket per app lifecycle
+    /// was kept before). A call still being answered closes it when its reply fails to be written.
+    private func finishIfPeerGone() {
+        guard peerGone, !isClosed else { return }
+        guard peerFinishedSending else {
+            updateInterest()
+            return
+        }
+        if let call = current, call.more {
+            close()
+            return
+        }
+        updateInterest()
+        closeIfDrained()
     }
 
     // MARK: reading
@@ -456,6 +655,7 @@ public final class VarlinkConnection: @unchecked Sendable, Hashable, CustomStrin
             if n > 0 {
                 framer.append(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
                 if !drainFramer() { return }
+                noteIncomplete()
                 if readPaused { return }
                 if n < buffer.count { return }
             } else if n == 0 {
@@ -465,6 +665,7 @@ public final class VarlinkConnection: @unchecked Sendable, Hashable, CustomStrin
                 updateInterest()
                 _ = drainFramer()
                 closeIfDrained()
+                finishIfPeerGone()
                 return
             } else {
                 let e = errno
@@ -478,36 +679,35 @@ public final class VarlinkConnection: @unchecked Sendable, Hashable, CustomStrin
     /// Decodes complete messages while there is room, then serves; false when the connection closed.
     private func drainFramer() -> Bool {
         while pending.count - pendingHead < server.limits.maxPendingCalls {
-            let message: ArraySlice<UInt8>?
-            do {
-                message = try framer.next()
-            } catch {
-                // Oversized: nothing after it can be trusted.
+            guard let inbound = framer.next() else { break }
+            switch inbound {
+            case .call(let call):
+                pending.append(call)
+            case .reject(let error):
+                enqueueFailure(error)
+            case .close:
+                // Oversized, invalid JSON or not an object: nothing after it can be trusted.
                 close()
                 return false
             }
-            guard let message else { break }
-            let call: VarlinkCall
-            do {
-                call = try VarlinkCall.decode(message)
-            } catch {
-                switch error {
-                case .invalidJSON, .notAnObject:
-                    close()
-                    return false
-                case .missingMethod:
-                    enqueueFailure(.invalidParameter("method"))
-                    continue
-                case .invalidField(let f):
-                    enqueueFailure(.invalidParameter(f))
-                    continue
-                }
-            }
-            pending.append(call)
         }
         if pending.count - pendingHead >= server.limits.maxPendingCalls { pauseReading() }
         serveNext()
         return !isClosed
+    }
+
+    /// Tells the server whether part of a message waits for the rest (issue 11: a client that sends
+    /// half a message and stalls is dropped after `incompleteMessageTimeoutUSec`).
+    private func noteIncomplete() {
+        let partial = framer.bufferedCount > 0 && !framer.hasCompleteMessage
+        if partial {
+            guard incompleteSinceUSec == nil else { return }
+            incompleteSinceUSec = Monotonic.nowUSec()
+            server.noteIncomplete(self, true)
+        } else if incompleteSinceUSec != nil {
+            incompleteSinceUSec = nil
+            server.noteIncomplete(self, false)
+        }
     }
 
     private func enqueueFailure(_ error: VarlinkError) {
@@ -668,6 +868,7 @@ public final class VarlinkConnection: @unchecked Sendable, Hashable, CustomStrin
     private func resumeReading() {
         guard readPaused, !isClosed else { return }
         readPaused = false
+        restartIncompleteClock(Monotonic.nowUSec())
         updateInterest()
         // Complete calls may already wait in the framer (read before the pause) while the socket has
         // nothing new to report: decode them this round, or they wait forever.
@@ -680,7 +881,8 @@ public final class VarlinkConnection: @unchecked Sendable, Hashable, CustomStrin
     /// Closes the connection at once; the service hears `connectionClosed`.
     public func close() {
         guard !isClosed else { return }
-        if registered != 0 { _ = server.epollControl(BGTASKD_EPOLL_CTL_DEL, fd: fd, events: 0, token: id) }
+        if inSet { _ = server.epollControl(BGTASKD_EPOLL_CTL_DEL, fd: fd, events: 0, token: id) }
+        inSet = false
         registered = 0
         isClosed = true
         // Out of the epoll set and with no Dispatch source on it, the descriptor can go at once.

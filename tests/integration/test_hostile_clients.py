@@ -1,0 +1,195 @@
+"""issue 11 point 5: one local user cannot lock everyone out. Clients that send half a message and stall
+are dropped after IncompleteMessageTimeoutSec= (idle ones stay); one uid at MaxConnectionsPerUser= does
+not keep root, bgtaskctl or another user out; out of descriptors, the daemon does not spin and serves
+again once descriptors are free."""
+
+import json
+import os
+import socket
+import subprocess
+import time
+
+from support import PROMPT, Closed, RawClient, assert_answers
+
+MANAGER = "io.bgtaskd.Manager"
+HALF = b'{"method":"org.varlink.service.GetInfo","parame'
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of every thread of `pid`."""
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def refused(path: str, timeout: float = PROMPT) -> bool:
+    """Connects and calls GetInfo: True when the daemon closes the connection instead of answering."""
+    c = RawClient(path, timeout=timeout)
+    try:
+        c.send_call("org.varlink.service.GetInfo")
+        try:
+            c.recv_message(timeout)
+            return False
+        except Closed:
+            return True
+    except (BrokenPipeError, ConnectionResetError):
+        return True
+    finally:
+        c.close()
+
+
+def test_stalled_half_messages_are_dropped_after_the_timeout_and_idle_ones_stay(daemon):
+    d = daemon(conf="[Daemon]\nIncompleteMessageTimeoutSec=1s\n")
+    idle = RawClient(d.socket)                     # connected, sends nothing: holds nothing
+    busy = RawClient(d.socket)
+    assert_answers(busy)                           # answered, then idle too
+    stalled = [RawClient(d.socket) for _ in range(200)]
+    started = time.monotonic()
+    for c in stalled:
+        c.send(HALF)
+    with RawClient(d.socket) as probe:
+        assert probe.call(f"{MANAGER}.Stats")["parameters"]["stats"]["connections"] == 203
+    for c in stalled:
+        c.wait_closed(timeout=10)                  # dropped...
+    elapsed = time.monotonic() - started
+    assert elapsed >= 0.9, f"dropped after {elapsed:.2f} s, before IncompleteMessageTimeoutSec=1s"   # ...not before
+    print(f"\n200 stalled half-message clients dropped {elapsed:.2f} s after they stalled (timeout 1 s)")
+    assert_answers(idle)
+    assert_answers(busy)
+    with RawClient(d.socket) as probe:
+        assert probe.call(f"{MANAGER}.Stats")["parameters"]["stats"]["connections"] == 3
+    for c in (idle, busy, *stalled):
+        c.close()
+
+
+def run_as(uid: int, socket_path: str, count: int, control_r: int, report_w: int):
+    """Child: as `uid`, opens `count` connections, reports how many were answered and whether one more
+    was refused, then holds them until the parent writes to `control_r`."""
+    code = 1
+    try:
+        os.setgroups([])
+        os.setgid(uid)
+        os.setuid(uid)
+        held, answered = [], 0
+        for _ in range(count):
+            c = RawClient(socket_path)
+            held.append(c)
+            if "error" not in c.call("org.varlink.service.GetInfo", timeout=PROMPT):
+                answered += 1
+        one_more = refused(socket_path)
+        os.write(report_w, json.dumps({"answered": answered, "oneMoreRefused": one_more}).encode())
+        os.read(control_r, 1)
+        for c in held:
+            c.close()
+        code = 0
+    finally:
+        os._exit(code)
+
+
+def test_one_uid_at_its_bound_does_not_lock_out_root_bgtaskctl_or_another_user(daemon, bin_dir):
+    d = daemon(conf="[Daemon]\nMaxConnectionsPerUser=8\n")
+    d.root.chmod(0o711)
+    (d.root / "runtime").chmod(0o711)
+    control_r, control_w = os.pipe()
+    report_r, report_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        run_as(65534, d.socket, 8, control_r, report_w)
+    try:
+        report = json.loads(os.read(report_r, 4096))
+        assert report == {"answered": 8, "oneMoreRefused": True}, report
+        # While nobody holds its 8: root, bgtaskctl and another uid are served.
+        with RawClient(d.socket) as root:
+            assert_answers(root)
+        ctl = subprocess.run([str(bin_dir / "bgtaskctl"), "--socket", d.socket, "list"], capture_output=True,
+                             text=True, timeout=10)
+        assert ctl.returncode == 0, ctl.stderr
+        other = os.fork()
+        if other == 0:
+            code = 1
+            try:
+                os.setgroups([])
+                os.setgid(65533)
+                os.setuid(65533)
+                code = 0 if not refused(d.socket) else 3
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(other, 0)
+        assert os.waitstatus_to_exitcode(status) == 0, "another uid was refused while nobody was at its bound"
+    finally:
+        os.write(control_w, b"x")
+        os.waitpid(pid, 0)
+    # Its connections closed, the uid gets in again.
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.setgroups([])
+            os.setgid(65534)
+            os.setuid(65534)
+            code = 0 if not refused(d.socket) else 3
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_out_of_descriptors_the_daemon_does_not_spin_and_serves_once_one_is_free(daemon):
+    d = daemon()
+    before = subprocess.run(["prlimit", "--pid", str(d.pid), "--nofile", "--raw", "--noheadings",
+                             "--output", "SOFT,HARD"], capture_output=True, text=True, check=True).stdout.split()
+    # The daemon may open no further descriptor: accept(2) fails with EMFILE while a client waits.
+    # The limit bounds descriptor numbers: the lowest free number is where it stops.
+    in_use = {int(fd) for fd in os.listdir(f"/proc/{d.pid}/fd")}
+    lowest_free = min(set(range(len(in_use) + 1)) - in_use)
+    subprocess.run(["prlimit", "--pid", str(d.pid), f"--nofile={lowest_free}:{before[1]}"], check=True)
+    waiting = RawClient(d.socket)                   # in the listener's backlog
+    waiting.send_call("org.varlink.service.GetInfo")
+    try:
+        cpu0, t0 = cpu_seconds(d.pid), time.monotonic()
+        try:
+            waiting.recv_message(2.0)               # not answered: no descriptor to accept it with
+            answered_early = True
+        except TimeoutError:
+            answered_early = False
+        cpu = cpu_seconds(d.pid) - cpu0
+        window = time.monotonic() - t0
+    finally:
+        subprocess.run(["prlimit", "--pid", str(d.pid), f"--nofile={before[0]}:{before[1]}"], check=True)
+    print(f"\nat the descriptor limit: {cpu:.2f} s of CPU in {window:.1f} s")
+    assert not answered_early, "the daemon was not out of descriptors"
+    assert cpu < 0.5 * window, f"{cpu:.2f} s of CPU in {window:.1f} s at the descriptor limit: a busy loop"
+    # Descriptors free again: the client that waited is served.
+    reply = waiting.recv_message(5.0)
+    assert "error" not in reply, reply
+    waiting.close()
+    assert d.alive()
+
+
+def test_connections_stop_short_of_the_descriptor_limit_root_keeps_room(daemon):
+    """RLIMIT_NOFILE 128: clients get at most 128 - 32 connections; past that a new one is refused at
+    once (closed), the daemon stays idle, and a client gets in as soon as one is closed."""
+    d = daemon(prefix=("prlimit", "--nofile=128:128", "--"))
+    held = []
+    try:
+        while len(held) < 200:
+            if refused(d.socket):
+                break
+            c = RawClient(d.socket)
+            c.call("org.varlink.service.GetInfo")
+            held.append(c)
+        cap = len(held) + 1                         # with the probe that was answered each round
+        assert cap < 128, f"{cap} connections accepted at RLIMIT_NOFILE 128"
+        cpu0 = cpu_seconds(d.pid)
+        for _ in range(50):
+            assert refused(d.socket)                # refused promptly, not left waiting
+        assert cpu_seconds(d.pid) - cpu0 < 1.0
+        for c in held[:5]:
+            c.close()
+        del held[:5]
+        with RawClient(d.socket) as c:
+            assert "error" not in c.call(f"{MANAGER}.Stats")
+    finally:
+        for c in held:
+            c.close()
+    print(f"\nRLIMIT_NOFILE 128: {cap} client connections at most")
+    assert d.alive()
