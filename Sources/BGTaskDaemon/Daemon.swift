@@ -114,7 +114,7 @@ public final class Daemon: @unchecked Sendable {
             installSignalHandlers { [self] in
                 let socket = boundPath ?? "the socket passed by systemd"
                 let freezerText = "freezer backend \(freezerName): \(freezerReason)"
-                logger.notice("bgtaskd started, listening on \(socket); \(freezerText)")
+                logger.info("bgtaskd started, listening on \(socket); \(freezerText)")
                 if freezerName == "none" {
                     logger.warning("FreezerBackend=none: a dry run; decisions are journaled but no app is frozen, thawed or killed")
                 }

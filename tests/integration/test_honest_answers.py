@@ -326,8 +326,9 @@ def test_cgroup_root_is_created_and_the_backend_is_said(daemon, ctl):
             text = run(ctl, d, "stats").stdout
             assert "Freezer: cgroup" in text and root in text, text
             assert f"bgtaskd: freezer backend cgroup: FreezerBackend=auto: apps run under {root}/apps" in d.output()
-            started = journal_entries(_PID=d.pid, PRIORITY=5)
-            assert any("freezer backend cgroup" in e.get("MESSAGE", "") for e in started), started
+            started = journal_entries(_PID=d.pid)
+            assert any("bgtaskd started" in e.get("MESSAGE", "") and "freezer backend cgroup" in e["MESSAGE"]
+                       for e in started), started
         finally:
             d.stop()
 
