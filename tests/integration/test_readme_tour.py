@@ -87,6 +87,10 @@ class Tour:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(10)
+        # A tour that failed half-way may leave the apps of a killed daemon (they run in sessions of
+        # their own): they must not keep the port for the next run.
+        from conftest import kill_apps_of
+        kill_apps_of(str(REPO / ".run" / "io.bgtaskd"))
 
 
 @pytest.fixture
