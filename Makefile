@@ -17,10 +17,13 @@ build: deps
 
 # Starts the daemon on the repo's config/ with a local runtime and state directory. Works without
 # root: the socket is $(RUNDIR)/io.bgtaskd; without a journal it logs to stderr.
+# The daemon says on the terminal when it is ready, its socket and the freezer backend in force (and why).
+# `exec`: the daemon replaces the recipe's shell, so Ctrl-C and `kill` of the job reach it (SIGTERM:
+# it terminates the apps it launched, then exits).
 run: build
 	@mkdir -p $(RUNDIR)/state
-	@echo "bgtaskd: socket $(RUNDIR)/io.bgtaskd  (try: $(BIN)/bgtaskctl --socket $(RUNDIR)/io.bgtaskd list)"
-	$(BIN)/bgtaskd --config-dir $(CURDIR)/config --runtime-dir $(RUNDIR) --state-dir $(RUNDIR)/state --socket $(RUNDIR)/io.bgtaskd
+	@echo "bgtaskd: starting (then try: export BGTASKD_SOCKET=$(RUNDIR)/io.bgtaskd; $(BIN)/bgtaskctl list)"
+	@exec $(BIN)/bgtaskd --config-dir $(CURDIR)/config --runtime-dir $(RUNDIR) --state-dir $(RUNDIR)/state --socket $(RUNDIR)/io.bgtaskd
 
 journald:
 	@scripts/ensure-journald.sh

@@ -160,6 +160,12 @@ public enum Reason: String, CaseIterable, Hashable, Sendable {
     case manifestRemoved = "manifest-removed"
     /// Journal only: `grant`/`end` entries beyond the journal budget, counted in a `coalesced` entry.
     case journalBudget = "journal-budget"
+    /// A manager hold (`bgtaskctl hold`, `io.bgtaskd.Manager.Hold`): no time budget, lives as long as its connection.
+    case managerHold = "manager-hold"
+    /// The daemon is stopping (SIGTERM): it terminates the apps it started.
+    case daemonStopping = "daemon-stopping"
+    /// A scheduled task fell due while the app was in the foreground: it waits until the app enters the background.
+    case waitingForBackground = "waiting-for-background"
 }
 
 /// Why an app was launched (`launchReason` of `did-finish-launching`).

@@ -89,6 +89,8 @@ public struct LifecycleMachine: Sendable {
         case .assertionRequested(let app, let connection, let name):
             assertionRequested(app, connection: connection, name: name)
         case .assertionEndRequested(let app, let task): assertionEndRequested(app, task)
+        case .holdRequested(let app, let connection, let name): holdRequested(app, connection: connection, name: name)
+        case .stopRequested: stopRequested()
         case .activityRequested(let app, let connection, let mode):
             activityRequested(app, connection: connection, mode: mode)
         case .activityEndRequested(let app, let activity): activityEndRequested(app, activity)
@@ -132,11 +134,13 @@ public struct LifecycleMachine: Sendable {
             }
         case .budgetWarning(let app):
             guard let i = slots[app], records[i].termination == nil, records[i].state == .background else { return }
-            for task in records[i].assertions { warn(i, task) }
+            for task in records[i].assertions where assertionTable[task]?.managerHold == false { warn(i, task) }
         case .budgetEnd(let app):
             guard let i = slots[app], records[i].termination == nil, records[i].state == .background else { return }
-            let live = records[i].assertions.count
-            if live > 0 {
+            // A manager hold has no time budget (SPEC §12): while one is live the budget's end terminates nothing.
+            let holds = records[i].assertions.filter { assertionTable[$0]?.managerHold == true }.count
+            let live = records[i].assertions.count - holds
+            if live > 0, holds == 0 {
                 beginTermination(
                     i, .expirationNotHandled,
                     detail: "\(live) background task\(live == 1 ? " was" : "s were") still live when its budget of \(span(config.backgroundTimeBudget)) ended")
@@ -270,7 +274,12 @@ public struct LifecycleMachine: Sendable {
         for work in launch.work {
             switch work {
             case .task(let identifier, let kind, let reason):
-                startTask(i, identifier: identifier, kind: kind, reason: reason)
+                if records[i].state.isForeground {
+                    // Brought to the foreground while launching for the task: it waits (SPEC §6).
+                    records[i].waitingTasks.append(work)
+                } else {
+                    startTask(i, identifier: identifier, kind: kind, reason: reason)
+                }
             case .remoteNotification(let payload):
                 startWake(i, payload: payload)
             }
@@ -401,10 +410,12 @@ public struct LifecycleMachine: Sendable {
             return
         }
         records[i].interrupted = false
+        records[i].leftForeground = now
         enterBackground(i)
         record(
             .background, reason, i, previous: previous, remaining: remaining(i),
             "\(records[i].id) went to the background with \(span(nonNegative(config.backgroundTimeBudget))) of background time")
+        startWaitingTasks(i)
     }
 
     /// Enters the background: `did-enter-background` to acknowledge within the grace window, budget from now.
@@ -495,10 +506,11 @@ public struct LifecycleMachine: Sendable {
         }
     }
 
-    /// Thaws a suspended app for an assertion or an activity: no event, a fresh budget.
+    /// Thaws a suspended app for an assertion, an activity or a manager hold: no event, and the budget it
+    /// had (SPEC §3: only the foreground resets it).
     mutating func resumeHeld(_ i: Int, reason: Reason) {
         thaw(i, reason: reason)
-        records[i].backgroundSince = now
+        if records[i].backgroundSince == nil { records[i].backgroundSince = now }
         records[i].grace = .none
         armBudget(i)
     }
@@ -642,7 +654,8 @@ public struct LifecycleMachine: Sendable {
         if records[i].assertions.count >= config.maxBackgroundTasksPerApp {
             return deny(.tooManyAssertions, "it already holds \(records[i].assertions.count) live background tasks")
         }
-        if records[i].state == .background, let left = remaining(i), left <= .zero {
+        // Suspended or not: resuming it for an assertion gives it no fresh budget (SPEC §3).
+        if records[i].state == .background || records[i].state == .suspended, let left = remaining(i), left <= .zero {
             return deny(.budgetExhausted, "its background time is spent")
         }
         if records[i].state == .suspended { resumeHeld(i, reason: .assertionHeld) }
@@ -661,6 +674,40 @@ public struct LifecycleMachine: Sendable {
         // Begun after the warning point: warn it at once, it will not see the budget's warning.
         if records[i].state == .background, let left, left <= nonNegative(config.expirationWarning) {
             warn(i, task)
+        }
+    }
+
+    /// A manager hold (SPEC §12): like an assertion, but with no time budget and Manager permission (checked by
+    /// the shell). Refused for an app that is not running or is being terminated.
+    mutating func holdRequested(_ app: AppID, connection: ConnectionID, name: String?) {
+        guard let i = slots[app] else { return reply(.failure(.noSuchApp)) }
+        func deny(_ reason: Reason, _ why: String) {
+            record(.deny, reason, i, taskName: name, severity: .notice, "denied a manager hold on \(app): \(why)")
+            reply(.failure(.invalidState))
+        }
+        if records[i].termination != nil { return deny(.terminating, "it is being terminated") }
+        if records[i].state == .notRunning { return deny(.notRunning, "it is not running") }
+        if records[i].state == .suspended { resumeHeld(i, reason: .managerHold) }
+        let task = TaskID(nextTaskNumber)
+        nextTaskNumber += 1
+        assertionTable.insert(
+            AssertionRecord(
+                id: task, app: records[i].id, connection: connection, name: name, begun: now, warned: false,
+                managerHold: true))
+        records[i].assertions.append(task)
+        holdings[connection, default: Holdings()].tasks.insert(task)
+        record(
+            .grant, .managerHold, i, taskID: task, taskName: name,
+            "granted manager hold \(task)\(name.map { " (\($0))" } ?? "") on \(app): it runs without a time budget until the hold ends")
+        reply(.taskID(task))
+    }
+
+    /// SIGTERM: terminates every app the daemon started (SPEC §9); apps that checked in by themselves are left.
+    mutating func stopRequested() {
+        for i in records.indices.sorted(by: { records[$0].id < records[$1].id }) {
+            let r = records[i]
+            guard r.launchedByDaemon, r.termination == nil, r.state != .notRunning || r.launch != nil else { continue }
+            beginTermination(i, .daemonStopping, detail: "the daemon is stopping")
         }
     }
 
@@ -685,7 +732,8 @@ public struct LifecycleMachine: Sendable {
         }
         releaseAssertion(task)
         record(
-            .end, .appRequest, i, taskID: task, taskName: assertion.name, remaining: remaining(i),
+            .end, assertion.managerHold ? .managerHold : .appRequest, i, taskID: task, taskName: assertion.name,
+            remaining: remaining(i),
             "\(app) ended background task \(task)\(assertion.name.map { " (\($0))" } ?? "")")
         reply(.ok)
         maybeSuspend(i)
@@ -754,9 +802,15 @@ public struct LifecycleMachine: Sendable {
             for task in held.tasks.sorted() {
                 guard let assertion = assertionTable[task], let i = slots[assertion.app] else { continue }
                 releaseAssertion(task)
-                record(
-                    .end, .clientDisconnected, i, taskID: task, taskName: assertion.name, remaining: remaining(i),
-                    "released background task \(task) of \(assertion.app): its connection closed")
+                if assertion.managerHold {
+                    record(
+                        .end, .managerHold, i, taskID: task, taskName: assertion.name,
+                        "manager hold \(task) on \(assertion.app) ended: its connection closed")
+                } else {
+                    record(
+                        .end, .clientDisconnected, i, taskID: task, taskName: assertion.name, remaining: remaining(i),
+                        "released background task \(task) of \(assertion.app): its connection closed")
+                }
                 affected.insert(assertion.app)
             }
             for activity in held.activities.sorted() {
@@ -803,10 +857,10 @@ public struct LifecycleMachine: Sendable {
         }
         guard records[i].manifest.lifecycleAware else { return deny(.notLifecycleAware, "it is not lifecycle-aware") }
         guard records[i].termination == nil else { return deny(.terminating, "it is being terminated") }
-        let alreadyPending = records[i].launch?.work.contains { work in
+        let alreadyPending = ((records[i].launch?.work ?? []) + records[i].waitingTasks).contains { work in
             if case .task(identifier, _, _) = work { return true }
             return false
-        } ?? false
+        }
         guard records[i].tasks[identifier] == nil, !alreadyPending else {
             return deny(.invalidState, "that task is already running")
         }
@@ -822,10 +876,25 @@ public struct LifecycleMachine: Sendable {
         case .suspended:
             resumeForEvent(i, reason: reason)
             startTask(i, identifier: identifier, kind: kind, reason: reason)
-        case .active, .inactive, .background:
+        case .active, .inactive:
+            // SPEC §6: tasks run only in the background; this one waits until the app has entered it.
+            records[i].waitingTasks.append(.task(identifier: identifier, kind: kind, reason: reason))
+            record(
+                .runTask, .waitingForBackground, i, taskName: identifier,
+                "\(kind.rawValue) task \(identifier) of \(app) is due and waits until \(app) enters the background")
+        case .background:
             startTask(i, identifier: identifier, kind: kind, reason: reason)
         }
         reply(.ok)
+    }
+
+    /// Starts the tasks that fell due while the app was in the foreground (it has just entered the background).
+    mutating func startWaitingTasks(_ i: Int) {
+        let waiting = records[i].waitingTasks
+        records[i].waitingTasks = []
+        for case .task(let identifier, let kind, let reason) in waiting {
+            startTask(i, identifier: identifier, kind: kind, reason: reason)
+        }
     }
 
     mutating func startTask(_ i: Int, identifier: String, kind: TaskKind, reason: Reason) {

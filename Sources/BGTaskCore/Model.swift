@@ -255,6 +255,12 @@ public enum Input: Hashable, Sendable {
     case assertionRequested(AppID, connection: ConnectionID, name: String?)
     /// `EndBackgroundTask(appId, taskId)`.
     case assertionEndRequested(AppID, TaskID)
+    /// `io.bgtaskd.Manager.Hold(appId, name?)` on `connection`: a manager hold (SPEC §12), an assertion with no
+    /// time budget that lives as long as `connection`. Replies ``Reply/taskID(_:)`` or a failure.
+    case holdRequested(AppID, connection: ConnectionID, name: String?)
+    /// The daemon is stopping (SIGTERM): every app it started is terminated (will-terminate, SIGTERM, SIGKILL;
+    /// a suspended one is killed). No reply.
+    case stopRequested
     /// `BeginActivity(appId, mode)` on `connection`, which owns the activity.
     case activityRequested(AppID, connection: ConnectionID, mode: BackgroundMode)
     /// `EndActivity(appId, activityId)`.

@@ -61,6 +61,10 @@ struct AppRecord: Sendable {
     var assertions: [TaskID] = []
     var activities: [ActivityID] = []
     var tasks: [String: TaskRun] = [:]
+    /// Scheduled tasks that fell due while the app was in the foreground (SPEC §6): started when it enters the background.
+    var waitingTasks: [Work] = []
+    /// When the app last left the foreground (for `list --running`).
+    var leftForeground: Instant?
     var wake: Wake?
     var notifications = NotificationQueue()
     var termination: Termination?
@@ -88,6 +92,8 @@ struct AssertionRecord: Hashable, Sendable {
     var name: String?
     var begun: Instant
     var warned: Bool
+    /// A manager hold (SPEC §12): no time budget, never warned, journaled with reason `manager-hold`.
+    var managerHold = false
 }
 
 struct ActivityRecord: Hashable, Sendable {

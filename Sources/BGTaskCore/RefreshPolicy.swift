@@ -61,11 +61,12 @@ public struct RefreshPolicy: Hashable, Sendable {
         self.network = network
     }
 
-    /// The app's `refreshStatus`: `restricted` (admin), `denied` (app off, global off, Low Power Mode), else
-    /// `available`. The network does not change the status: `unmetered` only delays work (see ``denial(enabled:restricted:)``).
+    /// The app's `refreshStatus`: `restricted` (admin), `denied` (app off, global off, Low Power Mode, or global
+    /// `unmetered` on a metered network), else `available`. ``denial(enabled:restricted:)`` says which cause.
     public func status(enabled: Bool, restricted: Bool) -> RefreshStatus {
         if restricted { return .restricted }
         if !enabled || mode == .off || lowPowerMode { return .denied }
+        if mode == .unmetered && network == .metered { return .denied }
         return .available
     }
 

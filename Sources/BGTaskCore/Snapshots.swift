@@ -14,6 +14,8 @@ public struct AssertionSnapshot: Hashable, Sendable {
     public var remaining: TimeSpan?
     /// Whether `background-task-will-expire` was sent for it.
     public var expiring: Bool
+    /// A manager hold (no time budget), not an app's own assertion.
+    public var managerHold: Bool = false
 }
 
 /// A live background-mode activity.
@@ -80,6 +82,10 @@ public struct AppSnapshot: Hashable, Sendable {
     public var queuedNotifications: [QueuedNotification]
     /// The last decision about it.
     public var lastDecision: Decision?
+    /// When it was last in the foreground: `now` while it is, the instant it left otherwise; `nil` if never.
+    public var lastForeground: Instant? = nil
+    /// The daemon launched it (rather than the app checking in by itself).
+    public var launchedByDaemon: Bool = false
 
     /// Whether it is being terminated.
     public var terminating: Bool { terminationReason != nil }
@@ -88,6 +94,11 @@ public struct AppSnapshot: Hashable, Sendable {
 extension LifecycleMachine {
     /// The registered apps, sorted.
     public var appIDs: [AppID] { slots.keys.sorted() }
+
+    /// Apps the daemon started that still have a process (or a launch under way): what a stopping daemon waits for.
+    public var appsStartedByDaemon: [AppID] {
+        records.filter { $0.launchedByDaemon && ($0.pid != nil || $0.launch != nil) }.map(\.id).sorted()
+    }
 
     /// The number of live assertions (all apps).
     public var liveAssertionCount: Int { assertionTable.count }
@@ -135,13 +146,14 @@ extension LifecycleMachine {
                     identifier: $0.key, kind: $0.value.kind, started: $0.value.started, deadline: $0.value.deadline,
                     expiring: $0.value.warned)
             },
-            wakeDeadline: r.wake?.deadline, queuedNotifications: r.notifications.entries, lastDecision: r.lastDecision)
+            wakeDeadline: r.wake?.deadline, queuedNotifications: r.notifications.entries, lastDecision: r.lastDecision,
+            lastForeground: r.state.isForeground ? now : r.leftForeground, launchedByDaemon: r.launchedByDaemon)
     }
 
     func assertionSnapshot(_ task: TaskID, now: Instant) -> AssertionSnapshot? {
         guard let a = assertionTable[task], let i = slots[a.app] else { return nil }
         return AssertionSnapshot(
             taskID: task, app: a.app, name: a.name, connection: a.connection, begun: a.begun,
-            remaining: remaining(of: records[i], at: now), expiring: a.warned)
+            remaining: a.managerHold ? nil : remaining(of: records[i], at: now), expiring: a.warned, managerHold: a.managerHold)
     }
 }

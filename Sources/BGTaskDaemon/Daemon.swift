@@ -78,9 +78,10 @@ public final class Daemon: @unchecked Sendable {
         makeDirectories(options.stateDir, mode: 0o755)
 
         queue.async { [self] in
-            let freezer = makeFreezer(config)
+            let (freezer, freezerReason) = makeFreezer(config)
             let service = DaemonService(
                 queue: queue, config: config, journal: journal, logger: logger, options: options, freezer: freezer)
+            service.freezerReason = freezerReason
             service.reloadHandler = { [weak self] in self?.reload() }
             var limits = VarlinkLimits()
             limits.maxMessageSize = config.maxMessageSize
@@ -111,9 +112,22 @@ public final class Daemon: @unchecked Sendable {
             startWatchdog()
             // READY=1 only once the signal sources are registered: a SIGTERM sent right after READY
             // must stop the daemon, not fall into the SIG_IGN set before registration.
+            let freezerName = freezer.name
             installSignalHandlers { [self] in
-                logger.info("bgtaskd started, listening on \(boundPath ?? "the socket passed by systemd")")
-                notifier.ready(status: "Serving on \(boundPath ?? "socket-activated fd")")
+                let socket = boundPath ?? "the socket passed by systemd"
+                let freezerText = "freezer backend \(freezerName): \(freezerReason)"
+                logger.info("bgtaskd started, listening on \(socket); \(freezerText)")
+                if freezerName == "none" {
+                    logger.warning("FreezerBackend=none: a dry run; decisions are journaled but no app is frozen, thawed or killed")
+                }
+                notifier.ready(status: "Serving on \(boundPath ?? "socket-activated fd"); \(freezerText)")
+                // issue 12: `make run` and any start from a terminal say it there too (under systemd
+                // stderr is the journal, which already has it).
+                if getenv("JOURNAL_STREAM") == nil {
+                    writeStderr("bgtaskd: ready, listening on \(socket)\n")
+                    writeStderr("bgtaskd: \(freezerText)\n")
+                    if freezerName == "none" { writeStderr("bgtaskd: dry run: decisions are logged but not enforced\n") }
+                }
             }
         }
         dispatchMain()
@@ -140,26 +154,26 @@ public final class Daemon: @unchecked Sendable {
         }
     }
 
-    /// The freezer backend `FreezerBackend=` asks for; `auto` takes the cgroup freezer when the cgroup
-    /// v2 subtree is writable, else signals.
-    private func makeFreezer(_ config: LoadedConfiguration) -> any Freezer {
+    /// The freezer backend `FreezerBackend=` asks for, and why it is the one in force; `auto` takes the
+    /// cgroup freezer when the cgroup v2 subtree is writable, else signals.
+    private func makeFreezer(_ config: LoadedConfiguration) -> (any Freezer, String) {
         // issue 5: processes a previous run left stopped with SIGSTOP are reconciled first (whatever
         // the backend now); the cgroup freezer reconciles its own subtree in `make`.
         let stopped = StoppedProcessRecords(directory: options.runtimeDir + "/stopped", logger: logger)
         stopped.recover()
         switch config.daemon.freezerBackend {
         case .none:
-            return NoFreezer()
+            return (NoFreezer(), "FreezerBackend=none (dry run: decisions are not enforced)")
         case .signal:
-            return SignalFreezer(records: stopped)
+            return (SignalFreezer(records: stopped), "FreezerBackend=signal (SIGSTOP/SIGCONT)")
         case .cgroup, .auto:
-            if let cgroup = CgroupFreezer.make(config: config, logger: logger, queue: queue, stopped: stopped) {
-                return cgroup
+            var why = ""
+            if let cgroup = CgroupFreezer.make(config: config, logger: logger, queue: queue, stopped: stopped, why: &why) {
+                return (cgroup, "FreezerBackend=\(config.daemon.freezerBackend.rawValue): \(why)")
             }
-            if config.daemon.freezerBackend == .cgroup {
-                logger.warning("FreezerBackend=cgroup but no writable cgroup v2 subtree: using signals")
-            }
-            return SignalFreezer(records: stopped)
+            let reason = "FreezerBackend=\(config.daemon.freezerBackend.rawValue) but no usable cgroup v2 subtree (\(why)): SIGSTOP/SIGCONT instead"
+            logger.warning("\(reason)")
+            return (SignalFreezer(records: stopped), reason)
         }
     }
 
@@ -203,8 +217,10 @@ public final class Daemon: @unchecked Sendable {
         watchdogTimer = timer
     }
 
-    /// SIGHUP / Reload: re-read configuration without dropping clients; keep the old one on error.
-    func reload() {
+    /// SIGHUP / Reload: re-read configuration without dropping clients; keep the old one on error, which
+    /// is returned (for `Reload()`'s error reply).
+    @discardableResult
+    func reload() -> LoadedConfiguration.LoadError? {
         dispatchPrecondition(condition: .onQueue(queue))
         notifier.reloading()
         switch LoadedConfiguration.load(from: options) {
@@ -216,16 +232,36 @@ public final class Daemon: @unchecked Sendable {
             updateMemoryPressure(config)  // issue 5
             logger.info("configuration reloaded")
             notifier.ready(status: "Serving (configuration reloaded)")
+            return nil
         case .failure(let error):
             logger.error("reload failed, keeping the previous configuration: \(error)")
             notifier.ready(status: "Serving (reload failed: \(error))")
+            return error
         }
     }
 
+    private var stopping = false
+
+    /// SIGTERM/SIGINT (SPEC §9): terminate the apps this daemon started (will-terminate, SIGTERM, SIGKILL
+    /// after KillTimeoutSec), thaw whatever is left frozen, then stop. Clients are served meanwhile (an
+    /// app answers will-terminate on its stream); a second signal does not shorten the sequence.
     private func stop(signal sig: Int32) {
         dispatchPrecondition(condition: .onQueue(queue))
+        guard !stopping else { return }
+        stopping = true
         notifier.stopping()
         logger.info("stopping on signal \(sig)")
+        guard let service else { return finishStop() }
+        service.stopApps { [weak self] left in
+            guard let self else { return }
+            if !left.isEmpty {
+                logger.warning("stopping with apps whose exit was not seen: \(left.map(\.rawValue).joined(separator: ", "))")
+            }
+            finishStop()
+        }
+    }
+
+    private func finishStop() {
         service?.shutdown()
         server?.shutdown()
         if let boundPath { unlink(boundPath) }

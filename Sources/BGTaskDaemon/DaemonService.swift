@@ -19,7 +19,11 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
     let logger: Logger
     let options: DaemonOptions
     weak var server: VarlinkServer?
-    var reloadHandler: (() -> Void)?
+    var reloadHandler: (() -> LoadedConfiguration.LoadError?)?
+    /// Why `freezer` is the backend in force (issue 12: said at start-up, in GetSettings and Stats).
+    var freezerReason = ""
+    /// `FreezerBackend=none`: decisions are journaled but not enforced.
+    var dryRun: Bool { freezer.name == "none" }
     let startedUSec = Monotonic.nowUSec()
 
     private var machine: LifecycleMachine
@@ -39,6 +43,14 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
     private var history: [AppID: DecisionHistory] = [:]
     private static let historyLimit = 32
     private(set) var decisionCount = 0
+    /// Launch/Foreground calls whose reply waits for the spawn's result (issue 12), by app.
+    private var launchReplies: [AppID: [VarlinkRequest]] = [:]
+    /// Set while a `.launch` for the request being handled is performed: its `.ok` waits for the spawn.
+    private var deferredLaunch: AppID?
+    /// Manager holds (SPEC §12): the `Hold` call of each, open while the hold lives, by app.
+    private var holdCalls: [AppID: [VarlinkRequest]] = [:]
+    /// Called once every app the daemon started has exited (SIGTERM, `stopApps`).
+    private var stopCompletion: (([AppID]) -> Void)?
     /// pid → app, for exit reports.
     private var appByPid: [Int32: AppID] = [:]
     private var uidByApp: [AppID: UInt32] = [:]
@@ -101,6 +113,10 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
         let streamApp = streams.removeValue(forKey: id)?.call.parameters["appId"]?.stringValue.flatMap(AppID.init)
         let pid = streamApp.flatMap { machine.app($0, now: now())?.pid }
         monitors[id] = nil
+        for (app, calls) in holdCalls {
+            let left = calls.filter { $0.connection.id != connection.id }
+            holdCalls[app] = left.isEmpty ? nil : left
+        }
         feed(.connectionClosed(id))
         // An app the daemon started that the core now counts as gone (its stream closed during
         // termination) must not live on unmanaged: kill what is left of it.
@@ -228,7 +244,10 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
         case "Explain":
             guard let app = appParameter(request, prefix: prefix), let snap = machine.app(app, now: t) else { return }
             let reasons = (history[app]?.records(app: app) ?? []).suffix(Self.historyLimit).map(decisionJSON)
-            request.reply(["state": .string(snap.state.rawValue), "reasons": .array(reasons)])
+            request.reply([
+                "state": .string(snap.state.rawValue), "reasons": .array(reasons),
+                "causes": .array(causes(app).map { .string($0) }),
+            ])
         case "Monitor":
             guard call.more else { return request.fail(.expectedMore) }
             monitors[ConnectionID(request.connection.id)] = request
@@ -261,8 +280,20 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
             let payload = p["payload"].flatMap { $0 == .null ? nil : Payload(json: $0.serialized()) }
             run(.notificationPosted(name: name, app: app, payload: payload), for: request)
         case "Reload":
-            reloadHandler?()
-            request.reply()
+            // issue 12: the caller learns whether the files were good; a bad one keeps the old configuration.
+            guard let error = reloadHandler?() else { return request.reply() }
+            var params: [String: JSON] = ["message": .string(error.description)]
+            if let source = error.source {
+                params["file"] = .string(source.file)
+                if source.line > 0 { params["line"] = .int(Int64(source.line)) }
+                if let key = source.key { params["key"] = .string(key) }
+            }
+            request.fail(VarlinkError(prefix + ".InvalidConfiguration", params))
+        case "Hold":
+            guard call.more else { return request.fail(.expectedMore) }
+            guard let app = appParameter(request, prefix: prefix) else { return }
+            let name = p["name"]?.stringValue
+            run(.holdRequested(app, connection: ConnectionID(request.connection.id), name: name), for: request)
         default:
             if !refresh.handleManager(request) { request.fail(.methodNotImplemented(call.method)) }
         }
@@ -300,8 +331,60 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
             for action in machine.handle(input, now: t) {
                 if let follow = perform(action) { inputs.append(follow) }
             }
+            switch input {
+            case .appLaunched(let app, _): answerLaunch(app, failure: nil)
+            case .launchFailed(let app, let message): answerLaunch(app, failure: message)
+            default: break
+            }
         }
+        deferredLaunch = nil
         armTimer()
+        if let stopCompletion, machine.appsStartedByDaemon.isEmpty {
+            self.stopCompletion = nil
+            stopCompletion([])
+        }
+    }
+
+    /// Answers the Launch/Foreground calls waiting for `app`'s spawn.
+    private func answerLaunch(_ app: AppID, failure: String?) {
+        guard let waiting = launchReplies.removeValue(forKey: app) else { return }
+        for request in waiting {
+            if let failure {
+                request.fail(VarlinkError(
+                    Interfaces.managerName + ".LaunchFailed", ["appId": .string(app.rawValue), "message": .string(failure)]))
+            } else {
+                request.reply()
+            }
+        }
+    }
+
+    /// SIGTERM (SPEC §9): terminates every app this daemon started and calls `completion` once all have
+    /// exited, or with those left when WillTerminateTimeoutSec + 2 × KillTimeoutSec have passed.
+    func stopApps(completion: @escaping ([AppID]) -> Void) {
+        stopCompletion = completion
+        feed(.stopRequested)
+        guard stopCompletion != nil else { return }
+        let lifecycle = config.lifecycle
+        let limit = lifecycle.willTerminateTimeout.microseconds + 2 * lifecycle.killTimeout.microseconds + 1_000_000
+        queue.asyncAfter(deadline: .now() + .microseconds(Int(limit))) { [weak self] in
+            guard let self, let completion = self.stopCompletion else { return }
+            self.stopCompletion = nil
+            completion(self.machine.appsStartedByDaemon)
+        }
+    }
+
+    /// Sentences on what, beside the recorded decisions, decides the app's fate (for Explain).
+    func causes(_ app: AppID) -> [String] {
+        var out: [String] = []
+        if let reason = refresh.denial(app) {
+            out.append(
+                "Background App Refresh is \(refreshStatus(app)) (\(reason.rawValue)): \(RefreshController.explain(reason)); "
+                    + "the daemon launches or wakes \(app) for no scheduled task or remote notification")
+        }
+        if dryRun {
+            out.append("FreezerBackend=none: a dry run; decisions are recorded but nothing is frozen, thawed or killed")
+        }
+        return out
     }
 
     private func perform(_ action: Action) -> Input? {
@@ -312,6 +395,11 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
             stream.reply(checkInReply(app: nil, state: event.state, event: event), continues: true)
             return nil
         case .launch(let app, _, _):
+            if let request = pendingRequest, ["Launch", "Foreground"].contains(request.call.methodName),
+                request.call.parameters["appId"]?.stringValue == app.rawValue
+            {
+                deferredLaunch = app
+            }
             guard let manifest = config.manifests[app] else { return .launchFailed(app, message: "no manifest") }
             let cgroupFD = freezer.prepareLaunch(app: app)
             defer { if let cgroupFD { close(cgroupFD) } }
@@ -362,6 +450,13 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
         let prefix = String(call.interface)
         switch reply {
         case .ok:
+            if let app = deferredLaunch {
+                // The reply says whether the program could start (issue 12): it comes with the spawn's result.
+                deferredLaunch = nil
+                launchReplies[app, default: []].append(request)
+                pendingRequest = nil
+                return
+            }
             request.reply()
         case .checkedIn(let state):
             guard let (conn, stream) = pendingStream else { return request.reply() }
@@ -370,6 +465,13 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
             stream.reply(checkInReply(app: app, state: state, event: nil), continues: true)
             pendingRequest = nil
         case .taskID(let id):
+            if call.methodName == "Hold" {
+                let app = AppID(call.parameters["appId"]?.stringValue ?? "")
+                if let app { holdCalls[app, default: []].append(request) }
+                request.reply(["holdId": .int(Int64(id.rawValue))], continues: true)
+                pendingRequest = nil
+                return
+            }
             request.reply(["taskId": .int(Int64(id.rawValue))])
         case .activityID(let id):
             request.reply(["activityId": .int(Int64(id.rawValue))])
@@ -466,7 +568,20 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
 
     // MARK: - Decisions: journal, Monitor, history
 
-    func record(_ d: Decision, peer: PeerCredentials?) {
+    func record(_ decision: Decision, peer: PeerCredentials?) {
+        var marked = decision
+        if dryRun, [.suspend, .resume, .terminate].contains(marked.kind) {
+            marked.message += " (dry run: FreezerBackend=none, not enforced)"
+        }
+        let d = marked
+        if d.kind == .terminate, let app = d.app, let calls = holdCalls.removeValue(forKey: app) {
+            // SPEC §12: a manager hold does not outlive its app; `bgtaskctl hold` reports it.
+            for call in calls {
+                call.fail(VarlinkError(
+                    Interfaces.managerName + ".HoldLost",
+                    ["appId": .string(app.rawValue), "reason": .string(d.reason.rawValue), "message": .string(d.message)]))
+            }
+        }
         decisionCount += 1
         refresh?.observe(d)
         let realtime = Monotonic.realtimeUSec()
@@ -530,6 +645,7 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
             "taskId": .int(Int64(a.taskID.rawValue)), "appId": .string(a.app.rawValue),
             "name": a.name.map { .string($0) } ?? .null,
             "remainingUSec": a.remaining.map { .int($0.microseconds) } ?? .null, "expiring": .bool(a.expiring),
+            "managerHold": .bool(a.managerHold),
         ]
     }
 
@@ -550,6 +666,8 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
             "backgroundTimeRemainingUSec": s.backgroundTimeRemaining.map { .int($0.microseconds) } ?? .null,
             "pendingTaskRequests": .int(Int64(refresh.pendingCount(for: s.id))),
             "lastDecision": last.map(decisionJSON) ?? .null,
+            "refreshStatusReason": refresh.denial(s.id).map { .string($0.rawValue) } ?? .null,
+            "lastForegroundUSec": s.lastForeground.map { .int($0.microseconds) } ?? .null,
         ]
     }
 
@@ -570,6 +688,8 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
             "onExternalPower": true,
             "network": "unmetered",
             "freezerBackend": .string(freezer.name),
+            "freezerBackendReason": .string(freezerReason),
+            "dryRun": .bool(dryRun),
             "socket": .string(config.socketPath),
             "didEnterBackgroundTimeoutUSec": .int(d.didEnterBackgroundTimeoutUSec),
             "backgroundTimeBudgetUSec": .int(d.backgroundTimeBudgetUSec),
@@ -592,6 +712,9 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
             "liveAssertions": .int(Int64(machine.liveAssertionCount)),
             "journalEntries": .int(Int64(journal.sent)),
             "journalDropped": .int(Int64(journal.dropped)),
+            "freezerBackend": .string(freezer.name),
+            "freezerBackendReason": .string(freezerReason),
+            "dryRun": .bool(dryRun),
         ]
     }
 

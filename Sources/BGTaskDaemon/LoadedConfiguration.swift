@@ -49,7 +49,7 @@ struct LoadedConfiguration: Sendable {
             daemon = loaded.config
             warnings += loaded.warnings.map(\.description)
         } catch {
-            return .failure(LoadError(description: error.description))
+            return .failure(LoadError(description: error.description, source: error))
         }
         let apps = AppManifestFile.loadAll(appsDirectory: AppManifestFile.appsDirectory(inConfigDirectory: options.configDir))
         warnings += apps.errors.map { "\($0) (app left out)" }
@@ -80,6 +80,8 @@ struct LoadedConfiguration: Sendable {
 
     struct LoadError: Error, CustomStringConvertible, Sendable {
         var description: String
+        /// File, line and key, when a file is at fault.
+        var source: ConfigError? = nil
     }
 }
 

@@ -144,7 +144,9 @@ public enum Interfaces {
           appId: string,
           name: ?string,
           remainingUSec: ?int,
-          expiring: bool
+          expiring: bool,
+          # A manager hold (Hold, bgtaskctl hold): no time budget.
+          managerHold: ?bool
         )
 
         type Activity (
@@ -175,7 +177,11 @@ public enum Interfaces {
           refreshStatus: string,
           backgroundTimeRemainingUSec: ?int,
           pendingTaskRequests: int,
-          lastDecision: ?Decision
+          lastDecision: ?Decision,
+          # Why refreshStatus is not available: restricted, refresh-disabled, low-power-mode, network-metered.
+          refreshStatusReason: ?string,
+          # When the app was last in the foreground (CLOCK_MONOTONIC; now while it is there).
+          lastForegroundUSec: ?int
         )
 
         type Settings (
@@ -190,7 +196,10 @@ public enum Interfaces {
           expirationWarningUSec: int,
           maxBackgroundTasksPerApp: int,
           launchTimeoutUSec: int,
-          killTimeoutUSec: int
+          killTimeoutUSec: int,
+          # Why this freezer backend is in force; dryRun: FreezerBackend=none, decisions are not enforced.
+          freezerBackendReason: ?string,
+          dryRun: ?bool
         )
 
         type DaemonStats (
@@ -201,7 +210,10 @@ public enum Interfaces {
           decisions: int,
           liveAssertions: int,
           journalEntries: int,
-          journalDropped: int
+          journalDropped: int,
+          freezerBackend: ?string,
+          freezerBackendReason: ?string,
+          dryRun: ?bool
         )
 
         method ListApps() -> (apps: []AppInfo)
@@ -210,7 +222,8 @@ public enum Interfaces {
         method GetSettings() -> (settings: Settings)
 
         # Why the app is in its state, from the recorded decisions (newest last).
-        method Explain(appId: string) -> (state: string, reasons: []Decision)
+        # causes: sentences about what else keeps it there (refresh policy, low power mode, a dry run).
+        method Explain(appId: string) -> (state: string, reasons: []Decision, causes: ?[]string)
 
         # Streams every decision as it happens (call with more).
         method Monitor() -> (decision: Decision)
@@ -235,8 +248,14 @@ public enum Interfaces {
         method WakeForRemoteNotification(appId: string, payload: ?object) -> ()
         method RunTaskNow(appId: string, identifier: string) -> ()
 
-        # Re-reads configuration and manifests without dropping clients.
+        # Re-reads configuration and manifests without dropping clients; a bad file is InvalidConfiguration
+        # (the old configuration stays).
         method Reload() -> ()
+
+        # A manager hold (SPEC §12), called with more: the first reply carries holdId; the hold keeps the
+        # app running, without a time budget, until this connection closes. If the app is terminated
+        # meanwhile, the call ends with HoldLost.
+        method Hold(appId: string, name: ?string) -> (holdId: int)
 
         error NoSuchApp (appId: string)
         error PermissionDenied ()
@@ -246,7 +265,9 @@ public enum Interfaces {
         error AlreadyCheckedIn (appId: string)
         error NotCheckedIn (appId: string)
         error ModeNotDeclared (mode: string)
-        error InvalidConfiguration (message: string)
+        error InvalidConfiguration (message: string, file: ?string, line: ?int, key: ?string)
+        error LaunchFailed (appId: string, message: string)
+        error HoldLost (appId: string, reason: string, message: string)
 
         """
 

@@ -14,8 +14,8 @@ struct BGTaskCtl: ParsableCommand {
         discussion: """
             Read verbs (list, status, assertions, explain, monitor, stats, conditions) take --json. \
             Every verb takes --socket PATH (default: $BGTASKD_SOCKET, else \(GlobalOptions.defaultSocket)). \
-            Exit status is 0 on success and 1 on error, with a one-line message on stderr; \
-            hold exits with the status of its command.
+            Exit status as systemctl's: 0 on success; 1 on error, with a one-line message on stderr; \
+            2 on a usage error; 3 from status when the app is not running; hold exits with the status of its command.
             """,
         version: "0.1.0",
         subcommands: [
@@ -26,8 +26,8 @@ struct BGTaskCtl: ParsableCommand {
         ]
     )
 
-    /// Parses and runs, turning every failure into `bgtaskctl: message` on stderr and exit status 1
-    /// (usage errors included: the contract is 0/1, not ArgumentParser's 64).
+    /// Parses and runs, turning every failure into `bgtaskctl: message` on stderr and exit status 1,
+    /// 2 for usage errors (systemctl's statuses, not ArgumentParser's 64).
     static func main() {
         let arguments = hoistingGlobalOptions(Array(CommandLine.arguments.dropFirst()))
         do {
@@ -36,7 +36,7 @@ struct BGTaskCtl: ParsableCommand {
             Glibc.exit(0)
         } catch let error as CtlError {
             Output.err("bgtaskctl: \(error.message)")
-            Glibc.exit(1)
+            Glibc.exit(error.status)
         } catch let code as ExitCode {
             Glibc.exit(code.rawValue)
         } catch {
@@ -50,7 +50,7 @@ struct BGTaskCtl: ParsableCommand {
             var text = fullMessage(for: error).split(separator: "\n").first.map(String.init) ?? "invalid arguments"
             if text.hasPrefix("Error: ") { text.removeFirst("Error: ".count) }
             Output.err("bgtaskctl: " + text)
-            Glibc.exit(1)
+            Glibc.exit(2)
         }
     }
 }
@@ -66,7 +66,7 @@ extension BGTaskCtl {
             if a == "--socket", i + 1 < arguments.count {
                 leading += [a, arguments[i + 1]]
                 i += 2
-            } else if a.hasPrefix("--socket=") || a == "--json" || a == "--no-legend" {
+            } else if a.hasPrefix("--socket=") || a == "--json" || a == "--no-legend" || a == "--no-pager" {
                 leading.append(a)
                 i += 1
             } else {
@@ -85,10 +85,32 @@ extension BGTaskCtl {
     }
 }
 
-/// A failure with the one line to print after `bgtaskctl: `.
+/// A failure with the one line to print after `bgtaskctl: `, and the exit status (1; 2 for usage errors).
 struct CtlError: Error {
     var message: String
-    init(_ message: String) { self.message = message }
+    var status: Int32 = 1
+    init(_ message: String, status: Int32 = 1) {
+        self.message = message
+        self.status = status
+    }
+}
+
+/// App IDs as SPEC §9 defines them (1–255 characters of `A-Za-z0-9._-`): anything else is a usage error,
+/// found before the daemon is asked.
+enum AppIDSyntax {
+    static func problem(_ id: String) -> String? {
+        if id.isEmpty { return "an app ID cannot be empty" }
+        if id.utf8.count > 255 { return "an app ID has at most 255 characters" }
+        let allowed = id.utf8.allSatisfy { c in
+            (c >= 0x61 && c <= 0x7a) || (c >= 0x41 && c <= 0x5a) || (c >= 0x30 && c <= 0x39) || c == 0x2e || c == 0x5f || c == 0x2d
+        }
+        return allowed ? nil : "an app ID consists of the letters A-Z and a-z, digits, '.', '_' and '-'"
+    }
+
+    /// Throws the usage error (exit status 2) for an invalid ID.
+    static func check(_ id: String) throws(CtlError) {
+        if let problem = problem(id) { throw CtlError("Invalid app ID '\(id)': \(problem).", status: 2) }
+    }
 }
 
 /// Options every verb takes.
@@ -97,6 +119,10 @@ struct GlobalOptions: ParsableArguments {
 
     @Option(name: .long, help: ArgumentHelp("The daemon's socket (default: $BGTASKD_SOCKET, else \(defaultSocket)).", valueName: "path"))
     var socket: String?
+
+    /// Accepted as systemctl accepts it; bgtaskctl never pipes its output into a pager.
+    @Flag(name: .long, help: "Do not pipe output into a pager (bgtaskctl never does).")
+    var noPager = false
 
     var socketPath: String {
         if let socket { return socket }
@@ -148,6 +174,7 @@ struct Client {
 
     @discardableResult
     func call(_ method: String, _ parameters: [String: JSON] = [:]) throws(CtlError) -> [String: JSON] {
+        if case .string(let id)? = parameters["appId"] { try AppIDSyntax.check(id) }
         do {
             return try connection.call(method, parameters)
         } catch {

@@ -83,8 +83,9 @@ struct Reload: ParsableCommand {
 
 struct Refresh: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Turn Background App Refresh on or off for an app (SetRefreshPolicy), or set the global mode (SetGlobalRefresh).",
+        abstract: "Turn Background App Refresh on or off for an app (SetRefreshPolicy), or set the global mode (SetGlobalRefresh); without arguments, show every app's setting and status.",
         usage: """
+            bgtaskctl refresh
             bgtaskctl refresh <app> on|off
             bgtaskctl refresh --global on|unmetered|off
             """
@@ -96,8 +97,11 @@ struct Refresh: ParsableCommand {
     @Option(name: .customLong("global"), help: "The global setting: on, unmetered (only on unmetered networks) or off.")
     var globalMode: GlobalMode?
     @Argument(help: "The app's ID, then on or off.") var arguments: [String] = []
+    @OptionGroup var output: JSONOptions
+    @OptionGroup var legend: LegendOptions
 
     func validate() throws {
+        if globalMode == nil, arguments.isEmpty { return }
         if globalMode != nil {
             guard arguments.isEmpty else { throw ValidationError("refresh --global takes no app (use `refresh APP on|off` for one app)") }
             return
@@ -108,6 +112,17 @@ struct Refresh: ParsableCommand {
 
     func run() throws {
         let client = try global.connect()
+        if globalMode == nil, arguments.isEmpty {
+            var reply = try client.manager("ListApps")
+            let settings = try client.manager("GetSettings").object("settings") ?? [:]
+            let terminal = Terminal.current()
+            if output.json {
+                reply["settings"] = .object(settings)
+                return output.print(reply, terminal: terminal)
+            }
+            return Output.lines(
+                Render.refreshTable(reply, settings: settings, width: terminal.width, color: terminal.color, legend: !legend.noLegend))
+        }
         if let globalMode {
             try client.manager("SetGlobalRefresh", ["mode": .string(globalMode.rawValue)])
         } else if let setting = Switch(rawValue: arguments[1]) {

@@ -223,25 +223,55 @@ enum JSONText {
     }
 }
 
-/// One-line error texts: `NoSuchApp: org.example.Foo`, `cannot connect to PATH: No such file or directory`.
+/// One-line error texts in words, as systemctl writes them, with the Varlink error name in parentheses:
+/// `App org.example.Foo not found (io.bgtaskd.Manager.NoSuchApp).`
 enum ErrorText {
     static func describe(_ error: VarlinkClientError, socket: String) -> String {
         switch error {
         case .remote(let e): return remote(e)
-        case .connect(let s): return s.hasPrefix(socket + ":") ? "cannot connect to \(s)" : "cannot connect to \(socket): \(s)"
-        case .io(let s): return s
+        case .connect(let s):
+            let why = s.hasPrefix(socket + ": ") ? String(s.dropFirst(socket.count + 2)) : s
+            return "Failed to connect to bgtaskd at \(socket): \(why). Is it running? "
+                + "Start it with 'systemctl start bgtaskd' (or 'make run' in its source tree), or point --socket/$BGTASKD_SOCKET at it."
+        case .io(let s): return "Lost the connection to bgtaskd at \(socket): \(s)."
         }
     }
 
-    /// The error's short name, then its parameters: a lone value as is, several as `key=value`.
+    /// A sentence for a named error; unknown names keep their parameters as `key=value`.
     static func remote(_ e: VarlinkError) -> String {
         let short = e.name.split(separator: ".").last.map(String.init) ?? e.name
-        guard !e.parameters.isEmpty else { return short }
-        if e.parameters.count == 1, let v = e.parameters.values.first {
-            return "\(short): \(scalarText(v))"
+        let p = e.parameters
+        func str(_ key: String) -> String { p[key].map(scalarText) ?? "?" }
+        let sentence: String
+        switch short {
+        case "NoSuchApp": sentence = "App \(str("appId")) not found"
+        case "PermissionDenied":
+            sentence = "Permission denied: this needs root or membership of bgtaskd's ControlGroup="
+        case "InvalidState": sentence = "Not possible while the app is \(str("state"))"
+        case "InvalidConfiguration":
+            sentence = "Configuration not reloaded, the previous one stays in force: \(str("message"))"
+        case "LaunchFailed": sentence = "Failed to launch \(str("appId")): \(str("message"))"
+        case "HoldLost": sentence = "The hold on \(str("appId")) was lost: \(str("message"))"
+        case "NotPermitted": sentence = "Task identifier \(str("identifier")) is not in the app's PermittedTaskIdentifiers="
+        case "Unavailable": sentence = "Unavailable (\(str("reason")))"
+        case "ModeNotDeclared": sentence = "The app's manifest does not declare the background mode \(str("mode"))"
+        case "ModeNotContinuous": sentence = "The background mode \(str("mode")) is not a continuous one"
+        case "NotCheckedIn": sentence = "App \(str("appId")) has not checked in"
+        case "AlreadyCheckedIn": sentence = "App \(str("appId")) has already checked in"
+        case "TooManyPendingTaskRequests": sentence = "Too many pending task requests"
+        case "InvalidParameter": sentence = "Invalid parameter \(str("parameter"))"
+        case "MethodNotFound", "MethodNotImplemented":
+            sentence = "The daemon does not know \(str("method")) (is it older than bgtaskctl?)"
+        default:
+            if p.isEmpty {
+                sentence = short
+            } else if p.count == 1, let v = p.values.first {
+                sentence = "\(short): \(scalarText(v))"
+            } else {
+                sentence = "\(short): " + p.keys.sorted().compactMap { k in p[k].map { "\(k)=\(scalarText($0))" } }.joined(separator: ", ")
+            }
         }
-        let parts = e.parameters.keys.sorted().compactMap { k in e.parameters[k].map { "\(k)=\(scalarText($0))" } }
-        return "\(short): " + parts.joined(separator: ", ")
+        return "\(sentence) (\(e.name))."
     }
 
     static func scalarText(_ v: JSON) -> String {

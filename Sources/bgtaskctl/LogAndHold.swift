@@ -1,4 +1,5 @@
 import ArgumentParser
+import BGTaskClient
 import BGTaskProtocol
 
 #if canImport(Glibc)
@@ -40,20 +41,22 @@ struct Log: ParsableCommand {
 
 struct Hold: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Run a command while holding a background-task assertion for an app, like systemd-inhibit.",
+        abstract: "Run a command while holding a manager hold on an app, like systemd-inhibit (Manager.Hold).",
         usage: "bgtaskctl hold --app <app> [--name <name>] -- <command> ...",
         discussion: """
-            Begins a background task for the app (BeginBackgroundTask), runs COMMAND with the connection held open, \
-            then ends the task (EndBackgroundTask) and exits with COMMAND's status (128+N if signal N killed it). \
-            The assertion lives exactly as long as the connection: if bgtaskctl dies, the daemon releases it. \
-            SIGINT and SIGTERM sent to bgtaskctl are passed on to COMMAND. A denied task (taskId 0) runs nothing \
-            and exits 1; a COMMAND that cannot be started exits 127 (not found) or 126.
+            Takes a manager hold on the app (io.bgtaskd.Manager.Hold; root or ControlGroup=): the app keeps running \
+            in the background, without a time budget, for as long as COMMAND runs; a suspended app is thawed. \
+            The hold lives exactly as long as bgtaskctl's connection: when COMMAND ends, or if bgtaskctl dies, the \
+            daemon releases it. Exits with COMMAND's status (128+N if signal N killed it). SIGINT and SIGTERM sent \
+            to bgtaskctl are passed on to COMMAND. A refused hold runs nothing and exits 1; if the app is terminated \
+            while held, bgtaskctl says so at once and exits 1 when COMMAND ends; a COMMAND that cannot be started \
+            exits 127 (not found) or 126.
             """
     )
 
     @OptionGroup var global: GlobalOptions
-    @Option(help: "The app the assertion is for.") var app: String
-    @Option(help: "The assertion's name (default: the command line).") var name: String?
+    @Option(help: "The app to hold.") var app: String
+    @Option(help: "The hold's name (default: the command line).") var name: String?
     @Argument(parsing: .captureForPassthrough, help: "The command to run and its arguments.")
     var command: [String] = []
 
@@ -66,49 +69,79 @@ struct Hold: ParsableCommand {
     }
 
     func run() throws {
+        try AppIDSyntax.check(app)
         let argv = commandLine
         let client = try global.connect()
-        let taskName = name ?? String(argv.joined(separator: " ").prefix(200))
-        let reply = try client.call(Client.app + "BeginBackgroundTask", ["appId": .string(app), "name": .string(taskName)])
-        guard let taskId = reply.int("taskId") else { throw CtlError("BeginBackgroundTask: the reply has no taskId") }
-        guard taskId != 0 else { throw CtlError(denialMessage(client)) }
+        let holdName = name ?? String(argv.joined(separator: " ").prefix(200))
+        let first: VarlinkReply
+        do {
+            try client.connection.send(
+                VarlinkCall(method: Client.manager + "Hold", parameters: ["appId": .string(app), "name": .string(holdName)], more: true))
+            first = try client.connection.readReply()
+        } catch {
+            throw CtlError("Cannot hold \(app): " + ErrorText.describe(error, socket: client.socket))
+        }
+        if let error = first.error {
+            throw CtlError("Cannot hold \(app): " + ErrorText.remote(VarlinkError(error, first.parameters)))
+        }
+        // The rest of the call's replies come only if the hold is lost: read them beside the command.
+        let watcher = HoldWatcher(connection: client.connection, app: app, socket: client.socket)
+        watcher.start()
 
         let status: Int32
         do {
             status = try Processes.runForwardingSignals(argv)
         } catch {
-            endTask(client, taskId)
             Output.err("bgtaskctl: cannot run \(argv[0]): \(error.message)")
             // As a shell says it: 127 for a command not found, 126 for one that cannot be run.
             throw ExitCode(error.message == String(cString: strerror(ENOENT)) ? 127 : 126)
         }
-        endTask(client, taskId)
+        if watcher.lost { throw ExitCode(1) }
+        // Exiting closes the connection, which ends the hold.
         throw ExitCode(status)
     }
+}
 
-    /// Ends the assertion; a failure is reported but does not change the exit status (closing the
-    /// connection, which happens at exit anyway, releases it too).
-    private func endTask(_ client: Client, _ taskId: Int64) {
-        do {
-            try client.call(Client.app + "EndBackgroundTask", ["appId": .string(app), "taskId": .int(taskId)])
-        } catch {
-            Output.err("bgtaskctl: warning: EndBackgroundTask: \(error.message)")
-        }
+/// Reads the `Hold` call's further replies on a thread of its own: one comes only when the hold is lost
+/// (the app was terminated), and is reported at once.
+final class HoldWatcher: @unchecked Sendable {
+    // @unchecked: `connection` is used only by the thread once started; `lostFlag` is atomic enough for a
+    // word written once before the main thread reads it after waitpid (a syscall, a full barrier).
+    private let connection: VarlinkClientConnection
+    private let app: String
+    private let socket: String
+    private var lostFlag: Int32 = 0
+    private var thread = pthread_t()
+
+    init(connection: VarlinkClientConnection, app: String, socket: String) {
+        self.connection = connection
+        self.app = app
+        self.socket = socket
     }
 
-    /// Why the daemon said no: its last decision about the app, when that is the denial.
-    private func denialMessage(_ client: Client) -> String {
-        var text = "background task for \(app) denied"
-        if let info = try? client.manager("GetApp", ["appId": .string(app)]).object("app") {
-            if let last = info.object("lastDecision").map(DecisionRecord.init), last.decision == "deny" {
-                // The daemon's own sentence says it best; the reason is the greppable word.
-                text = last.message.isEmpty ? text + ": \(last.reason)" : "\(last.message) (\(last.reason))"
-            } else if let state = info.string("state") {
-                text += " (app is \(state)"
-                    + (info.int("backgroundTimeRemainingUSec").map { ", \(Durations.format(usec: $0)) of background time left" } ?? "")
-                    + ")"
-            }
+    var lost: Bool { lostFlag != 0 }
+
+    func start() {
+        let context = Unmanaged.passRetained(self).toOpaque()
+        pthread_create(&thread, nil, { raw in
+            guard let raw else { return nil }
+            let watcher = Unmanaged<HoldWatcher>.fromOpaque(raw).takeRetainedValue()
+            watcher.watch()
+            return nil
+        }, context)
+        pthread_detach(thread)
+    }
+
+    private func watch() {
+        let text: String
+        do {
+            let reply = try connection.readReply()
+            guard let error = reply.error else { return }
+            text = ErrorText.remote(VarlinkError(error, reply.parameters))
+        } catch {
+            text = "The hold on \(app) ended: " + ErrorText.describe(error, socket: socket)
         }
-        return text
+        lostFlag = 1
+        Output.err("bgtaskctl: \(text)")
     }
 }

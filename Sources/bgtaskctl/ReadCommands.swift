@@ -1,20 +1,44 @@
 import ArgumentParser
 import BGTaskProtocol
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 // Read verbs: open to every local user (SPEC §10), each with --json.
 
 struct List: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "List the apps bgtaskd knows and their states (ListApps).")
+    static let configuration = CommandConfiguration(
+        abstract: "List the apps bgtaskd knows and their states (ListApps); --running: running apps, most recently used first."
+    )
 
     @OptionGroup var global: GlobalOptions
     @OptionGroup var output: JSONOptions
     @OptionGroup var legend: LegendOptions
+    @Flag(name: .long, help: "Only running apps, most recently in the foreground first, with the time since.")
+    var running = false
 
     func run() throws {
-        let reply = try global.connect().manager("ListApps")
+        let client = try global.connect()
+        var reply = try client.manager("ListApps")
+        if running { reply["apps"] = .array(Render.runningApps(reply.array("apps"))) }
         let terminal = Terminal.current()
         if output.json { return output.print(reply, terminal: terminal) }
-        Output.lines(Render.list(reply, width: terminal.width, color: terminal.color, legend: !legend.noLegend))
+        let settings = (try? client.manager("GetSettings"))?.object("settings") ?? [:]
+        var lines = running
+            ? Render.runningList(reply, nowUSec: MonotonicClock.nowUSec(), width: terminal.width, color: terminal.color, legend: !legend.noLegend)
+            : Render.list(reply, width: terminal.width, color: terminal.color, legend: !legend.noLegend)
+        if let dryRun = Render.dryRunNotice(settings) { lines.append(dryRun) }
+        Output.lines(lines)
+    }
+}
+
+/// CLOCK_MONOTONIC, the clock of the daemon's `…USec` instants (it is the same on the whole machine).
+enum MonotonicClock {
+    static func nowUSec() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Int64(ts.tv_sec) * 1_000_000 + Int64(ts.tv_nsec) / 1_000
     }
 }
 
@@ -26,19 +50,28 @@ struct Status: ParsableCommand {
     @OptionGroup var global: GlobalOptions
     @OptionGroup var output: JSONOptions
     @Argument(help: "The app's ID.") var app: String
-    @Option(name: .shortAndLong, help: "How many journal entries to show.") var lines = 10
+    @Option(name: [.customShort("n"), .customShort("l"), .long], help: "How many journal entries to show (-n as in systemctl; -l is kept).")
+    var lines = 10
 
     func run() throws {
-        let reply = try global.connect().manager("GetApp", ["appId": .string(app)])
+        let client = try global.connect()
+        let reply = try client.manager("GetApp", ["appId": .string(app)])
         let terminal = Terminal.current()
-        if output.json { return output.print(reply, terminal: terminal) }
-        let journal = lines > 0 ? JournalReader.recentDecisions(app: app, count: lines) : .entries([])
-        Output.lines(
-            Render.status(
+        let notRunning = reply.object("app")?.string("state") == "not-running"
+        if output.json {
+            output.print(reply, terminal: terminal)
+        } else {
+            let journal = lines > 0 ? JournalReader.recentDecisions(app: app, count: lines) : .entries([])
+            var text = Render.status(
                 reply, journal: journal, userName: userName(uid:), clock: { LocalTime.format(realtimeUSec: $0) },
                 width: terminal.width, color: terminal.color
             )
-        )
+            let settings = (try? client.manager("GetSettings"))?.object("settings") ?? [:]
+            if let freezer = Render.freezerLine(settings) { text.insert(freezer, at: min(text.count, 1)) }
+            Output.lines(text)
+        }
+        // systemctl's convention: status of a unit that is not running exits 3.
+        if notRunning { throw ExitCode(3) }
     }
 }
 
@@ -65,11 +98,17 @@ struct Explain: ParsableCommand {
     @Argument(help: "The app's ID.") var app: String
 
     func run() throws {
+        try AppIDSyntax.check(app)
         let reply = try global.connect().manager("Explain", ["appId": .string(app)])
         let terminal = Terminal.current()
         if output.json { return output.print(reply, terminal: terminal) }
+        // After a daemon restart its memory is empty: the journal still has what happened before.
+        var earlier: Render.JournalResult?
+        if reply.array("reasons").isEmpty { earlier = JournalReader.recentDecisions(app: app, count: 10) }
         Output.lines(
-            Render.explain(app, reply, clock: { LocalTime.format(realtimeUSec: $0) }, width: terminal.width, color: terminal.color)
+            Render.explain(
+                app, reply, journal: earlier, clock: { LocalTime.format(realtimeUSec: $0) }, width: terminal.width,
+                color: terminal.color)
         )
     }
 }
@@ -107,7 +146,10 @@ struct Stats: ParsableCommand {
         let reply = try global.connect().manager("Stats")
         let terminal = Terminal.current()
         if output.json { return output.print(reply, terminal: terminal) }
-        Output.lines(Render.keyValues(reply.object("stats") ?? [:], labels: Render.statsLabels))
+        let stats = reply.object("stats") ?? [:]
+        var lines = Render.keyValues(stats, labels: Render.statsLabels)
+        if let dryRun = Render.dryRunNotice(stats) { lines.append(dryRun) }
+        Output.lines(lines)
     }
 }
 

@@ -58,8 +58,9 @@ enum Render {
     // MARK: list
 
     static func appsTable(_ apps: [JSON]) -> Table {
+        // App IDs are never cut (SPEC §12): they are what the user types next.
         let columns = [
-            Table.Column(header: "APP", shrinkable: true), Table.Column(header: "NAME", shrinkable: true),
+            Table.Column(header: "APP"), Table.Column(header: "NAME", shrinkable: true),
             Table.Column(header: "STATE"), Table.Column(header: "PID", alignRight: true),
             Table.Column(header: "ASSERTIONS", alignRight: true), Table.Column(header: "REFRESH"),
             Table.Column(header: "REMAINING", alignRight: true),
@@ -83,6 +84,83 @@ enum Render {
         return lines
     }
 
+    /// `list --running`: apps that have a process, most recently in the foreground first.
+    static func runningApps(_ apps: [JSON]) -> [JSON] {
+        let running = apps.filter { $0.objectValue?.string("state").map { $0 != "not-running" } ?? false }
+        return running.enumerated().sorted { a, b in
+            let x = a.element.objectValue?.int("lastForegroundUSec") ?? .min
+            let y = b.element.objectValue?.int("lastForegroundUSec") ?? .min
+            return x != y ? x > y : a.offset < b.offset
+        }.map(\.element)
+    }
+
+    static func runningList(_ reply: [String: JSON], nowUSec: Int64, width: Int?, color: Bool, legend: Bool) -> [String] {
+        let apps = reply.array("apps").compactMap(\.objectValue)
+        if apps.isEmpty { return legend ? ["No running apps."] : [] }
+        let table = Table(
+            columns: [
+                Table.Column(header: "APP"), Table.Column(header: "STATE"), Table.Column(header: "PID", alignRight: true),
+                Table.Column(header: "LAST FOREGROUND", alignRight: true), Table.Column(header: "NAME", shrinkable: true),
+            ],
+            rows: apps.map { a in
+                let state = a.string("state") ?? "-"
+                let since: String
+                if state == "active" || state == "inactive" {
+                    since = "now"
+                } else if let t = a.int("lastForegroundUSec") {
+                    since = Durations.format(usec: max(0, nowUSec - t)) + " ago"
+                } else {
+                    since = "never"
+                }
+                return [
+                    .init(a.string("appId") ?? "-"), .init(state, Style.forState(state)), .init(a.int("pid").map(String.init) ?? "-"),
+                    .init(since), .init(a.string("name") ?? ""),
+                ]
+            })
+        var lines = table.render(width: width, color: color, header: legend)
+        if legend { lines += ["", "\(apps.count) running app\(apps.count == 1 ? "" : "s") listed, most recently used first."] }
+        return lines
+    }
+
+    /// `refresh` without arguments: every app's own setting and its status, with the cause when not available.
+    static func refreshTable(_ reply: [String: JSON], settings: [String: JSON], width: Int?, color: Bool, legend: Bool) -> [String] {
+        let apps = reply.array("apps").compactMap(\.objectValue)
+        var lines: [String] = []
+        if legend {
+            let global = settings.string("backgroundAppRefresh") ?? "-"
+            let lowPower = settings.bool("lowPowerMode").map { $0 ? "on" : "off" } ?? "-"
+            let network = settings.string("network") ?? "-"
+            lines.append("Background App Refresh: \(global); low power mode: \(lowPower); network: \(network)")
+            lines.append("")
+        }
+        if apps.isEmpty { return lines + (legend ? ["No apps."] : []) }
+        let table = Table(
+            columns: [Table.Column(header: "APP"), Table.Column(header: "SETTING"), Table.Column(header: "STATUS"), Table.Column(header: "WHY")],
+            rows: apps.map { a in
+                let status = a.string("refreshStatus") ?? "-"
+                return [
+                    .init(a.string("appId") ?? "-"), .init(a.string("refreshSetting") ?? "-"),
+                    .init(status, status == "available" ? .green : .yellow), .init(a.string("refreshStatusReason") ?? "-"),
+                ]
+            })
+        return lines + table.render(width: width, color: color, header: legend)
+    }
+
+    /// The line that says decisions are not enforced, when `FreezerBackend=none` (Settings or Stats).
+    static func dryRunNotice(_ object: [String: JSON]) -> String? {
+        guard object.bool("dryRun") == true || object.string("freezerBackend") == "none" else { return nil }
+        return "Dry run: FreezerBackend=none, decisions are recorded but no app is frozen, thawed or killed."
+    }
+
+    /// `status`'s freezer line: the backend in force and why.
+    static func freezerLine(_ settings: [String: JSON]) -> String? {
+        guard let name = settings.string("freezerBackend") else { return nil }
+        var text = "    Freezer: \(name)"
+        if let why = settings.string("freezerBackendReason"), !why.isEmpty { text += " (\(why))" }
+        if dryRunNotice(settings) != nil { text += " — DRY RUN, nothing is enforced" }
+        return text
+    }
+
     // MARK: assertions
 
     static func assertions(_ reply: [String: JSON], width: Int?, color: Bool, legend: Bool) -> [String] {
@@ -90,7 +168,7 @@ enum Render {
         if list.isEmpty { return legend ? ["No assertions."] : [] }
         let table = Table(
             columns: [
-                Table.Column(header: "TASK", alignRight: true), Table.Column(header: "APP", shrinkable: true),
+                Table.Column(header: "TASK", alignRight: true), Table.Column(header: "APP"),
                 Table.Column(header: "NAME", shrinkable: true), Table.Column(header: "REMAINING", alignRight: true),
                 Table.Column(header: "EXPIRING"),
             ],
@@ -127,13 +205,30 @@ enum Render {
         return table.render(width: width.map { max(1, $0 - indent.count) }, color: color, header: false).map { indent + $0 }
     }
 
-    static func explain(_ appId: String, _ reply: [String: JSON], clock: Clock, width: Int?, color: Bool) -> [String] {
+    /// `journal`: what the journal holds when the daemon has no decision of its own (e.g. it restarted).
+    static func explain(
+        _ appId: String, _ reply: [String: JSON], journal: JournalResult? = nil, clock: Clock, width: Int?, color: Bool
+    ) -> [String] {
         let state = reply.string("state") ?? "unknown"
         let stateText = Style.forState(state)?.paint(state, enabled: color) ?? state
         let reasons = reply.array("reasons").compactMap(\.objectValue).map(DecisionRecord.init)
-        if reasons.isEmpty { return ["\(appId) is \(stateText).", "No recorded decisions explain it."] }
-        return ["\(appId) is \(stateText) because of (oldest first):"]
-            + decisions(reasons, clock: clock, width: width, color: color, indent: "  ")
+        let causes = reply.array("causes").compactMap(\.stringValue)
+        var lines: [String]
+        if !reasons.isEmpty {
+            lines = ["\(appId) is \(stateText) because of (oldest first):"]
+                + decisions(reasons, clock: clock, width: width, color: color, indent: "  ")
+        } else if case .entries(let earlier)? = journal, !earlier.isEmpty {
+            lines = ["\(appId) is \(stateText). The daemon has decided nothing about it since it started; the journal says (oldest first):"]
+                + decisions(earlier, clock: clock, width: width, color: color, indent: "  ")
+        } else {
+            lines = ["\(appId) is \(stateText).", "No recorded decisions explain it."]
+            if case .unavailable(let why)? = journal { lines.append("Journal unavailable: \(why)") }
+        }
+        if !causes.isEmpty {
+            lines.append("Also:")
+            lines += causes.map { "  " + $0 }
+        }
+        return lines
     }
 
     /// One line per decision for `monitor`.
@@ -233,12 +328,14 @@ enum Render {
     static let statsLabels: [(key: String, label: String)] = [
         ("uptimeUSec", "Uptime"), ("apps", "Apps"), ("connections", "Connections"), ("calls", "Calls"),
         ("decisions", "Decisions"), ("liveAssertions", "Live assertions"), ("journalEntries", "Journal entries"),
-        ("journalDropped", "Journal dropped"),
+        ("journalDropped", "Journal dropped"), ("freezerBackend", "Freezer"), ("freezerBackendReason", "Freezer because"),
+        ("dryRun", "Dry run"),
     ]
 
     static let settingsLabels: [(key: String, label: String)] = [
         ("onExternalPower", "External power"), ("network", "Network"), ("backgroundAppRefresh", "Background refresh"),
-        ("lowPowerMode", "Low power mode"), ("freezerBackend", "Freezer"), ("socket", "Socket"),
+        ("lowPowerMode", "Low power mode"), ("freezerBackend", "Freezer"), ("freezerBackendReason", "Freezer because"),
+        ("dryRun", "Dry run"), ("socket", "Socket"),
         ("didEnterBackgroundTimeoutUSec", "Grace window"), ("backgroundTimeBudgetUSec", "Background budget"),
         ("expirationWarningUSec", "Expiration warning"), ("maxBackgroundTasksPerApp", "Max tasks per app"),
         ("launchTimeoutUSec", "Launch timeout"), ("killTimeoutUSec", "Kill timeout"),

@@ -200,17 +200,20 @@ def test_signal_backend_restart_kills_what_the_previous_run_left_stopped(daemon)
             os.kill(pid, signal.SIGKILL)
 
 
-def test_sigterm_thaws_every_frozen_app(daemon):
+def test_sigterm_ends_every_app_it_started_frozen_or_not(daemon):
+    """SPEC §9 as amended (issue 12): SIGTERM terminates the apps this daemon started; none is left
+    running or frozen (the web server of "Try it" no longer keeps its port)."""
     with ScratchCgroup() as cg:
         port = free_port()
         d = daemon(conf=conf(cg.path, grace="100ms"), apps={WEB: http_server_manifest(WEB, port)})
         m = Manager(d.socket)
-        m.launch(WEB)
+        pid = m.launch(WEB)
         m.call("Background", appId=WEB)
         wait_for(lambda: read_events(cg.app(WEB)).get("frozen") == 1, 3, "frozen")
         assert d.stop(signal.SIGTERM) == 0
-        assert read_events(cg.app(WEB)).get("frozen") == 0
-        wait_for(lambda: http_answers(port, 0.5), 3, "the thawed server to answer")
+        assert not alive(pid)
+        assert not procs(cg.app(WEB)) if os.path.isdir(cg.app(WEB)) else True
+        assert not http_answers(port, 0.5)
 
 
 # MARK: termination
@@ -398,8 +401,10 @@ def test_auto_in_a_delegated_cgroup_moves_the_daemon_into_a_leaf_and_apps_under_
             wait_for(lambda: read_events(cg.app(app)).get("frozen") == 1, 2, "frozen")
         finally:
             d.stop()
-        # SIGTERM thawed it before the daemon exited.
-        assert read_events(cg.app(app)).get("frozen") == 0
+        # SIGTERM ended it (SPEC §9, issue 12): nothing is left in its cgroup, frozen or not.
+        assert not alive(pid)
+        assert read_events(cg.app(app)).get("frozen") in (None, 0) and not procs(cg.app(app)) if \
+            os.path.isdir(cg.app(app)) else True
 
 
 def test_auto_in_the_root_cgroup_without_cgroup_root_uses_signals(daemon):

@@ -45,8 +45,8 @@ def test_daemon_logs_go_to_the_journal(daemon, journald):
     assert start["_PID"] == str(d.pid)
     assert start["PRIORITY"] == "6", start
     assert start.get("CODE_FILE") and start.get("CODE_LINE", "").isdigit(), start
-    # Nothing went to stderr instead.
-    assert d.socket not in d.output(), d.output()
+    # Nothing went to stderr instead (issue 12: only the short ready lines for a terminal).
+    assert "bgtaskd started" not in d.output(), d.output()
     assert d.stop() == 0
 
 

@@ -240,10 +240,20 @@ def test_daemon_without_privileges_launches_freezes_thaws_and_terminates_through
     wait_for(lambda: not os.path.exists(f"/proc/{pid}"), 2, "the launcher to reap the app")
 
 
+def launch_reply(s, app_id: str) -> dict:
+    """The daemon's reply to Launch (it comes when the launcher has answered)."""
+    from support import RawClient
+    with RawClient(s.d.socket, timeout=10.0) as c:
+        return c.call("io.bgtaskd.Manager.Launch", {"appId": app_id, "background": False}, timeout=10.0)
+
+
 def test_missing_executable_fails_with_the_launchers_message(separated):
     s = separated
     since = time.time()
-    s.m.call("Launch", appId="org.test.Missing", background=False)
+    # issue 12: Launch answers once the launcher has: with its error.
+    reply = launch_reply(s, "org.test.Missing")
+    assert reply.get("error") == "io.bgtaskd.Manager.LaunchFailed", reply
+    assert "/nonexistent/bgtaskd-no-such-app: executable not found" in reply["parameters"]["message"], reply
     entries = wait_journal(since, "BGTASKD_APP=org.test.Missing", "BGTASKD_REASON=launch-failed")
     assert "/nonexistent/bgtaskd-no-such-app: executable not found" in entries[0]["MESSAGE"], entries[0]["MESSAGE"]
     assert s.m.state("org.test.Missing") == "not-running"
@@ -326,7 +336,8 @@ def test_a_spawn_for_an_app_without_a_manifest_is_refused_by_name(separated):
     # named error is the daemon's launch-failed entry, and nothing runs.
     s.manifest("org.test.Missing").unlink()
     since = time.time()
-    s.m.call("Launch", appId="org.test.Missing", background=False)
+    reply = launch_reply(s, "org.test.Missing")
+    assert reply.get("error") == "io.bgtaskd.Manager.LaunchFailed", reply
     entries = wait_journal(since, "BGTASKD_APP=org.test.Missing", "BGTASKD_REASON=launch-failed")
     assert "org.test.Missing: no app manifest" in entries[0]["MESSAGE"], entries[0]["MESSAGE"]
     assert s.m.state("org.test.Missing") == "not-running"
@@ -384,26 +395,29 @@ def test_a_manifest_changed_on_disk_is_honoured_at_the_next_launch_without_a_rel
 
 def test_a_stalled_launcher_does_not_stall_the_daemon(separated):
     """The daemon waits for the launcher's answer without blocking its queue: with the launcher stopped
-    (SIGSTOP), Launch is answered at once, other calls are served, and after 2 s the launch fails with
-    a timeout. Resumed, the launcher cannot deliver its late reply and ends the app it started."""
-    from support import get_info
+    (SIGSTOP), other calls are served at once while Launch waits; after 2 s the launch fails with a
+    timeout, and Launch's reply says so (issue 12). Resumed, the launcher cannot deliver its late reply
+    and ends the app it started."""
+    from support import RawClient, get_info
 
     s = separated
     since = time.time()
     os.kill(s.launcher.proc.pid, signal.SIGSTOP)
     try:
-        t0 = time.monotonic()
-        s.m.call("Launch", appId=APP, background=False)
-        launch_s = time.monotonic() - t0
-        t1 = time.monotonic()
-        info = get_info(s.d.socket)
-        info_s = time.monotonic() - t1
-        assert s.m.state(APP) == "not-running"   # still waiting: nothing started
+        with RawClient(s.d.socket, timeout=10.0) as launching:
+            launching.send_call("io.bgtaskd.Manager.Launch", {"appId": APP, "background": False})
+            t1 = time.monotonic()
+            info = get_info(s.d.socket)
+            info_s = time.monotonic() - t1
+            assert s.m.state(APP) == "not-running"   # still waiting: nothing started
+            reply = launching.recv_message(timeout=10.0)
+        assert reply.get("error") == "io.bgtaskd.Manager.LaunchFailed", reply
+        assert "no reply from the launcher" in reply["parameters"]["message"], reply
         entries = wait_journal(since, f"BGTASKD_APP={APP}", "BGTASKD_REASON=launch-failed")
         assert "no reply from the launcher" in entries[0]["MESSAGE"], entries[0]["MESSAGE"]
     finally:
         os.kill(s.launcher.proc.pid, signal.SIGCONT)
-    assert launch_s < 1.0 and info_s < 1.0, f"Launch took {launch_s:.2f} s, GetInfo {info_s:.2f} s"
+    assert info_s < 1.0, f"GetInfo took {info_s:.2f} s while a launch waited"
     assert info["product"] == "bgtaskd"
     assert s.m.state(APP) == "not-running"
     # The launcher, resumed, started the app, could not reply on the connection the daemon gave up, and

@@ -62,8 +62,9 @@ final class CgroupFreezer: Freezer {
     /// The cgroup freezer when a writable cgroup v2 subtree is available (`CgroupRoot=`, or the daemon's
     /// own delegated cgroup), else nil (the caller falls back to signals). Runs on `queue`; reconciles
     /// what a previous run left under `apps/` before returning.
+    /// Says in `why` where the subtree is, or why there is none.
     static func make(config: LoadedConfiguration, logger: Logger, queue: DispatchQueue,
-                     stopped: StoppedProcessRecords? = nil) -> (any Freezer)?
+                     stopped: StoppedProcessRecords?, why: inout String) -> (any Freezer)?
     {
         let mounts = readFile("/proc/self/mounts") ?? ""
         let selfCgroup = readFile("/proc/self/cgroup") ?? ""
@@ -71,20 +72,21 @@ final class CgroupFreezer: Freezer {
         switch CgroupLayout.plan(cgroupRoot: config.daemon.cgroupRoot, mounts: mounts, selfCgroup: selfCgroup) {
         case .success(let l): layout = l
         case .failure(let error):
-            logger.notice("cgroup freezer unavailable: \(error)")
+            why = "\(error)"
             return nil
         }
         switch layout.setUp() {
         case .success(let notes):
             for note in notes { logger.info("\(note)") }
         case .failure(let error):
-            logger.notice("cgroup freezer unavailable: \(error)")
+            why = "\(error)"
             return nil
         }
         guard let watcher = CgroupEventsWatcher(queue: queue) else {
-            logger.notice("cgroup freezer unavailable: inotify_init1: \(Cgroup.errorText(errno))")
+            why = "inotify_init1: \(Cgroup.errorText(errno))"
             return nil
         }
+        why = "apps run under \(layout.apps) (\(layout.origin == .cgroupRoot ? "CgroupRoot=" : "the daemon's delegated cgroup"))"
         let freezer = CgroupFreezer(
             layout: layout, queue: queue, logger: logger, killTimeoutUSec: config.daemon.killTimeoutUSec, watcher: watcher,
             stopped: stopped)

@@ -251,6 +251,19 @@ struct CgroupLayout: Equatable, Sendable {
     /// Returns notes worth logging.
     func setUp() -> Result<[String], SetupError> {
         var notes: [String] = []
+        if origin == .cgroupRoot, access(base, F_OK) != 0 {
+            // issue 12: CgroupRoot= may name a directory that does not exist yet; one level is created
+            // when its parent is a writable cgroup v2 directory.
+            let parent = String(base[..<(base.lastIndex(of: "/") ?? base.endIndex)])
+            guard !parent.isEmpty, Cgroup.isCgroup2(parent) else {
+                return .failure(SetupError(description: "CgroupRoot=\(base) does not exist and its parent is not a cgroup v2 directory"))
+            }
+            let e = Cgroup.makeDirectory(base)
+            guard e == 0 else {
+                return .failure(SetupError(description: "CgroupRoot=\(base) does not exist and cannot be created: \(Cgroup.errorText(e))"))
+            }
+            notes.append("created CgroupRoot=\(base)")
+        }
         guard Cgroup.isCgroup2(base) else {
             return .failure(SetupError(description: "\(base) is not a cgroup v2 directory"))
         }

@@ -105,7 +105,11 @@ final class RefreshController: @unchecked Sendable {
     func denial(_ app: AppID) -> Reason? { policy.denial(enabled: setting(for: app), restricted: restricted(app)) }
 
     /// Why `SubmitTaskRequest` is `Unavailable` (the status is not `available`).
-    func unavailability(_ app: AppID) -> Reason? { policyStatus(app) == .available ? nil : denial(app) }
+    /// A metered network does not refuse a submission: the request waits for an unmetered one.
+    func unavailability(_ app: AppID) -> Reason? {
+        guard policyStatus(app) != .available, let reason = denial(app), reason != .networkMetered else { return nil }
+        return reason
+    }
 
     func pendingCount(for app: AppID) -> Int { state.schedule.count(for: app) }
 

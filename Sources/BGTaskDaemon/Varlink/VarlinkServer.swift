@@ -660,7 +660,14 @@ public final class VarlinkConnection: @unchecked Sendable, Hashable, CustomStrin
                 if n < buffer.count { return }
             } else if n == 0 {
                 // EOF: the peer sent all it will send (it may have half-closed and still read).
-                // Calls already received are answered; a partial message is dropped.
+                // Calls already received are answered; a partial message is dropped. A peer that is
+                // gone altogether (POLLHUP: it closed, not just shut down its writing side) reads no
+                // reply: a call with `more` (a stream, a manager hold) ends now, not at the next write.
+                var probe = pollfd(fd: fd, events: 0, revents: 0)
+                if current?.more == true, poll(&probe, 1, 0) == 1, probe.revents & Int16(POLLHUP) != 0 {
+                    close()
+                    return
+                }
                 peerFinishedSending = true
                 updateInterest()
                 _ = drainFramer()
