@@ -81,6 +81,10 @@ public struct DaemonConfig: Hashable, Sendable {
     /// `PressureWindowSec=`: the PSI window (500ms…10s, the kernel's limits).
     public var pressureWindowUSec: Int64 = 1 * second
 
+    // [Apps] (AppsConfig.swift)
+    /// `[Apps]`: desktop entries, exemptions, adoption (SPEC §13).
+    public var apps = AppsConfig()
+
     /// The defaults.
     public init() {}
 
@@ -309,7 +313,7 @@ extension DaemonConfig {
             config.pressureThreshold = percent
         }, format: { $0.pressureThreshold.description }),
         time("Memory", "PressureWindowSec", \.pressureWindowUSec, minimum: 500_000, maximum: 10 * second),
-    ])
+    ] + appsKeys)
 
     private static func time(
         _ section: String,

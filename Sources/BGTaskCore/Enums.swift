@@ -155,6 +155,10 @@ public enum Reason: String, CaseIterable, Hashable, Sendable {
     case queueFull = "queue-full"
     /// The app's manifest was removed.
     case manifestRemoved = "manifest-removed"
+    /// The app is exempt from freezing (`[Apps] Exempt=`, `X-Bgtaskd-Exempt=true`; SPEC §13).
+    case exempt
+    /// A process started by someone else (the shell, systemd) was taken as an instance of the app (SPEC §13).
+    case adopted
 }
 
 /// Why an app was launched (`launchReason` of `did-finish-launching`).

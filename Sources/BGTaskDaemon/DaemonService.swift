@@ -62,8 +62,10 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
 
     /// Registers (or re-registers, keeping state) every manifest with the core, in app-id order.
     private func register(_ manifests: [AppID: AppManifestFile]) {
-        for (_, manifest) in manifests.sorted(by: { $0.key < $1.key }) {
-            if let m = LoadedConfiguration.coreManifest(manifest) { feed(.appRegistered(m)) }
+        for (id, manifest) in manifests.sorted(by: { $0.key < $1.key }) {
+            if let m = LoadedConfiguration.coreManifest(manifest, exempt: config.exempt.contains(id)) {
+                feed(.appRegistered(m))
+            }
         }
     }
 

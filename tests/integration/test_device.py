@@ -1,0 +1,155 @@
+"""SPEC §13 (issue 14): apps from desktop entries, and apps started by others adopted from their
+systemd cgroups. Real daemon, real journal, real cgroup v2 hierarchy and processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from freezer_support import journal, read_events, wait_for, wait_journal  # noqa: E402
+
+
+@pytest.fixture
+def ctl(bin_dir) -> str:
+    return str(bin_dir / "bgtaskctl")
+
+
+def run(ctl, d, *args):
+    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "COLUMNS", "BGTASKD_SOCKET", "TERM")}
+    return subprocess.run([ctl, *args, "--socket", d.socket], capture_output=True, text=True, env=env, timeout=30)
+
+
+def apps(ctl, d) -> dict:
+    r = run(ctl, d, "list", "--json")
+    assert r.returncode == 0, r.stderr
+    return {a["appId"]: a for a in json.loads(r.stdout)["apps"]}
+
+
+def entry(name: str, exec_line: str, extra: str = "") -> str:
+    return f"[Desktop Entry]\nType=Application\nName={name}\nExec={exec_line}\n{extra}"
+
+
+@pytest.fixture
+def data_dirs():
+    root = Path(tempfile.mkdtemp(prefix="bgtaskd-xdg-", dir="/tmp"))
+    one, two = root / "one", root / "two"
+    (one / "applications").mkdir(parents=True)
+    (two / "applications").mkdir(parents=True)
+    yield one, two
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def test_desktop_entries_are_apps(daemon, ctl, data_dirs):
+    one, two = data_dirs
+    apps_one = one / "applications"
+    (apps_one / "org.example.Maps.desktop").write_text(entry(
+        "Maps", "/bin/sleep 1000 %U", "Name[de]=Karten\nX-Bgtaskd-BackgroundModes=audio;fetch;\n"))
+    (apps_one / "vendor").mkdir()
+    (apps_one / "vendor" / "org.example.Sub.desktop").write_text(entry("Sub", "sleep 5"))
+    (apps_one / "org.example.Hidden.desktop").write_text(entry("Hidden", "sleep 5", "Hidden=true\n"))
+    (apps_one / "org.example.Aware.desktop").write_text(entry("Aware", "sleep 5", "X-Bgtaskd-LifecycleAware=true\n"))
+    bad = apps_one / "org.example.Bad.desktop"
+    bad.write_text(entry("Bad", "sleep 5", "X-Bgtaskd-LifecycleAware=maybe\n"))
+    # The second directory: Maps is already defined by the first (first wins); Mail by its manifest.
+    (two / "applications" / "org.example.Maps.desktop").write_text(entry("Second Maps", "sleep 5"))
+    (two / "applications" / "org.example.Mail.desktop").write_text(entry("Desktop Mail", "sleep 5"))
+    (two / "applications" / "org.example.Hidden.desktop").write_text(entry("Hidden", "sleep 5"))
+    since = time.time()
+    d = daemon(conf=f"[Apps]\nDataDirs={one} {two}\nAdopt=no\n")
+    got = apps(ctl, d)
+    assert got["org.example.Maps"]["name"] == "Maps"
+    assert got["org.example.Maps"]["lifecycleAware"] is False
+    assert got["vendor-org.example.Sub"]["name"] == "Sub"
+    assert got["org.example.Aware"]["lifecycleAware"] is True
+    assert got["org.example.Mail"]["name"] != "Desktop Mail", "the manifest in apps.d wins"
+    assert "org.example.Hidden" not in got, "Hidden=true in the first directory hides the entry of the second"
+    assert "org.example.Bad" not in got
+    # The bad entry is reported with its file, line and key.
+    text = f"{bad}:5: X-Bgtaskd-LifecycleAware"
+    found = wait_for(lambda: [e for e in journal(since) if text in e.get("MESSAGE", "")], 10, "the bad entry's warning",
+                     interval=0.1)
+    assert "(app left out)" in found[0]["MESSAGE"]
+
+    # X-Bgtaskd-BackgroundModes= are the app's modes: the core checks the mode before the state, so an
+    # undeclared mode is ModeNotDeclared, a declared non-continuous one ModeNotContinuous, and a declared
+    # continuous one gets as far as InvalidState (the app is not running).
+    import varlink
+    with varlink.Client(address=f"unix:{d.socket}") as client, client.open("io.bgtaskd.App") as app:
+        for mode, error in (("voip", "ModeNotDeclared"), ("fetch", "ModeNotContinuous"), ("audio", "InvalidState")):
+            with pytest.raises(varlink.VarlinkError) as e:
+                app.BeginActivity(appId="org.example.Maps", mode=mode)
+            assert e.value.error() == f"io.bgtaskd.App.{error}", (mode, e.value.error())
+
+    # Reload re-reads the entries: a new one appears, the fixed one loads, a removed one goes.
+    (apps_one / "org.example.New.desktop").write_text(entry("New", "sleep 5"))
+    bad.write_text(entry("Fixed", "sleep 5"))
+    (apps_one / "vendor" / "org.example.Sub.desktop").unlink()
+    r = run(ctl, d, "reload")
+    assert r.returncode == 0, r.stderr
+    got = apps(ctl, d)
+    assert got["org.example.New"]["name"] == "New"
+    assert got["org.example.Bad"]["name"] == "Fixed"
+    assert "vendor-org.example.Sub" not in got
+
+
+def test_desktop_entry_launches_with_field_codes_stripped(daemon, ctl, data_dirs):
+    one, _ = data_dirs
+    out = one / "argv.json"
+    script = one / "argv.py"
+    script.write_text(f"import json, sys, time\njson.dump(sys.argv[1:], open({str(out)!r}, 'w'))\ntime.sleep(1000)\n")
+    (one / "applications" / "org.example.Args.desktop").write_text(
+        entry("Args", f'{sys.executable} {script} %U "two words" 100%% %i --file=%f'))
+    d = daemon(conf=f"[Apps]\nDataDirs={one}\nAdopt=no\n[Daemon]\nFreezerBackend=signal\n")
+    r = run(ctl, d, "launch", "org.example.Args")
+    assert r.returncode == 0, r.stderr
+    argv = wait_for(lambda: out.exists() and out.read_text() and json.loads(out.read_text()), 10, "the app's argv")
+    assert argv == ["two words", "100%", "--file="]
+    assert run(ctl, d, "terminate", "org.example.Args").returncode == 0
+
+
+def test_desktop_entries_off(daemon, ctl, data_dirs):
+    one, _ = data_dirs
+    (one / "applications" / "org.example.Maps.desktop").write_text(entry("Maps", "sleep 5"))
+    d = daemon(conf=f"[Apps]\nDataDirs={one}\nDesktopEntries=no\nAdopt=no\n")
+    assert "org.example.Maps" not in apps(ctl, d)
+
+
+@pytest.mark.parametrize("how", ["entry", "config"])
+def test_exempt_app_is_never_frozen(daemon, ctl, data_dirs, how):
+    """X-Bgtaskd-Exempt=true or [Apps] Exempt=: at the end of the grace window the app stays in the
+    background, unfrozen, with one `policy` decision, reason `exempt`; a plain app beside it is frozen."""
+    one, _ = data_dirs
+    extra = "X-Bgtaskd-Exempt=true\n" if how == "entry" else ""
+    (one / "applications" / "sm.puri.Squeekboard.desktop").write_text(entry("Keyboard", "sleep 1000", extra))
+    (one / "applications" / "org.example.Plain.desktop").write_text(entry("Plain", "sleep 1000"))
+    exempt = "Exempt=sm.puri.Squeekboard\n" if how == "config" else ""
+    d = daemon(conf=f"[Apps]\nDataDirs={one}\nAdopt=no\n{exempt}[Daemon]\nFreezerBackend=signal\n"
+                    "[Lifecycle]\nDidEnterBackgroundTimeoutSec=300ms\n")
+    since = time.time()
+    for app in ("sm.puri.Squeekboard", "org.example.Plain"):
+        assert run(ctl, d, "launch", app).returncode == 0
+        assert run(ctl, d, "background", app).returncode == 0
+    policy = wait_journal(since, "BGTASKD_APP=sm.puri.Squeekboard", "BGTASKD_DECISION=policy", timeout=10)
+    assert policy[0]["BGTASKD_REASON"] == "exempt"
+    # The plain app's suspension comes at the same grace end: once it is there, the exempt one was
+    # not frozen with it.
+    wait_journal(since, "BGTASKD_APP=org.example.Plain", "BGTASKD_DECISION=suspend", timeout=10)
+    got = apps(ctl, d)
+    assert got["sm.puri.Squeekboard"]["state"] == "background"
+    assert got["org.example.Plain"]["state"] == "suspended"
+    pid = got["sm.puri.Squeekboard"]["pid"]
+    with open(f"/proc/{pid}/stat") as f:
+        assert f.read().rsplit(")", 1)[1].split()[0] != "T", "the exempt app is not stopped"
+    assert not journal(since, "BGTASKD_APP=sm.puri.Squeekboard", "BGTASKD_DECISION=suspend")
+    for app in ("sm.puri.Squeekboard", "org.example.Plain"):
+        run(ctl, d, "terminate", app)
