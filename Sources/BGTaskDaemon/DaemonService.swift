@@ -40,7 +40,9 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
     private static let historyLimit = 32
     private(set) var decisionCount = 0
     /// pid → app, for exit reports.
-    private var appByPid: [Int32: AppID] = [:]
+    var appByPid: [Int32: AppID] = [:]
+    /// SPEC §13: apps started by others, adopted from their systemd cgroups (DaemonService+Adoption.swift).
+    var adoption: AppAdoption?
     private var uidByApp: [AppID: UInt32] = [:]
 
     init(queue: DispatchQueue, config: LoadedConfiguration, journal: JournalSink, logger: Logger, options: DaemonOptions,
@@ -58,6 +60,7 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
         launcher.start()
         refresh = RefreshController(service: self, stateDirectory: options.stateDir)
         register(config.manifests)
+        startAdoption()
     }
 
     /// Registers (or re-registers, keeping state) every manifest with the core, in app-id order.
@@ -82,12 +85,14 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
         for id in old.manifests.keys.sorted() where newConfig.manifests[id] == nil {
             feed(.appUnregistered(id))
         }
+        adoption?.remap()
         refresh.configurationChanged()
     }
 
     /// SIGTERM: thaw every frozen app so that nothing stays frozen with nobody managing it.
     func shutdown() {
         freezer.thawAll()
+        adoption?.thawAll()
         timer?.cancel()
     }
 
@@ -159,8 +164,11 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
         switch call.methodName {
         case "CheckIn":
             guard call.more else { return request.fail(.expectedMore) }
-            appByPid[peer.pid] = app
-            freezer.attach(app: app, pid: peer.pid)
+            if adoption?.holds(pid: peer.pid) != true {
+                // A process in an adopted cgroup stays there; anything else joins the app's own cgroup.
+                appByPid[peer.pid] = app
+                freezer.attach(app: app, pid: peer.pid)
+            }
             launcher.watch(pid: peer.pid)
             pendingStream = (conn, request)
             run(.appCheckedIn(app, connection: conn, pid: peer.pid), for: request)
@@ -310,13 +318,21 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
                 return .launchFailed(app, message: error.description)
             }
         case .freeze(let app, _):
-            freezer.freeze(app: app, pid: machine.app(app, now: now())?.pid)
+            let pid = machine.app(app, now: now())?.pid
+            if ownsProcess(app, pid: pid) { freezer.freeze(app: app, pid: pid) }
+            adoption?.freeze(app)
         case .thaw(let app, _):
-            freezer.thaw(app: app, pid: machine.app(app, now: now())?.pid)
+            let pid = machine.app(app, now: now())?.pid
+            if ownsProcess(app, pid: pid) { freezer.thaw(app: app, pid: pid) }
+            adoption?.thaw(app)
         case .terminate(let app, _):
-            freezer.signal(app: app, pid: machine.app(app, now: now())?.pid, SIGTERM)
+            let pid = machine.app(app, now: now())?.pid
+            if ownsProcess(app, pid: pid) { freezer.signal(app: app, pid: pid, SIGTERM) }
+            adoption?.signal(app, SIGTERM)
         case .kill(let app, _):
-            freezer.kill(app: app, pid: machine.app(app, now: now())?.pid)
+            let pid = machine.app(app, now: now())?.pid
+            if ownsProcess(app, pid: pid) { freezer.kill(app: app, pid: pid) }
+            adoption?.kill(app)
         case .reply(let reply):
             answer(reply)
         case .record:

@@ -153,3 +153,111 @@ def test_exempt_app_is_never_frozen(daemon, ctl, data_dirs, how):
     assert not journal(since, "BGTASKD_APP=sm.puri.Squeekboard", "BGTASKD_DECISION=suspend")
     for app in ("sm.puri.Squeekboard", "org.example.Plain"):
         run(ctl, d, "terminate", app)
+
+
+# MARK: adoption of apps started by others
+
+from freezer_support import ScratchCgroup  # noqa: E402
+
+UNIT_DIR = "user.slice/user-1000.slice/user@1000.service/app.slice"
+
+
+def start_in(cgroup: str, *argv: str) -> subprocess.Popen:
+    """A real process that moves itself into `cgroup` before it execs `argv` (as systemd-run --scope does)."""
+    return subprocess.Popen(["sh", "-c", f'echo $$ > "{cgroup}/cgroup.procs" && exec "$@"', "sh", *argv],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def state(ctl, d, app):
+    return apps(ctl, d).get(app, {}).get("state")
+
+
+@pytest.fixture
+def hierarchy():
+    """A fake user-manager hierarchy in a scratch cgroup v2 directory (real cgroups), removed afterwards."""
+    if os.geteuid() != 0:
+        pytest.fail("the adoption test makes cgroups and writes their cgroup.freeze: run it as root")
+    with ScratchCgroup("-adopt") as scratch:
+        slice_dir = os.path.join(scratch.path, UNIT_DIR)
+        os.makedirs(slice_dir)
+        yield scratch.path, slice_dir
+
+
+def test_apps_started_by_others_are_adopted(daemon, ctl, data_dirs, hierarchy):
+    scratch, slice_dir = hierarchy
+    one, _ = data_dirs
+    (one / "applications" / "org.example.A.desktop").write_text(entry("A", "sleep 1000"))
+    (one / "applications" / "org.example.My-App.desktop").write_text(entry("My App", "sleep 1000"))
+    since = time.time()
+    # A unit that exists before the daemon starts is found by the first scan.
+    early = os.path.join(slice_dir, r"app-gnome-org.example.My\x2dApp-77.scope")
+    os.mkdir(early)
+    early_proc = start_in(early, "sleep", "1000")
+    d = daemon(conf=f"[Apps]\nDataDirs={one}\nAdoptFrom={scratch}/user.slice\n"
+                    "[Daemon]\nFreezerBackend=signal\n[Lifecycle]\nDidEnterBackgroundTimeoutSec=300ms\n")
+    procs = [early_proc]
+    try:
+        wait_for(lambda: state(ctl, d, "org.example.My-App") == "active", 10, "the early unit (\\x2d unescaped)")
+
+        # A new scope, named as the desktop convention says, with a real process in it: adopted.
+        scope = os.path.join(slice_dir, "app-test-org.example.A-1234.scope")
+        os.mkdir(scope)
+        assert state(ctl, d, "org.example.A") == "not-running", "an empty cgroup is no instance yet"
+        procs.append(start_in(scope, "sleep", "1000"))
+        wait_for(lambda: state(ctl, d, "org.example.A") == "active", 10, "adoption of org.example.A")
+        info = apps(ctl, d)["org.example.A"]
+        assert info["pid"] == procs[-1].pid
+        adopted = wait_journal(since, "BGTASKD_APP=org.example.A", "BGTASKD_DECISION=launch", timeout=10)
+        assert adopted[0]["BGTASKD_REASON"] == "adopted"
+
+        # A second instance of the same app (a service with a random instance): one app, two cgroups.
+        service = os.path.join(slice_dir, "app-test-org.example.A@5678.service")
+        os.mkdir(service)
+        procs.append(start_in(service, "sleep", "1000"))
+        wait_journal(since, "BGTASKD_APP=org.example.A", "BGTASKD_DECISION=launch", count=2, timeout=10)
+
+        # background → frozen 1 in both cgroups after the grace window.
+        assert run(ctl, d, "background", "org.example.A").returncode == 0
+        wait_journal(since, "BGTASKD_APP=org.example.A", "BGTASKD_DECISION=suspend", timeout=10)
+        wait_for(lambda: read_events(scope).get("frozen") == 1 and read_events(service).get("frozen") == 1, 5,
+                 "frozen 1 in both adopted cgroups")
+        assert state(ctl, d, "org.example.A") == "suspended"
+        assert read_events(early).get("frozen") == 0, "another app's cgroup is not touched"
+
+        # foreground → thawed when the command returns.
+        assert run(ctl, d, "foreground", "org.example.A", "--keep-others").returncode == 0
+        assert read_events(scope).get("frozen") == 0 and read_events(service).get("frozen") == 0
+        assert state(ctl, d, "org.example.A") == "active"
+
+        # The first instance's process exits: one instance is left, still the same running app.
+        procs[1].kill()
+        procs[1].wait()
+        wait_for(lambda: read_events(scope).get("populated") == 0, 5, "the scope to empty")
+        os.rmdir(scope)  # as systemd removes an empty scope
+        # The second exits too: the app is released (not-running, terminate / app-exited).
+        procs[2].kill()
+        procs[2].wait()
+        gone = wait_journal(since, "BGTASKD_APP=org.example.A", "BGTASKD_DECISION=terminate", timeout=10)
+        assert gone[0]["BGTASKD_REASON"] == "app-exited"
+        assert "last instance" in gone[0]["MESSAGE"]
+        assert state(ctl, d, "org.example.A") == "not-running"
+
+        # An app bgtaskd does not know is left alone and logged once.
+        unknown = os.path.join(slice_dir, "app-test-org.example.Unknown-1.scope")
+        unknown2 = os.path.join(slice_dir, "app-test-org.example.Unknown-2.scope")
+        for path in (unknown, unknown2):
+            os.mkdir(path)
+            procs.append(start_in(path, "sleep", "1000"))
+        # Terminate the early app: its cgroup is killed through cgroup.kill (SIGTERM first).
+        assert run(ctl, d, "terminate", "org.example.My-App").returncode == 0
+        wait_journal(since, "BGTASKD_APP=org.example.My-App", "BGTASKD_DECISION=terminate", count=2, timeout=10)
+        wait_for(lambda: read_events(early).get("populated") == 0, 5, "the terminated app's cgroup to empty")
+        notes = [e for e in journal(since) if "org.example.Unknown" in e.get("MESSAGE", "")]
+        assert len(notes) == 1 and "left alone" in notes[0]["MESSAGE"], notes
+        assert read_events(unknown).get("frozen") == 0 and read_events(unknown).get("populated") == 1
+        assert "org.example.Unknown" not in apps(ctl, d)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+            p.wait()
