@@ -261,3 +261,83 @@ def test_apps_started_by_others_are_adopted(daemon, ctl, data_dirs, hierarchy):
             if p.poll() is None:
                 p.kill()
             p.wait()
+
+
+def test_unprivileged_daemon_freezes_adopted_units_through_the_launcher(daemon, ctl, bin_dir, data_dirs, hierarchy):
+    """bgtaskd as an unprivileged uid with no capabilities cannot write a user's cgroup.freeze; it asks
+    bgtaskd-launcher (root) with ControlAppUnit, which acts only on app units of a user manager owned
+    by that user."""
+    import pwd
+    import socket as socketlib
+    from test_launcher import DAEMON_USER, MDWE_EXEC, Launcher, status_field
+    scratch, slice_dir = hierarchy
+    one, _ = data_dirs
+    os.chmod(one.parent, 0o755)
+    (one / "applications" / "org.example.A.desktop").write_text(entry("A", "sleep 1000"))
+    pw = pwd.getpwnam(DAEMON_USER)
+    uid, gid = pw.pw_uid, pw.pw_gid
+    root = Path(tempfile.mkdtemp(prefix="bgtaskd-it-", dir="/tmp"))
+    os.chmod(root, 0o755)
+    shutil.copytree(Path(__file__).resolve().parents[2] / "config", root / "config")
+    for sub in ("state", "runtime"):
+        (root / sub).mkdir()
+        os.chown(root / sub, uid, gid)
+    (root / "launcher").mkdir(mode=0o755)
+    launcher = Launcher(bin_dir, root / "launcher", uid, root / "config")
+    launcher.start = lambda: None  # started below with --adopt-from
+    log = open(launcher.log_path, "ab")
+    launcher.proc = subprocess.Popen([launcher.bin, "--socket", launcher.socket, "--allow-uid", str(uid),
+                                      "--config-dir", str(root / "config"), "--adopt-from", f"{scratch}/user.slice"],
+                                     stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+    log.close()
+    wait_for(lambda: "listening" in launcher.output(), 10, "the launcher to listen")
+    # The unit as a user manager makes it: the user's own directory and files.
+    scope = os.path.join(slice_dir, "app-test-org.example.A-1234.scope")
+    os.mkdir(scope)
+    for name in ["", *os.listdir(scope)]:
+        os.chown(os.path.join(scope, name), 1000, 1000)
+    proc = start_in(scope, "sleep", "1000")
+    prefix = (sys.executable, "-c", MDWE_EXEC, "setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups",
+              "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--")
+    since = time.time()
+    try:
+        d = daemon(conf=f"[Apps]\nDataDirs={one}\nAdoptFrom={scratch}/user.slice\n[Daemon]\nFreezerBackend=signal\n"
+                        f"LauncherSocket={launcher.socket}\n[Lifecycle]\nDidEnterBackgroundTimeoutSec=300ms\n",
+                   root=root, prefix=prefix)
+        assert os.stat(f"/proc/{d.pid}").st_uid == uid and status_field(d.pid, "CapEff") == "0000000000000000"
+        wait_for(lambda: state(ctl, d, "org.example.A") == "active", 10, "adoption by the unprivileged daemon")
+        assert run(ctl, d, "background", "org.example.A").returncode == 0
+        wait_for(lambda: read_events(scope).get("frozen") == 1, 10, "frozen 1 through the launcher")
+        assert state(ctl, d, "org.example.A") == "suspended"
+        assert run(ctl, d, "foreground", "org.example.A").returncode == 0
+        wait_for(lambda: read_events(scope).get("frozen") == 0, 10, "thawed through the launcher")
+        assert f"freeze {scope} for uid {uid}" in launcher.output()
+
+        # What the launcher refuses, asked directly (root may connect): paths that are not a user's app
+        # unit, and a unit whose owner is not the uid its name gives.
+        other = os.path.join(scratch, "user.slice", "user-1000.slice", "user@1000.service", "app.slice", "app-x-1.scope")
+        os.mkdir(other)  # owned by root, named for uid 1000
+        def control(path, action="freeze"):
+            with socketlib.socket(socketlib.AF_UNIX, socketlib.SOCK_STREAM) as c:
+                c.settimeout(5)
+                c.connect(launcher.socket)
+                c.sendall(json.dumps({"method": "io.bgtaskd.Launcher.ControlAppUnit",
+                                      "parameters": {"cgroup": path, "action": action}}).encode() + b"\0")
+                data = b""
+                while not data.endswith(b"\0"):
+                    chunk = c.recv(4096)
+                    assert chunk
+                    data += chunk
+            return json.loads(data[:-1])
+        for path in (scratch, slice_dir, os.path.join(slice_dir, "..", "app.slice", "app-test-org.example.A-1234.scope"),
+                     os.path.join(slice_dir, "not-an-app.scope"), other, "/etc"):
+            reply = control(path)
+            assert reply.get("error") == "io.bgtaskd.Launcher.PermissionDenied", (path, reply)
+        assert read_events(other).get("frozen") == 0
+        assert control(scope, "explode").get("error") == "io.bgtaskd.Launcher.InvalidRequest"
+        assert control(scope, "thaw") == {"parameters": {}} or "error" not in control(scope, "thaw")
+    finally:
+        proc.kill()
+        proc.wait()
+        launcher.kill()
+        shutil.rmtree(root / "launcher", ignore_errors=True)

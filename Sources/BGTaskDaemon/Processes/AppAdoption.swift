@@ -1,4 +1,5 @@
 import BGTaskCore
+import BGTaskLaunch
 import Dispatch
 import Logging
 
@@ -90,6 +91,8 @@ final class AppAdoption {
     var knownApp: (String) -> AppID? = { _ in nil }
     var onAppeared: (AppID, InstanceID, Int32?) -> Void = { _, _, _ in }
     var onVanished: (AppID, InstanceID) -> Void = { _, _ in }
+    /// With `LauncherSocket=`: the writes go through bgtaskd-launcher (the cgroups are the users').
+    var control: UnitControlClient?
 
     private enum Level { case root, userSlice, userManager, appSlice }
     private struct Unit {
@@ -163,7 +166,7 @@ final class AppAdoption {
     func freeze(_ app: AppID) {
         for path in paths(of: app) {
             let start = Monotonic.nowUSec()
-            let e = dryRun ? 0 : Cgroup.write(path + "/cgroup.freeze", "1")
+            let e = write(path, .freeze)
             if e != 0 {
                 logger.warning("adoption: cannot freeze \(path): \(Cgroup.errorText(e))", metadata: ["BGTASKD_APP": "\(app)"])
             } else if Cgroup.events(path)?.frozen == true {
@@ -174,8 +177,8 @@ final class AppAdoption {
     }
 
     func thaw(_ app: AppID) {
-        for path in paths(of: app) where !dryRun {
-            let e = Cgroup.write(path + "/cgroup.freeze", "0")
+        for path in paths(of: app) {
+            let e = write(path, .thaw)
             if e != 0 {
                 logger.warning("adoption: cannot thaw \(path): \(Cgroup.errorText(e))", metadata: ["BGTASKD_APP": "\(app)"])
             }
@@ -189,13 +192,24 @@ final class AppAdoption {
     }
 
     func kill(_ app: AppID) {
-        for path in paths(of: app) { Cgroup.kill(path) }
+        for path in paths(of: app) where write(path, .kill) != 0 {
+            for pid in Cgroup.procsRecursive(path) { _ = Glibc.kill(pid, SIGKILL) }
+        }
+    }
+
+    /// One write to the unit's cgroup: directly, or through the launcher; 0 or an errno.
+    @discardableResult
+    private func write(_ path: String, _ action: AppUnitControl.Action) -> Int32 {
+        if dryRun { return 0 }
+        if let control { return control.send(path, action) }
+        let (name, value) = action.file
+        return Cgroup.write(path + "/" + name, value)
     }
 
     /// Daemon stops: nothing it froze stays frozen.
     func thawAll() {
         guard !dryRun else { return }
-        for (path, unit) in units where unit.app != nil { Cgroup.thawTree(path) }
+        for (path, unit) in units where unit.app != nil { write(path, .thaw) }
     }
 
     private func paths(of app: AppID) -> [String] {
@@ -272,7 +286,7 @@ final class AppAdoption {
             units[path]?.present = true
             if !dryRun, Cgroup.events(path)?.frozen == true {
                 // Nobody manages it any more (a previous run froze it): it starts thawed, as adopted.
-                Cgroup.thawTree(path)
+                write(path, .thaw)
                 logger.notice("adoption: thawed \(path), frozen by nobody who manages it now")
             }
             onAppeared(app, unit.instance, Cgroup.procsRecursive(path).first)
