@@ -97,6 +97,10 @@ public struct DaemonConfig: Hashable, Sendable {
     /// `JournalAssertionIntervalSec=`: the interval of both bursts.
     public var journalAssertionIntervalUSec: Int64 = 30 * second
 
+    // [Apps] (AppsConfig.swift)
+    /// `[Apps]`: desktop entries, exemptions, adoption (SPEC §13).
+    public var apps = AppsConfig()
+
     /// The defaults.
     public init() {}
 
@@ -336,7 +340,7 @@ extension DaemonConfig {
         count("Journal", "JournalAssertionBurst", \.journalAssertionBurst, minimum: 0, maximum: 1_000_000),
         count("Journal", "JournalAssertionGlobalBurst", \.journalAssertionGlobalBurst, minimum: 0, maximum: 1_000_000),
         time("Journal", "JournalAssertionIntervalSec", \.journalAssertionIntervalUSec, minimum: 1_000, maximum: 3600 * second),
-    ])
+    ] + appsKeys)
 
     private static func count(
         _ section: String,

@@ -166,6 +166,10 @@ public enum Reason: String, CaseIterable, Hashable, Sendable {
     case daemonStopping = "daemon-stopping"
     /// A scheduled task fell due while the app was in the foreground: it waits until the app enters the background.
     case waitingForBackground = "waiting-for-background"
+    /// The app is exempt from freezing (`[Apps] Exempt=`, `X-Bgtaskd-Exempt=true`; SPEC §13).
+    case exempt
+    /// A process started by someone else (the shell, systemd) was taken as an instance of the app (SPEC §13).
+    case adopted
 }
 
 /// Why an app was launched (`launchReason` of `did-finish-launching`).

@@ -105,6 +105,8 @@ public struct LifecycleMachine: Sendable {
         case .memoryWarningRequested(let app): memoryWarningRequested(app)
         case .memoryReclaimRequested(let count): memoryReclaimRequested(count: count)
         case .deadlineReached: break
+        case .instanceAppeared(let app, let instance, let pid): instanceAppeared(app, instance, pid: pid)
+        case .instanceVanished(let app, let instance): instanceVanished(app, instance)
         }
     }
 
@@ -484,6 +486,7 @@ public struct LifecycleMachine: Sendable {
     mutating func maybeSuspend(_ i: Int) {
         let r = records[i]
         guard r.state == .background, r.termination == nil, r.grace == .none, !r.holdsBackground else { return }
+        if r.manifest.exempt { return keepExempt(i) }
         let app = r.id
         deadlines.cancel(.budgetWarning(app))
         deadlines.cancel(.budgetEnd(app))
@@ -635,6 +638,7 @@ public struct LifecycleMachine: Sendable {
         var fresh = AppRecord(manifest: records[i].manifest, lastUsed: records[i].lastUsed)
         fresh.lastDecision = records[i].lastDecision
         fresh.removed = records[i].removed
+        fresh.instances = records[i].instances
         records[i] = fresh
         if fresh.removed { removals.insert(app) }
     }
@@ -830,7 +834,7 @@ public struct LifecycleMachine: Sendable {
                     if records[i].manifest.lifecycleAware {
                         deadlines.arm(.launch(app), at: now + nonNegative(config.launchTimeout))
                     }
-                } else {
+                } else if records[i].instances.isEmpty {
                     // Started by hand: its event stream was all we knew of it.
                     let previous = records[i].state
                     if previous == .suspended { thaw(i, reason: .clientDisconnected) }

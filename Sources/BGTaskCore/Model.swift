@@ -59,12 +59,15 @@ public struct AppManifest: Hashable, Sendable {
     public var lifecycleAware: Bool
     /// `BackgroundModes=`.
     public var backgroundModes: Set<BackgroundMode>
+    /// Never frozen (`[Apps] Exempt=`, `X-Bgtaskd-Exempt=true`): the shell, the on-screen keyboard.
+    public var exempt: Bool
 
     /// A manifest; lifecycle-aware with no background modes unless told otherwise.
-    public init(id: AppID, lifecycleAware: Bool = true, backgroundModes: Set<BackgroundMode> = []) {
+    public init(id: AppID, lifecycleAware: Bool = true, backgroundModes: Set<BackgroundMode> = [], exempt: Bool = false) {
         self.id = id
         self.lifecycleAware = lifecycleAware
         self.backgroundModes = backgroundModes
+        self.exempt = exempt
     }
 }
 
@@ -284,4 +287,8 @@ public enum Input: Hashable, Sendable {
     case memoryReclaimRequested(count: Int)
     /// The timer armed for ``LifecycleMachine/nextDeadline`` fired (early or late: both harmless).
     case deadlineReached
+    /// A cgroup started by someone else holds processes of the app (SPEC §13, adoption); `pid` is one of them.
+    case instanceAppeared(AppID, InstanceID, pid: Int32?)
+    /// That cgroup emptied or went away.
+    case instanceVanished(AppID, InstanceID)
 }

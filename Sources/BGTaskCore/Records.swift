@@ -73,6 +73,8 @@ struct AppRecord: Sendable {
     var lastUsed: Instant
     /// The manifest is gone: forget the app once it has exited.
     var removed = false
+    /// Adopted cgroups holding the app's processes (LifecycleMachine+Adoption.swift).
+    var instances: [InstanceID] = []
 
     var id: AppID { manifest.id }
 

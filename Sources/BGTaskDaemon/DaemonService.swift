@@ -52,7 +52,9 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
     /// Called once every app the daemon started has exited (SIGTERM, `stopApps`).
     private var stopCompletion: (([AppID]) -> Void)?
     /// pid → app, for exit reports.
-    private var appByPid: [Int32: AppID] = [:]
+    var appByPid: [Int32: AppID] = [:]
+    /// SPEC §13: apps started by others, adopted from their systemd cgroups (DaemonService+Adoption.swift).
+    var adoption: AppAdoption?
     private var uidByApp: [AppID: UInt32] = [:]
     /// SPEC §11's journal budget (issue 11): which grant/end entries are journaled, which are counted.
     private(set) var journalBudget: JournalBudgetGate!
@@ -75,12 +77,15 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
         launcher.start()
         refresh = RefreshController(service: self, stateDirectory: options.stateDir)
         register(config.manifests)
+        startAdoption()
     }
 
     /// Registers (or re-registers, keeping state) every manifest with the core, in app-id order.
     private func register(_ manifests: [AppID: AppManifestFile]) {
-        for (_, manifest) in manifests.sorted(by: { $0.key < $1.key }) {
-            if let m = LoadedConfiguration.coreManifest(manifest) { feed(.appRegistered(m)) }
+        for (id, manifest) in manifests.sorted(by: { $0.key < $1.key }) {
+            if let m = LoadedConfiguration.coreManifest(manifest, exempt: config.exempt.contains(id)) {
+                feed(.appRegistered(m))
+            }
         }
     }
 
@@ -98,6 +103,7 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
         for id in old.manifests.keys.sorted() where newConfig.manifests[id] == nil {
             feed(.appUnregistered(id))
         }
+        adoption?.remap()
         refresh.configurationChanged()
     }
 
@@ -105,6 +111,7 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
     func shutdown() {
         journalBudget.close()
         freezer.thawAll()
+        adoption?.thawAll()
         timer?.cancel()
     }
 
@@ -191,8 +198,11 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
         switch call.methodName {
         case "CheckIn":
             guard call.more else { return request.fail(.expectedMore) }
-            appByPid[peer.pid] = app
-            freezer.attach(app: app, pid: peer.pid)
+            if adoption?.holds(pid: peer.pid) != true {
+                // A process in an adopted cgroup stays there; anything else joins the app's own cgroup.
+                appByPid[peer.pid] = app
+                freezer.attach(app: app, pid: peer.pid)
+            }
             launcher.watch(pid: peer.pid)
             pendingStream = (conn, request)
             run(.appCheckedIn(app, connection: conn, pid: peer.pid), for: request)
@@ -420,13 +430,21 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
                 return .launchFailed(app, message: error.description)
             }
         case .freeze(let app, _):
-            freezer.freeze(app: app, pid: machine.app(app, now: now())?.pid)
+            let pid = machine.app(app, now: now())?.pid
+            if ownsProcess(app, pid: pid) { freezer.freeze(app: app, pid: pid) }
+            adoption?.freeze(app)
         case .thaw(let app, _):
-            freezer.thaw(app: app, pid: machine.app(app, now: now())?.pid)
+            let pid = machine.app(app, now: now())?.pid
+            if ownsProcess(app, pid: pid) { freezer.thaw(app: app, pid: pid) }
+            adoption?.thaw(app)
         case .terminate(let app, _):
-            freezer.signal(app: app, pid: machine.app(app, now: now())?.pid, SIGTERM)
+            let pid = machine.app(app, now: now())?.pid
+            if ownsProcess(app, pid: pid) { freezer.signal(app: app, pid: pid, SIGTERM) }
+            adoption?.signal(app, SIGTERM)
         case .kill(let app, _):
-            freezer.kill(app: app, pid: machine.app(app, now: now())?.pid)
+            let pid = machine.app(app, now: now())?.pid
+            if ownsProcess(app, pid: pid) { freezer.kill(app: app, pid: pid) }
+            adoption?.kill(app)
         case .reply(let reply):
             answer(reply)
         case .record:

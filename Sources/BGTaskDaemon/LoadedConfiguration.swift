@@ -16,6 +16,8 @@ struct LoadedConfiguration: Sendable {
     var controlGroupID: UInt32?
     /// Unknown keys, and manifests that could not be loaded (file:line: key: what).
     var warnings: [String]
+    /// Apps never frozen: `[Apps] Exempt=` and desktop entries with `X-Bgtaskd-Exempt=true` (DesktopApps.swift).
+    var exempt: Set<AppID> = []
 
     var maxMessageSize: Int { daemon.maxMessageSize }
 
@@ -34,11 +36,11 @@ struct LoadedConfiguration: Sendable {
         )
     }
 
-    static func coreManifest(_ m: AppManifestFile) -> AppManifest? {
+    static func coreManifest(_ m: AppManifestFile, exempt: Bool = false) -> AppManifest? {
         guard let id = AppID(m.id) else { return nil }
         return AppManifest(
             id: id, lifecycleAware: m.lifecycleAware,
-            backgroundModes: m.backgroundModes)
+            backgroundModes: m.backgroundModes, exempt: exempt)
     }
 
     static func load(from options: DaemonOptions) -> Result<LoadedConfiguration, LoadError> {
@@ -75,6 +77,7 @@ struct LoadedConfiguration: Sendable {
         var loaded = LoadedConfiguration(daemon: daemon, manifests: manifests, socketPath: socket, controlGroupID: gid, warnings: warnings)
         // --launcher-socket wins (an empty one: spawn in-process whatever the file says).
         loaded.launcherSocketPath = options.launcherSocketPath.map { $0.isEmpty ? nil : $0 } ?? daemon.launcherSocket
+        loaded.addDesktopApps()
         return .success(loaded)
     }
 

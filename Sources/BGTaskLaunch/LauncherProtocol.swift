@@ -29,6 +29,10 @@ public enum LauncherInterface {
           environment: [string]string
         ) -> (pid: int)
 
+        # Freezes, thaws or kills (cgroup.freeze 1 / 0, cgroup.kill) a unit of an app started by others
+        # that the daemon adopted: only <adopt-root>/user-UID.slice/user@UID.service/app.slice/app-*.scope
+        # or app-*.service, a cgroup2 directory owned by that UID. action: freeze, thaw or kill.
+        method ControlAppUnit(cgroup: string, action: string) -> ()
         error NoSuchApp (message: string)
         error InvalidManifest (message: string)
         error ExecutableNotFound (message: string)

@@ -34,6 +34,9 @@ struct LauncherCommand: ParsableCommand {
     @Option(name: .customLong("config-dir"), help: "Directory holding apps.d/ with the app manifests.")
     var configDir: String = "/etc/bgtaskd"
 
+    @Option(name: .customLong("adopt-from"), help: "The cgroup holding users' user-UID.slice (absolute, or relative to the cgroup2 mount): ControlAppUnit acts only on app units below it.")
+    var adoptFrom: String = "user.slice"
+
     func validate() throws {
         if !configDir.hasPrefix("/") {
             throw ValidationError("--config-dir must be an absolute path")
@@ -64,7 +67,7 @@ struct LauncherCommand: ParsableCommand {
         } else {
             throw ValidationError("no socket passed by systemd: give --socket PATH")
         }
-        LauncherServer(listenFD: listenFD, allowedUIDs: allowed, configDirectory: configDir).run()
+        LauncherServer(listenFD: listenFD, allowedUIDs: allowed, configDirectory: configDir, adoptFrom: adoptFrom).run()
     }
 
     private func resolveAllowed(_ text: String) -> UInt32? {

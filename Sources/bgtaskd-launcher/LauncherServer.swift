@@ -20,16 +20,20 @@ final class LauncherServer {
     private let allowedUIDs: Set<UInt32>
     /// Holds `apps.d/<app-id>.app`, read on every Spawn.
     private let configDirectory: String
-    private let cgroupMount: String?
+    let cgroupMount: String?
+    /// `--adopt-from`: the cgroup holding users' `user-UID.slice` (AppUnitControl.swift); nil: none.
+    let adoptRoot: String?
     private var clients: [Int32: Client] = [:]
     /// pidfd → pid of every app started and not yet reaped.
     private var children: [Int32: Int32] = [:]
 
-    init(listenFD: Int32, allowedUIDs: Set<UInt32>, configDirectory: String) {
+    init(listenFD: Int32, allowedUIDs: Set<UInt32>, configDirectory: String, adoptFrom: String = "user.slice") {
         self.listenFD = listenFD
         self.allowedUIDs = allowedUIDs
         self.configDirectory = configDirectory
-        cgroupMount = CgroupPath.v2Mount(in: Self.readText("/proc/self/mounts") ?? "")
+        let mount = CgroupPath.v2Mount(in: Self.readText("/proc/self/mounts") ?? "")
+        cgroupMount = mount
+        adoptRoot = mount.map { adoptFrom.hasPrefix("/") ? adoptFrom : ($0 == "/" ? "/" : $0 + "/") + adoptFrom }
     }
 
     func run() -> Never {
@@ -133,6 +137,10 @@ final class LauncherServer {
             _ = UnixSocketIO.send(fd, VarlinkReply.failure(failure.varlinkError).encoded(), passing: nil)
             return false
         }
+        if call.method == AppUnitControl.method {
+            controlAppUnit(call, on: fd, from: client.uid)
+            return true
+        }
         guard call.method == LauncherInterface.spawnMethod else {
             if !call.oneway { _ = UnixSocketIO.send(fd, VarlinkReply.failure(.methodNotFound(call.method)).encoded(), passing: nil) }
             return true
@@ -221,7 +229,7 @@ final class LauncherServer {
         return .success(fd)
     }
 
-    private func log(_ text: String) { FileIO.write("bgtaskd-launcher: \(text)\n") }
+    func log(_ text: String) { FileIO.write("bgtaskd-launcher: \(text)\n") }
 
     private func setNonBlocking(_ fd: Int32) { FileIO.setNonBlocking(fd) }
 

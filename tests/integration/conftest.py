@@ -223,6 +223,8 @@ def daemon(bin_dir, journald):
                 "--runtime-dir", str(runtime_dir), *extra_args]
         proc_env = {k: v for k, v in os.environ.items()
                     if k not in ("NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES", "WATCHDOG_USEC")}
+        # Desktop entries (SPEC §13) come only from the test's own data directories, not the machine's.
+        proc_env["XDG_DATA_DIRS"] = str(root / "share")
         proc_env.update(env or {})
         if socket_activate:
             sock = str(root / "activated.sock")

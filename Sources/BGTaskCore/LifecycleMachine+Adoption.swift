@@ -1,0 +1,63 @@
+/// One cgroup that holds processes of an app the daemon did not start (SPEC §13): a systemd unit under a
+/// user manager's `app.slice`, named by the path below the watched cgroup.
+public struct InstanceID: RawRepresentable, Hashable, Comparable, Sendable, CustomStringConvertible {
+    public var rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public init(_ value: String) { self.rawValue = value }
+    public var description: String { rawValue }
+    public static func < (a: InstanceID, b: InstanceID) -> Bool { a.rawValue < b.rawValue }
+}
+
+// SPEC §13: apps started by others are adopted; exempt apps are never frozen.
+extension LifecycleMachine {
+    /// A cgroup of the app appeared. A first instance makes a stopped app active (the user just
+    /// started it); a new instance of a background or suspended app brings it back to the foreground
+    /// (its other instances are thawed); an app being terminated takes the new instance with it.
+    mutating func instanceAppeared(_ app: AppID, _ instance: InstanceID, pid: Int32?) {
+        guard let i = slots[app], !records[i].instances.contains(instance) else { return }
+        records[i].instances.append(instance)
+        if let termination = records[i].termination {
+            emit(.kill(app, decision(
+                .terminate, termination.reason, i, severity: .notice,
+                "\(app) is being terminated: its new instance \(instance) goes with it")))
+            return
+        }
+        switch records[i].state {
+        case .notRunning:
+            // A launch of the daemon's own is under way: the instance joins it.
+            guard records[i].launch == nil else { return }
+            records[i].state = .active
+            records[i].pid = pid
+            records[i].launchedByDaemon = false
+            records[i].lastUsed = now
+            record(.launch, .adopted, i, previous: .notRunning, "adopted \(app), started by others (\(instance))")
+        case .active, .inactive:
+            record(.launch, .adopted, i, "adopted another instance of \(app) (\(instance))")
+        case .background, .suspended:
+            record(.launch, .adopted, i, "adopted another instance of \(app) (\(instance)): back to the foreground")
+            bringToForeground(i, exclusive: false, reason: .adopted)
+        }
+    }
+
+    /// A cgroup of the app emptied or went away. When it was the last one of an app the daemon did not
+    /// start, the app has exited.
+    mutating func instanceVanished(_ app: AppID, _ instance: InstanceID) {
+        guard let i = slots[app], let k = records[i].instances.firstIndex(of: instance) else { return }
+        records[i].instances.remove(at: k)
+        let r = records[i]
+        guard r.instances.isEmpty, !r.launchedByDaemon, r.state != .notRunning || r.termination != nil else { return }
+        let previous = r.state
+        resetToNotRunning(i)
+        let message = r.termination.map { "\(app) exited after termination (\($0.reason.rawValue)): its last instance \(instance) is gone" }
+            ?? "\(app) exited by itself: its last instance \(instance) is gone"
+        emit(.record(Decision(
+            kind: .terminate, reason: r.termination?.reason ?? .appExited, app: app, state: .notRunning,
+            previousState: previous, pid: r.pid, severity: r.termination == nil ? .notice : .info, message: message)))
+    }
+
+    /// An exempt app stays in the background unfrozen; the decision is recorded once per stay.
+    mutating func keepExempt(_ i: Int) {
+        guard records[i].lastDecision?.reason != .exempt else { return }
+        record(.policy, .exempt, i, remaining: remaining(i), "did not suspend \(records[i].id): it is exempt from freezing")
+    }
+}

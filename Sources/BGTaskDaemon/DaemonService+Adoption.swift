@@ -1,0 +1,39 @@
+import BGTaskCore
+
+// SPEC §13: apps started by others. The watcher decodes the cgroup tree into the core's
+// `instanceAppeared` / `instanceVanished` inputs; the core decides; `perform` applies its freeze, thaw,
+// terminate and kill to the adopted cgroups as well as to the daemon's own.
+extension DaemonService {
+    /// `[Apps] Adopt=yes`: watch `AdoptFrom=` (default `user.slice` below the cgroup2 mount).
+    func startAdoption() {
+        let apps = config.daemon.apps
+        guard apps.adopt else { return }
+        guard let mount = Cgroup.v2Mount(mounts: readFile("/proc/self/mounts") ?? "") else {
+            logger.notice("adoption: no cgroup2 file system in /proc/self/mounts; apps started by others are not adopted")
+            return
+        }
+        let root = AppAdoption.rootPath(adoptFrom: apps.adoptFrom, mount: mount)
+        guard let watcher = AppAdoption(root: root, mount: mount, queue: queue, logger: logger, dryRun: freezer.name == "none")
+        else {
+            logger.warning("adoption: inotify_init1 failed; apps started by others are not adopted")
+            return
+        }
+        watcher.knownApp = { [weak self] id in
+            guard let self, let app = AppID(id), self.config.manifests[app] != nil else { return nil }
+            return app
+        }
+        watcher.onAppeared = { [weak self] app, instance, pid in self?.feed(.instanceAppeared(app, instance, pid: pid)) }
+        watcher.onVanished = { [weak self] app, instance in self?.feed(.instanceVanished(app, instance)) }
+        // The units belong to their users: an unprivileged daemon writes them through the launcher.
+        watcher.control = config.launcherSocketPath.map { UnitControlClient(path: $0) }
+        adoption = watcher
+        watcher.start()
+    }
+
+    /// Whether the daemon's own freezer acts on the app: it has no adopted cgroup, or its process is one
+    /// the daemon started or took in itself.
+    func ownsProcess(_ app: AppID, pid: Int32?) -> Bool {
+        guard let adoption, adoption.hasInstances(app) else { return true }
+        return pid.map { appByPid[$0] == app } ?? false
+    }
+}

@@ -1,0 +1,358 @@
+import BGTaskCore
+import BGTaskLaunch
+import Dispatch
+import Logging
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A unit name of systemd's desktop convention (https://systemd.io/DESKTOP_ENVIRONMENTS/), decoded:
+/// `app[-<launcher>]-<app-id>@<random>.service` (also without `@<random>`) and
+/// `app[-<launcher>]-<app-id>-<random>.scope`.
+///
+/// The mapping, exactly:
+/// 1. the name must start with `app-` and end in `.service` or `.scope`; both are dropped;
+/// 2. `.service`: everything from the last `@` on is the instance (random) and is dropped;
+///    `.scope`: everything from the last `-` on is the random part and is dropped (a scope without one
+///    is no app unit);
+/// 3. what is left is split at the literal `-`: systemd escapes a dash inside a part as `\x2d`, so
+///    the launcher part and a well-behaved app ID contain none; each part is unescaped (`\xNN` → byte);
+/// 4. one part: it is the app ID (no launcher). Several parts: first the parts after the first, joined
+///    with `-`, are tried as the app ID (the first part is the launcher: `gnome`, `flatpak`, `kde`…; this
+///    also covers launchers that do not escape dashes in the ID), then all parts joined (an app ID with
+///    an unescaped dash and no launcher). The first candidate that is a known app wins.
+struct AppUnitName: Equatable, Sendable {
+    var launcher: String?
+    /// App IDs to try, in order.
+    var candidates: [String]
+
+    static func parse(_ name: String) -> AppUnitName? {
+        guard name.hasPrefix("app-") else { return nil }
+        var body: Substring
+        if name.hasSuffix(".service") {
+            body = name.dropFirst(4).dropLast(".service".count)
+            if let at = body.lastIndex(of: "@") { body = body[..<at] }
+        } else if name.hasSuffix(".scope") {
+            body = name.dropFirst(4).dropLast(".scope".count)
+            guard let dash = body.lastIndex(of: "-") else { return nil }
+            body = body[..<dash]
+        } else {
+            return nil
+        }
+        let parts = body.split(separator: "-", omittingEmptySubsequences: false).map { unescape($0) }
+        guard !parts.contains(where: \.isEmpty) else { return nil }
+        if parts.count == 1 { return AppUnitName(launcher: nil, candidates: parts) }
+        return AppUnitName(launcher: parts[0], candidates: [parts.dropFirst().joined(separator: "-"), parts.joined(separator: "-")])
+    }
+
+    /// systemd's unit-name escaping: `\xNN` is the byte NN; anything else stays.
+    static func unescape(_ s: Substring) -> String {
+        let bytes = Array(s.utf8)
+        var out: [UInt8] = []
+        var i = 0
+        while i < bytes.count {
+            if bytes[i] == UInt8(ascii: "\\"), i + 3 < bytes.count, bytes[i + 1] == UInt8(ascii: "x"),
+               let hi = hex(bytes[i + 2]), let lo = hex(bytes[i + 3])
+            {
+                out.append(hi << 4 | lo)
+                i += 4
+            } else {
+                out.append(bytes[i])
+                i += 1
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    private static func hex(_ b: UInt8) -> UInt8? {
+        switch b {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): b - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): b - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): b - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+}
+
+/// SPEC §13: apps started by others. Watches (inotify, no polling) the cgroup tree
+/// `<AdoptFrom>/user-UID.slice/user@UID.service/app.slice/` for units named by systemd's desktop
+/// convention, maps each to a known app, and reports a populated one as an instance that appeared and
+/// an emptied or removed one as an instance that vanished. It freezes, thaws, signals and kills those
+/// cgroups for the service. It decides nothing: the core does, from `instanceAppeared`/`instanceVanished`.
+final class AppAdoption {
+    let root: String
+    /// The cgroup2 mount point.
+    let mount: String
+    let logger: Logger
+    /// `FreezerBackend=none`: report, never touch the cgroups.
+    let dryRun: Bool
+    /// The app a candidate ID names, if the daemon knows it.
+    var knownApp: (String) -> AppID? = { _ in nil }
+    var onAppeared: (AppID, InstanceID, Int32?) -> Void = { _, _, _ in }
+    var onVanished: (AppID, InstanceID) -> Void = { _, _ in }
+    /// With `LauncherSocket=`: the writes go through bgtaskd-launcher (the cgroups are the users').
+    var control: UnitControlClient?
+
+    private enum Level { case root, userSlice, userManager, appSlice }
+    private struct Unit {
+        var instance: InstanceID
+        var names: AppUnitName
+        var app: AppID?
+        var present = false
+        var eventsWD: Int32?
+    }
+
+    private let fd: Int32
+    private let source: any DispatchSourceRead
+    private var dirs: [Int32: (path: String, level: Level)] = [:]
+    private var wdByDir: [String: Int32] = [:]
+    private var unitByEventsWD: [Int32: String] = [:]
+    private var units: [String: Unit] = [:]
+    private var loggedUnknown: Set<String> = []
+
+    /// nil when inotify is unavailable.
+    init?(root: String, mount: String, queue: DispatchQueue, logger: Logger, dryRun: Bool) {
+        let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+        guard fd >= 0 else { return nil }
+        self.fd = fd
+        self.root = root
+        self.mount = mount
+        self.logger = logger
+        self.dryRun = dryRun
+        source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
+        source.setCancelHandler { _ = close(fd) }
+        source.setEventHandler { [weak self] in self?.drain() }
+        source.resume()
+    }
+
+    deinit { source.cancel() }
+
+    /// The watched root from `AdoptFrom=`: absolute, or relative to the cgroup2 mount.
+    static func rootPath(adoptFrom: String, mount: String) -> String {
+        adoptFrom.hasPrefix("/") ? adoptFrom : CgroupLayout.join(mount, adoptFrom)
+    }
+
+    /// Starts watching; reports the instances that are already there.
+    func start() {
+        guard Cgroup.isDirectory(root) else {
+            logger.notice("adoption: \(root) does not exist; apps started by others are not adopted")
+            return
+        }
+        addDirectory(root, .root)
+        logger.info("adoption: watching \(root) for apps started by others")
+    }
+
+    /// After a reload: units not mapped before may name an app now.
+    func remap() {
+        for path in units.keys.sorted() where units[path]?.app == nil {
+            map(path)
+            evaluate(path)
+        }
+    }
+
+    func hasInstances(_ app: AppID) -> Bool { units.values.contains { $0.app == app && $0.present } }
+
+    /// Whether `pid` lives in one of the adopted cgroups (it then stays there: it is not moved into the
+    /// daemon's own subtree when it checks in).
+    func holds(pid: Int32) -> Bool {
+        guard let path = Cgroup.path(ofProcess: pid) else { return false }
+        let full = CgroupLayout.join(mount, path)
+        return units.keys.contains { full == $0 || full.hasPrefix($0 + "/") }
+    }
+
+    // MARK: - Effects (for the core's actions)
+
+    func freeze(_ app: AppID) {
+        for path in paths(of: app) {
+            let start = Monotonic.nowUSec()
+            let e = write(path, .freeze)
+            if e != 0 {
+                logger.warning("adoption: cannot freeze \(path): \(Cgroup.errorText(e))", metadata: ["BGTASKD_APP": "\(app)"])
+            } else if Cgroup.events(path)?.frozen == true {
+                logger.info("froze \(app) instance \(path): frozen 1 after \(Monotonic.nowUSec() - start) µs",
+                            metadata: ["BGTASKD_APP": "\(app)"])
+            }
+        }
+    }
+
+    func thaw(_ app: AppID) {
+        for path in paths(of: app) {
+            let e = write(path, .thaw)
+            if e != 0 {
+                logger.warning("adoption: cannot thaw \(path): \(Cgroup.errorText(e))", metadata: ["BGTASKD_APP": "\(app)"])
+            }
+        }
+    }
+
+    func signal(_ app: AppID, _ sig: Int32) {
+        for path in paths(of: app) {
+            for pid in Cgroup.procsRecursive(path) { _ = Glibc.kill(pid, sig) }
+        }
+    }
+
+    func kill(_ app: AppID) {
+        for path in paths(of: app) where write(path, .kill) != 0 {
+            for pid in Cgroup.procsRecursive(path) { _ = Glibc.kill(pid, SIGKILL) }
+        }
+    }
+
+    /// One write to the unit's cgroup: directly, or through the launcher; 0 or an errno.
+    @discardableResult
+    private func write(_ path: String, _ action: AppUnitControl.Action) -> Int32 {
+        if dryRun { return 0 }
+        if let control { return control.send(path, action) }
+        let (name, value) = action.file
+        return Cgroup.write(path + "/" + name, value)
+    }
+
+    /// Daemon stops: nothing it froze stays frozen.
+    func thawAll() {
+        guard !dryRun else { return }
+        for (path, unit) in units where unit.app != nil { write(path, .thaw) }
+    }
+
+    private func paths(of app: AppID) -> [String] {
+        units.filter { $0.value.app == app && $0.value.present }.map(\.key).sorted()
+    }
+
+    // MARK: - The tree
+
+    private func addDirectory(_ path: String, _ level: Level) {
+        guard wdByDir[path] == nil else { return }
+        let mask = UInt32(IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM | IN_ONLYDIR)
+        let wd = inotify_add_watch(fd, path, mask)
+        guard wd >= 0 else {
+            logger.warning("adoption: cannot watch \(path): \(Cgroup.errorText(errno))")
+            return
+        }
+        dirs[wd] = (path, level)
+        wdByDir[path] = wd
+        // Children made before the watch existed.
+        for name in Cgroup.subdirectories(path) { childAppeared(path, level, name) }
+    }
+
+    private func childAppeared(_ parent: String, _ level: Level, _ name: String) {
+        let path = parent + "/" + name
+        switch level {
+        case .root:
+            if isNumbered(name, prefix: "user-", suffix: ".slice") { addDirectory(path, .userSlice) }
+        case .userSlice:
+            if isNumbered(name, prefix: "user@", suffix: ".service") { addDirectory(path, .userManager) }
+        case .userManager:
+            if name == "app.slice" { addDirectory(path, .appSlice) }
+        case .appSlice:
+            unitAppeared(path, name)
+        }
+    }
+
+    private func isNumbered(_ name: String, prefix: String, suffix: String) -> Bool {
+        guard name.hasPrefix(prefix), name.hasSuffix(suffix) else { return false }
+        let number = name.dropFirst(prefix.count).dropLast(suffix.count)
+        return !number.isEmpty && number.allSatisfy { $0.isASCII && $0.isNumber }
+    }
+
+    private func unitAppeared(_ path: String, _ name: String) {
+        guard units[path] == nil, let names = AppUnitName.parse(name) else { return }
+        let relative = String(path.dropFirst(root.count + 1))
+        var unit = Unit(instance: InstanceID(relative), names: names)
+        let wd = inotify_add_watch(fd, path + "/cgroup.events", UInt32(IN_MODIFY))
+        if wd >= 0 {
+            unit.eventsWD = wd
+            unitByEventsWD[wd] = path
+        }
+        units[path] = unit
+        map(path)
+        evaluate(path)
+    }
+
+    private func map(_ path: String) {
+        guard let unit = units[path] else { return }
+        if let app = unit.names.candidates.lazy.compactMap({ self.knownApp($0) }).first {
+            units[path]?.app = app
+            return
+        }
+        let key = unit.names.candidates.first ?? path
+        if loggedUnknown.insert(key).inserted {
+            logger.notice("adoption: \(unit.instance) looks like app \"\(key)\", which bgtaskd does not know: left alone")
+        }
+    }
+
+    /// Appeared when populated, vanished when empty.
+    private func evaluate(_ path: String) {
+        guard let unit = units[path], let app = unit.app else { return }
+        let populated = Cgroup.events(path)?.populated ?? false
+        if populated, !unit.present {
+            units[path]?.present = true
+            if !dryRun, Cgroup.events(path)?.frozen == true {
+                // Nobody manages it any more (a previous run froze it): it starts thawed, as adopted.
+                write(path, .thaw)
+                logger.notice("adoption: thawed \(path), frozen by nobody who manages it now")
+            }
+            onAppeared(app, unit.instance, Cgroup.procsRecursive(path).first)
+        } else if !populated, unit.present {
+            units[path]?.present = false
+            onVanished(app, unit.instance)
+        }
+    }
+
+    private func unitRemoved(_ path: String) {
+        guard let unit = units.removeValue(forKey: path) else { return }
+        if let wd = unit.eventsWD {
+            unitByEventsWD[wd] = nil
+            _ = inotify_rm_watch(fd, wd)
+        }
+        if unit.present, let app = unit.app { onVanished(app, unit.instance) }
+    }
+
+    private func directoryRemoved(_ path: String) {
+        if let wd = wdByDir.removeValue(forKey: path) { dirs[wd] = nil }
+        for unitPath in units.keys.sorted() where unitPath.hasPrefix(path + "/") { unitRemoved(unitPath) }
+        for dir in wdByDir.keys.sorted() where dir.hasPrefix(path + "/") { directoryRemoved(dir) }
+    }
+
+    private func drain() {
+        var buffer = [UInt8](repeating: 0, count: 8192)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n <= 0 { break }
+            var off = 0
+            // struct inotify_event { int wd; uint32_t mask, cookie, len; char name[]; }
+            while off + 16 <= n {
+                let (wd, mask, len) = buffer.withUnsafeBytes { raw in
+                    (raw.loadUnaligned(fromByteOffset: off, as: Int32.self),
+                     raw.loadUnaligned(fromByteOffset: off + 4, as: UInt32.self),
+                     raw.loadUnaligned(fromByteOffset: off + 12, as: UInt32.self))
+                }
+                let nameStart = off + 16
+                let nameEnd = min(n, nameStart + Int(len))
+                let name = String(decoding: buffer[nameStart..<nameEnd].prefix { $0 != 0 }, as: UTF8.self)
+                off = nameStart + Int(len)
+                handle(wd: wd, mask: mask, name: name)
+            }
+        }
+    }
+
+    private func handle(wd: Int32, mask: UInt32, name: String) {
+        if let path = unitByEventsWD[wd] {
+            if mask & UInt32(IN_IGNORED) != 0 {
+                unitByEventsWD[wd] = nil
+                units[path]?.eventsWD = nil
+            }
+            evaluate(path)
+            return
+        }
+        guard let (dir, level) = dirs[wd] else { return }
+        if mask & UInt32(IN_IGNORED) != 0 {
+            directoryRemoved(dir)
+            return
+        }
+        guard !name.isEmpty else { return }
+        let path = dir + "/" + name
+        if mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0 {
+            childAppeared(dir, level, name)
+        } else if mask & UInt32(IN_DELETE | IN_MOVED_FROM) != 0 {
+            if level == .appSlice { unitRemoved(path) } else { directoryRemoved(path) }
+        }
+    }
+}

@@ -1,0 +1,99 @@
+import BGTaskCore
+import Testing
+
+private let maps = AppID("org.example.Maps")!
+private let keyboard = AppID("sm.puri.Squeekboard")!
+private let scopeA = InstanceID("user-1000.slice/user@1000.service/app.slice/app-gnome-org.example.Maps-1.scope")
+private let scopeB = InstanceID("user-1000.slice/user@1000.service/app.slice/app-gnome-org.example.Maps-2.scope")
+
+/// SPEC §13: apps started by others (adopted cgroups), exempt apps.
+@Suite struct AdoptionTests {
+    static let manifests = [AppManifest(id: maps, lifecycleAware: false), AppManifest(id: keyboard, lifecycleAware: false, exempt: true)]
+
+    @Test func firstInstanceMakesTheAppActiveWithoutLaunchingIt() {
+        var h = Harness(manifests: Self.manifests)
+        let actions = h.send(.instanceAppeared(maps, scopeA, pid: 77))
+        #expect(actions.launches.isEmpty)
+        #expect(actions.replies.isEmpty)
+        #expect(h.state(maps) == .active)
+        #expect(h.snapshot(maps)?.pid == 77)
+        let launch = actions.decisions(.launch)
+        #expect(launch.map(\.reason) == [.adopted])
+        #expect(launch.first?.previousState == .notRunning && launch.first?.state == .active)
+    }
+
+    @Test func backgroundFreezesAtGraceEndForegroundThaws() {
+        var h = Harness(manifests: Self.manifests)
+        h.send(.instanceAppeared(maps, scopeA, pid: 77))
+        h.send(.backgroundRequested(maps))
+        #expect(h.after(.seconds(5) - .oneMicrosecond).freezes.isEmpty)
+        #expect(h.after(.oneMicrosecond).freezes == [maps])
+        #expect(h.state(maps) == .suspended)
+        let fg = h.send(.foregroundRequested(maps, exclusive: true))
+        #expect(fg.thaws == [maps])
+        #expect(h.state(maps) == .active)
+    }
+
+    @Test func severalInstancesAreOneAppReleasedWithTheLast() {
+        var h = Harness(manifests: Self.manifests)
+        h.send(.instanceAppeared(maps, scopeA, pid: 77))
+        let second = h.send(.instanceAppeared(maps, scopeB, pid: 78))
+        #expect(second.decisions(.launch).map(\.reason) == [.adopted])
+        #expect(h.snapshot(maps)?.pid == 77)
+        #expect(h.send(.instanceVanished(maps, scopeA)).decisions.isEmpty)
+        #expect(h.state(maps) == .active)
+        // A repeated or unknown report changes nothing.
+        #expect(h.send(.instanceVanished(maps, scopeA)).isEmpty)
+        let last = h.send(.instanceVanished(maps, scopeB))
+        #expect(h.state(maps) == .notRunning)
+        #expect(last.decisions(.terminate).map(\.reason) == [.appExited])
+    }
+
+    @Test func newInstanceOfASuspendedAppBringsItBack() {
+        var h = Harness(manifests: Self.manifests)
+        h.send(.instanceAppeared(maps, scopeA, pid: 77))
+        h.send(.backgroundRequested(maps))
+        h.after(.seconds(5))
+        #expect(h.state(maps) == .suspended)
+        let again = h.send(.instanceAppeared(maps, scopeB, pid: 90))
+        #expect(again.thaws == [maps])
+        #expect(h.state(maps) == .active)
+    }
+
+    @Test func terminationKillsEveryInstanceAndEndsWithTheLast() {
+        var h = Harness(manifests: Self.manifests)
+        h.send(.instanceAppeared(maps, scopeA, pid: 77))
+        #expect(h.send(.terminateRequested(maps)).sigterms == [maps])
+        // One that appears meanwhile goes with it.
+        #expect(h.send(.instanceAppeared(maps, scopeB, pid: 78)).kills == [maps])
+        #expect(h.after(.seconds(5)).kills == [maps])
+        h.send(.instanceVanished(maps, scopeA))
+        #expect(h.state(maps) != .notRunning || h.snapshot(maps)?.terminationReason == nil)
+        let gone = h.send(.instanceVanished(maps, scopeB))
+        #expect(h.state(maps) == .notRunning)
+        #expect(gone.decisions(.terminate).map(\.reason) == [.userRequest])
+    }
+
+    @Test func unknownAppIsIgnored() {
+        var h = Harness(manifests: Self.manifests)
+        #expect(h.send(.instanceAppeared(AppID("org.example.Nope")!, scopeA, pid: 1)).isEmpty)
+    }
+
+    @Test func exemptAppIsNeverFrozenAndSaysSoOnce() {
+        var h = Harness(manifests: Self.manifests)
+        h.send(.instanceAppeared(keyboard, scopeA, pid: 5))
+        h.send(.backgroundRequested(keyboard))
+        let graceEnd = h.after(.seconds(5))
+        #expect(graceEnd.freezes.isEmpty)
+        #expect(graceEnd.decisions(.policy).map(\.reason) == [.exempt])
+        #expect(h.state(keyboard) == .background)
+        // Its last assertion ending is the next occasion to freeze it: one entry for it, no freeze.
+        let task = h.send(.assertionRequested(keyboard, connection: connA, name: nil))
+        let end = h.send(.assertionEndRequested(keyboard, TaskID(1)))
+        #expect(task.freezes.isEmpty && end.freezes.isEmpty)
+        #expect(end.decisions(.policy).map(\.reason) == [.exempt])
+        // A connection closing with nothing to release changes nothing: no repeated entry.
+        #expect(h.send(.connectionClosed(connB)).decisions.isEmpty)
+        #expect(h.after(.minutes(10)).freezes.isEmpty)
+    }
+}
