@@ -19,7 +19,7 @@ for v in $verbs; do
   grep -qw -- "$v" completions/bgtaskctl.bash || bad "completions/bgtaskctl.bash: verb $v missing"
   grep -q -- "'$v:" completions/_bgtaskctl || bad "completions/_bgtaskctl: verb $v missing"
   grep -q -- "-a $v " completions/bgtaskctl.fish || bad "completions/bgtaskctl.fish: verb $v missing"
-  for opt in $("$ctl" "$v" --help | sed -n 's/^  \(-[a-z], \)\{0,1\}\(--[a-z][a-z-]*\).*/\2/p' | sort -u); do
+  for opt in $("$ctl" "$v" --help | sed -n 's/^  \(-[a-z], \)*\(--[a-z][a-z-]*\).*/\2/p' | sort -u); do
     case $opt in --help | --version) continue ;; esac
     grep -q -- "\*$opt\*" "$man" || bad "$man: option $opt of $v is not documented (*$opt*)"
     grep -q -- "$opt" completions/bgtaskctl.bash || bad "completions/bgtaskctl.bash: $v $opt missing"

@@ -47,6 +47,15 @@ struct ManPageTests {
                 "bgtaskd.app.5.scd: missing \(Set(AppManifestFile.keys).subtracting(documented).sorted()), unknown \(Set(documented).subtracting(AppManifestFile.keys).sorted())")
     }
 
+    @Test func appPageDocumentsEveryDesktopEntryKey() throws {
+        let text = try page("bgtaskd.app.5.scd")
+        let keys = [DesktopEntries.Keys.lifecycleAware, DesktopEntries.Keys.backgroundModes,
+                    DesktopEntries.Keys.permittedTaskIdentifiers, DesktopEntries.Keys.exempt]
+        for key in keys {
+            #expect(text.contains("\n*\(key)=*\n"), "bgtaskd.app.5.scd lacks the desktop-entry key \(key)")
+        }
+    }
+
     @Test func everyPageNamesItselfAndItsSection() throws {
         for (name, section) in [("bgtaskctl", 1), ("bgtaskd", 8), ("bgtaskd.conf", 5), ("bgtaskd.app", 5)] {
             let text = try page("\(name).\(section).scd")
