@@ -79,6 +79,15 @@ class PrivateJournald:
         self.cgroup.mkdir()
 
     def _alive(self) -> bool:
+        # Until the namespace's mounts are made, /proc/PID/root/run/systemd is the machine's: wait for
+        # journald itself (the shell has exec'd it) on a socket of its own tmpfs.
+        try:
+            if open(f"/proc/{self.pid}/comm").read().strip() != "systemd-journal":
+                return False
+            if os.stat(f"{self.root}/run/systemd").st_dev == os.stat("/run/systemd").st_dev:
+                return False
+        except OSError:
+            return False
         s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         try:
             s.connect(self.socket)

@@ -144,6 +144,7 @@ def in_file(state_dir) -> dict:
 
 def test_kill9_under_load_loses_no_acknowledged_change_and_leaves_no_app_frozen(daemon):
     kills = int(os.environ.get("BGTASKD_KILLS", "30"))
+    window = float(os.environ.get("BGTASKD_KILL_WINDOW", "0.15"))  # s: the kill comes within it
     rng = random.Random(int(os.environ.get("BGTASKD_SEED", "11")))
     with ScratchCgroup() as cg:
         apps = {A: task_app(A), B: task_app(B), **{f: manifest(f, "/bin/sleep 1000") for f in FROZEN}}
@@ -168,7 +169,7 @@ def test_kill9_under_load_loses_no_acknowledged_change_and_leaves_no_app_frozen(
                     call(d.socket, f"{MANAGER}.Background", appId=app_id)
                 except (AssertionError, OSError, Closed, TimeoutError):
                     pass  # e.g. still terminating from the previous round's recovery
-            time.sleep(rng.uniform(0.0, 0.15))  # the random moment of the kill is the scenario
+            time.sleep(rng.uniform(0.0, window))  # the random moment of the kill is the scenario
             d.proc.send_signal(signal.SIGKILL)
             d.proc.wait()
             for w in writers:
