@@ -5,7 +5,7 @@ RUNDIR     ?= $(CURDIR)/.run
 BIN        := $(CURDIR)/.build/debug
 RELEASEBIN := $(CURDIR)/.build/release
 
-.PHONY: all build deps journald run test test-unit test-integration test-units test-systemd bench clean
+.PHONY: all build deps journald run test test-unit test-integration test-units test-systemd test-fuzz fuzz bench clean
 
 all: build
 
@@ -28,7 +28,7 @@ journald:
 # Everything: dependencies, journald, build, unit tests, integration tests, unit-file checks.
 test: deps journald
 	$(SWIFT) build --build-tests
-	$(MAKE) --no-print-directory test-unit test-units test-integration
+	$(MAKE) --no-print-directory test-unit test-units test-integration test-fuzz
 
 test-unit:
 	$(SWIFT) test --skip-build
@@ -38,6 +38,16 @@ test-integration:
 
 test-units:
 	tests/check-units.sh
+
+# libFuzzer on the daemon's framing, call decoding and call checks (FuzzTesting/, a separate package
+# built with --sanitize=fuzzer --sanitize=address): a bounded pass in `test`, ten minutes in `fuzz`.
+FUZZ_TEST_SECONDS ?= 60
+FUZZ_SECONDS      ?= 600
+test-fuzz:
+	SWIFT=$(SWIFT) scripts/fuzz.sh $(FUZZ_TEST_SECONDS)
+
+fuzz: deps
+	SWIFT=$(SWIFT) scripts/fuzz.sh $(FUZZ_SECONDS)
 
 # The shipped units under a real systemd (PID 1 of a PID namespace on this machine; root, no systemd as
 # PID 1 here). Not part of `test`: see the script's header for what it touches and undoes.
