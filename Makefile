@@ -40,7 +40,7 @@ test-units:
 	tests/check-units.sh
 
 # libFuzzer on the daemon's framing, call decoding and call checks (FuzzTesting/, a separate package
-# built with --sanitize=fuzzer --sanitize=address): a bounded pass in `test`, ten minutes in `fuzz`.
+# built with -sanitize=fuzzer,address): a bounded pass in `test`, ten minutes in `fuzz`.
 FUZZ_TEST_SECONDS ?= 60
 FUZZ_SECONDS      ?= 600
 test-fuzz:

@@ -1,7 +1,7 @@
 // swift-tools-version: 6.1
 // Fuzz targets for bgtaskd, kept out of the default build (as swift-nio-http2 keeps its FuzzTesting/).
 // Build with libFuzzer (see README.md here, or `make fuzz` / `make test-fuzz` from the repository root):
-//   swift build -c debug --sanitize=fuzzer
+//   swift build -c debug --sanitize=fuzzer -Xswiftc -sanitize=fuzzer,address
 import PackageDescription
 
 let package = Package(

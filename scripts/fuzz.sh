@@ -2,13 +2,16 @@
 # Runs the libFuzzer target FuzzTesting/FuzzVarlinkDecoding (the daemon's framing, call decoding and call
 # checks) for SECONDS (default 600), from the committed seed corpus plus what earlier runs found in
 # FuzzTesting/.build/corpus. Prints the number of runs and crashes; exits non-zero on a crash (its input
-# is kept in FuzzTesting/.build/crashes/). Builds first with --sanitize=fuzzer --sanitize=address (leak
+# is kept in FuzzTesting/.build/crashes/). Builds first with -sanitize=fuzzer,address (leak
 # detection off: the target keeps its parsed interface descriptions in a global for the whole run).
 set -euo pipefail
 cd "$(dirname "$0")/../FuzzTesting"
 seconds="${1:-600}"
 swift="${SWIFT:-swift}"
-"$swift" build -c debug --sanitize=fuzzer --sanitize=address 2>&1 | grep -v "Cannot export local symbol '__asan" || true
+# One -sanitize= list: SwiftPM passes `--sanitize=` values as separate flags in no fixed order, and the
+# driver keeps only one of them (a build with ASan but without libFuzzer's coverage was the result).
+# --sanitize=fuzzer still tells SwiftPM to link libFuzzer's main.
+"$swift" build -c debug --sanitize=fuzzer -Xswiftc -sanitize=fuzzer,address 2>&1 | grep -v "Cannot export local symbol '__asan" || true
 bin=.build/debug/FuzzVarlinkDecoding
 [ -x "$bin" ] || { echo "fuzz: $bin was not built" >&2; exit 1; }
 mkdir -p .build/corpus .build/crashes
@@ -21,6 +24,10 @@ set -e
 runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
 crashes=$(grep -c -E '^==[0-9]+==ERROR|deadly signal|Fatal error|ALARM: working on the last Unit|out-of-memory' "$log" || true)
 echo "fuzz: FuzzVarlinkDecoding ran ${runs:-0} inputs in ${seconds} s: ${crashes} crashes (exit status ${status}; log ${PWD}/${log})"
+if ! grep -q "inline 8-bit counters" "$log" || grep -q "Is the code instrumented for coverage" "$log"; then
+  echo "fuzz: the target was built without coverage instrumentation: the run proves nothing" >&2
+  exit 1
+fi
 if [ "$status" != 0 ] || [ "${crashes}" != 0 ]; then
   tail -40 "$log" >&2
   exit 1
