@@ -265,16 +265,20 @@ public final class VarlinkServer: @unchecked Sendable {
         inTurn = true
         let n = bgtaskd_epoll_wait(epfd, eventTokens, eventMasks, Int32(Self.maxEvents), 0)
         if n > 0 {
+            var ready: [Int32] = []
             for i in 0..<Int(n) {
                 let token = eventTokens[i]
                 let mask = eventMasks[i]
                 if let c = connections[token] {
                     c.handleEvents(mask)
                 } else if let fd = listeners[token] {
-                    acceptPending(fd)
+                    ready.append(fd)
                 }
                 // Else: closed earlier in this turn.
             }
+            // New connections after the hang-ups of this turn: a slot freed by a client that has gone
+            // is free for the one that connected after it.
+            for fd in ready { acceptPending(fd) }
         }
         finishTurn()
     }
