@@ -389,20 +389,22 @@ public final class VarlinkServer: @unchecked Sendable {
         return connectionsByUID[peer.uid, default: 0] < limits.maxConnectionsPerUser
     }
 
-    /// Out of descriptors: stop watching the listeners (a pending connection keeps them ready, and every
-    /// turn would fail again at once) until a connection closes or 100 ms pass. Clients wait in the
-    /// backlog meanwhile.
+    /// Out of descriptors: the listeners turn edge-triggered (a pending connection would keep them
+    /// ready, and every turn would fail again at once: a busy loop), so that only a new connection, a
+    /// connection closing or the 100 ms retry try again. Clients wait in the backlog meanwhile.
     private func pauseAccepting() {
         guard !acceptPaused else { return }
         acceptPaused = true
-        for (_, fd) in listeners { _ = epollControl(BGTASKD_EPOLL_CTL_DEL, fd: fd, events: 0, token: 0) }
+        for (token, fd) in listeners {
+            _ = epollControl(BGTASKD_EPOLL_CTL_MOD, fd: fd, events: BGTASKD_EPOLLIN | BGTASKD_EPOLLET, token: token)
+        }
         acceptRetryTimer?.schedule(deadline: .now() + .milliseconds(100), leeway: .milliseconds(10))
     }
 
     private func resumeAccepting() {
         guard acceptPaused else { return }
         acceptPaused = false
-        for (token, fd) in listeners { _ = epollControl(BGTASKD_EPOLL_CTL_ADD, fd: fd, events: BGTASKD_EPOLLIN, token: token) }
+        for (token, fd) in listeners { _ = epollControl(BGTASKD_EPOLL_CTL_MOD, fd: fd, events: BGTASKD_EPOLLIN, token: token) }
     }
 
     fileprivate func forget(_ connection: VarlinkConnection) {
