@@ -5,7 +5,7 @@ RUNDIR     ?= $(CURDIR)/.run
 BIN        := $(CURDIR)/.build/debug
 RELEASEBIN := $(CURDIR)/.build/release
 
-.PHONY: all build deps journald run test test-unit test-integration test-units test-docs test-systemd soak bench examples clean
+.PHONY: all build deps journald run test test-unit test-integration test-units test-docs test-systemd test-fuzz fuzz soak bench examples clean
 
 all: build
 
@@ -32,7 +32,7 @@ journald:
 # documentation against the code, and the Debian package installed and checked.
 test: deps journald
 	$(SWIFT) build --build-tests
-	$(MAKE) --no-print-directory test-unit test-units test-docs test-integration test-package
+	$(MAKE) --no-print-directory test-unit test-units test-docs test-integration test-fuzz test-package
 
 test-docs:
 	tests/check-docs.sh $(BIN)
@@ -52,6 +52,16 @@ soak: deps journald
 	$(SWIFT) build
 	BGTASKD_BIN_DIR=$(BIN) BGTASKD_KILLS=200 BGTASKD_STALL_SEC=20 $(PYTHON) -m pytest -q -s -p no:cacheprovider \
 		tests/integration/test_crash_loop.py tests/integration/test_journal_budget.py
+
+# libFuzzer on the daemon's framing, call decoding and call checks (FuzzTesting/, a separate package
+# built with -sanitize=fuzzer,address): a bounded pass in `test`, ten minutes in `fuzz`.
+FUZZ_TEST_SECONDS ?= 60
+FUZZ_SECONDS      ?= 600
+test-fuzz:
+	SWIFT=$(SWIFT) scripts/fuzz.sh $(FUZZ_TEST_SECONDS)
+
+fuzz: deps
+	SWIFT=$(SWIFT) scripts/fuzz.sh $(FUZZ_SECONDS)
 
 # The shipped units under a real systemd (PID 1 of a PID namespace on this machine; root, no systemd as
 # PID 1 here). Not part of `test`: see the script's header for what it touches and undoes.

@@ -14,6 +14,9 @@ let package = Package(
         .executable(name: "bgtaskctl", targets: ["bgtaskctl"]),
         .executable(name: "bgtaskd-launcher", targets: ["bgtaskd-launcher"]),
         .library(name: "BGTaskClient", targets: ["BGTaskClient"]),
+        // The Varlink framing, decoding and call checks the daemon runs: for FuzzTesting/ (a separate
+        // package, kept out of the default build).
+        .library(name: "BGTaskProtocol", targets: ["BGTaskProtocol"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),

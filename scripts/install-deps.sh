@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs what the build and the tests need on Debian 12 and is quiet when all is there.
 # Debian packages: libsystemd-dev (sd_journal_sendv, sd_notify), pkg-config (the CSystemd module),
-# systemd (journald, systemd-socket-activate, systemd-analyze, journalctl), util-linux (setpriv),
-# procps. Packaging and documentation (make deb, test-package, tests/check-docs.sh): scdoc (man pages),
-# debhelper, lintian, dpkg-dev, man-db, bash-completion, zsh and fish (completion syntax checks).
+# systemd (journald, systemd-socket-activate, systemd-analyze, journalctl), util-linux (setpriv, prlimit),
+# procps, iproute2 (ss: the daemon's sockets in tests/integration/test_descriptors.py). Packaging and
+# documentation (make deb, test-package, tests/check-docs.sh): scdoc (man pages), debhelper, lintian,
+# dpkg-dev, man-db, bash-completion, zsh and fish (completion syntax checks).
 # Python: varlink (the independent client, the certification suite), pytest.
 set -euo pipefail
 
@@ -13,7 +14,7 @@ if [ "$(id -u)" != 0 ]; then
 fi
 
 need=()
-for pkg in libsystemd-dev pkg-config systemd util-linux procps python3-pip \
+for pkg in libsystemd-dev pkg-config systemd util-linux procps iproute2 python3-pip \
     scdoc debhelper lintian dpkg-dev man-db bash-completion zsh fish; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
 done

@@ -39,6 +39,7 @@ static const uint32_t BGTASKD_EPOLLIN = EPOLLIN;
 static const uint32_t BGTASKD_EPOLLOUT = EPOLLOUT;
 static const uint32_t BGTASKD_EPOLLERR = EPOLLERR;
 static const uint32_t BGTASKD_EPOLLHUP = EPOLLHUP;
+static const uint32_t BGTASKD_EPOLLET = EPOLLET;
 static const int BGTASKD_EPOLL_CTL_ADD = EPOLL_CTL_ADD;
 static const int BGTASKD_EPOLL_CTL_MOD = EPOLL_CTL_MOD;
 static const int BGTASKD_EPOLL_CTL_DEL = EPOLL_CTL_DEL;

@@ -265,16 +265,20 @@ public final class VarlinkServer: @unchecked Sendable {
         inTurn = true
         let n = bgtaskd_epoll_wait(epfd, eventTokens, eventMasks, Int32(Self.maxEvents), 0)
         if n > 0 {
+            var ready: [Int32] = []
             for i in 0..<Int(n) {
                 let token = eventTokens[i]
                 let mask = eventMasks[i]
                 if let c = connections[token] {
                     c.handleEvents(mask)
                 } else if let fd = listeners[token] {
-                    acceptPending(fd)
+                    ready.append(fd)
                 }
                 // Else: closed earlier in this turn.
             }
+            // New connections after the hang-ups of this turn: a slot freed by a client that has gone
+            // is free for the one that connected after it.
+            for fd in ready { acceptPending(fd) }
         }
         finishTurn()
     }
@@ -385,20 +389,22 @@ public final class VarlinkServer: @unchecked Sendable {
         return connectionsByUID[peer.uid, default: 0] < limits.maxConnectionsPerUser
     }
 
-    /// Out of descriptors: stop watching the listeners (a pending connection keeps them ready, and every
-    /// turn would fail again at once) until a connection closes or 100 ms pass. Clients wait in the
-    /// backlog meanwhile.
+    /// Out of descriptors: the listeners turn edge-triggered (a pending connection would keep them
+    /// ready, and every turn would fail again at once: a busy loop), so that only a new connection, a
+    /// connection closing or the 100 ms retry try again. Clients wait in the backlog meanwhile.
     private func pauseAccepting() {
         guard !acceptPaused else { return }
         acceptPaused = true
-        for (_, fd) in listeners { _ = epollControl(BGTASKD_EPOLL_CTL_DEL, fd: fd, events: 0, token: 0) }
+        for (token, fd) in listeners {
+            _ = epollControl(BGTASKD_EPOLL_CTL_MOD, fd: fd, events: BGTASKD_EPOLLIN | BGTASKD_EPOLLET, token: token)
+        }
         acceptRetryTimer?.schedule(deadline: .now() + .milliseconds(100), leeway: .milliseconds(10))
     }
 
     private func resumeAccepting() {
         guard acceptPaused else { return }
         acceptPaused = false
-        for (token, fd) in listeners { _ = epollControl(BGTASKD_EPOLL_CTL_ADD, fd: fd, events: BGTASKD_EPOLLIN, token: token) }
+        for (token, fd) in listeners { _ = epollControl(BGTASKD_EPOLL_CTL_MOD, fd: fd, events: BGTASKD_EPOLLIN, token: token) }
     }
 
     fileprivate func forget(_ connection: VarlinkConnection) {
