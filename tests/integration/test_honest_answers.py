@@ -252,7 +252,7 @@ def test_unmetered_on_a_metered_network_is_not_available_anywhere(daemon, ctl, t
     assert [line.split() for line in refresh.stdout.splitlines() if line.startswith(app)] == [
         [app, "on", "denied", "network-metered"]]
     status = run(ctl, d, "status", app, "-n", "0")
-    assert "Refresh: on (status: denied)" in status.stdout, status.stdout
+    assert "Refresh: on (status: denied, network-metered)" in status.stdout, status.stdout
     explain = run(ctl, d, "explain", app)
     assert "network-metered" in explain.stdout, explain.stdout
     call(d.socket, f"{MANAGER}.SetConditions", network="unmetered")
