@@ -28,7 +28,8 @@ struct List: ParsableCommand {
         var lines = running
             ? Render.runningList(reply, nowUSec: MonotonicClock.nowUSec(), width: terminal.width, color: terminal.color, legend: !legend.noLegend)
             : Render.list(reply, width: terminal.width, color: terminal.color, legend: !legend.noLegend)
-        if let dryRun = Render.dryRunNotice(settings) { lines.append(dryRun) }
+        // A dry run is said under the table (not with --no-legend, whose output scripts parse).
+        if !legend.noLegend, let dryRun = Render.dryRunNotice(settings) { lines.append(dryRun) }
         Output.lines(lines)
     }
 }

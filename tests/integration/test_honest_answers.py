@@ -303,6 +303,9 @@ def test_explain_after_a_restart_and_its_causes(daemon, ctl):
     assert "No recorded decisions explain it" not in r.stdout, r.stdout
     assert "suspend" in r.stdout and "no-assertions" in r.stdout, r.stdout
     assert "restricted" in r.stdout, r.stdout
+    # Any Varlink client learns where the earlier decisions are.
+    causes = call(d2.socket, f"{MANAGER}.Explain", appId=app)["causes"]
+    assert any(f"journalctl -t bgtaskd BGTASKD_APP={app}" in c for c in causes), causes
     call(d2.socket, f"{MANAGER}.SetLowPowerMode", enabled=True)
     assert "restricted" in run(ctl, d2, "explain", app).stdout  # the most lasting cause
     other = unique("LowPower")
