@@ -213,7 +213,13 @@ public final class Daemon: @unchecked Sendable {
     func reload() -> LoadedConfiguration.LoadError? {
         dispatchPrecondition(condition: .onQueue(queue))
         notifier.reloading()
-        switch LoadedConfiguration.load(from: options) {
+        var loaded = LoadedConfiguration.load(from: options)
+        // A manifest that cannot be read is left out at start; on reload it would end its running app,
+        // so the reload is refused instead and the old configuration stays (SPEC §9).
+        if case .success(let config) = loaded, let bad = config.manifestErrors.first {
+            loaded = .failure(LoadedConfiguration.LoadError(description: bad.description, source: bad))
+        }
+        switch loaded {
         case .success(let config):
             for w in config.warnings { logger.warning("\(w)") }
             service?.apply(config)

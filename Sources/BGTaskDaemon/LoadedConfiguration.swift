@@ -16,6 +16,8 @@ struct LoadedConfiguration: Sendable {
     var controlGroupID: UInt32?
     /// Unknown keys, and manifests that could not be loaded (file:line: key: what).
     var warnings: [String]
+    /// Manifests that could not be loaded: left out at start, a refused reload (issue 12).
+    var manifestErrors: [ConfigError] = []
 
     var maxMessageSize: Int { daemon.maxMessageSize }
 
@@ -75,6 +77,7 @@ struct LoadedConfiguration: Sendable {
         var loaded = LoadedConfiguration(daemon: daemon, manifests: manifests, socketPath: socket, controlGroupID: gid, warnings: warnings)
         // --launcher-socket wins (an empty one: spawn in-process whatever the file says).
         loaded.launcherSocketPath = options.launcherSocketPath.map { $0.isEmpty ? nil : $0 } ?? daemon.launcherSocket
+        loaded.manifestErrors = apps.errors
         return .success(loaded)
     }
 

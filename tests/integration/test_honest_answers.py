@@ -98,6 +98,18 @@ def test_reload_of_a_bad_file_fails_naming_file_line_and_key(daemon, ctl):
     bad.write_text("[Lifecycle]\nBackgroundTimeBudgetSec=2s\n")
     assert run(ctl, d, "reload").returncode == 0
     assert call(d.socket, f"{MANAGER}.GetSettings")["settings"]["backgroundTimeBudgetUSec"] == 2_000_000
+    # A manifest broken on reload: refused too, and its running app lives on (rather than being ended as
+    # if its manifest had been removed).
+    app = unique("Manifest")
+    (d.config_dir / "apps.d" / f"{app}.app").write_text(unaware(app))
+    assert run(ctl, d, "reload").returncode == 0
+    pid = Manager(d.socket).launch(app)
+    broken = d.config_dir / "apps.d" / f"{app}.app"
+    broken.write_text(unaware(app) + "LifecycleAware=perhaps\n")
+    r = run(ctl, d, "reload")
+    assert r.returncode == 1 and f"{broken}:7" in r.stderr and "LifecycleAware" in r.stderr, r.stderr
+    info = Manager(d.socket).app(app)
+    assert (info["state"], info["pid"]) == ("active", pid), info
 
 
 # MARK: Launch
