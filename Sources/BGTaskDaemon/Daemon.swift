@@ -245,7 +245,13 @@ public final class Daemon: @unchecked Sendable {
         stopping = true
         notifier.stopping()
         logger.info("stopping on signal \(sig)")
+        let onTerminal = getenv("JOURNAL_STREAM") == nil
         guard let service else { return finishStop() }
+        let started = service.lifecycle.appsStartedByDaemon
+        if onTerminal {
+            writeStderr("bgtaskd: stopping on signal \(sig)"
+                + (started.isEmpty ? "\n" : ": terminating the \(started.count) app\(started.count == 1 ? "" : "s") it launched\n"))
+        }
         service.stopApps { [weak self] left in
             guard let self else { return }
             if !left.isEmpty {
@@ -256,6 +262,7 @@ public final class Daemon: @unchecked Sendable {
     }
 
     private func finishStop() {
+        if getenv("JOURNAL_STREAM") == nil { writeStderr("bgtaskd: stopped\n") }
         service?.shutdown()
         server?.shutdown()
         if let boundPath { unlink(boundPath) }

@@ -278,6 +278,8 @@ def test_sigterm_terminates_the_apps_the_daemon_launched(daemon, tmp_path):
     events = tmp_path / "events.jsonl"
     d = daemon(conf=SHORT, apps={running: unaware(running), frozen: unaware(frozen),
                                  aware: aware_manifest(aware, events)})
+    # Said once the daemon is ready (after it answers: READY=1 waits for the signal handlers).
+    wait_for(lambda: "bgtaskd: freezer backend" in d.output(), 5, "the ready lines")
     out = d.output()
     assert f"bgtaskd: ready, listening on {d.socket}" in out, out
     assert "bgtaskd: freezer backend signal: FreezerBackend=signal" in out, out
@@ -290,6 +292,8 @@ def test_sigterm_terminates_the_apps_the_daemon_launched(daemon, tmp_path):
     EventLog(events).wait_kind("did-become-active")
     pids.append(m.pid(aware))
     assert d.stop(signal.SIGTERM, timeout=10) == 0, d.output()
+    assert "bgtaskd: stopping on signal 15: terminating the 3 apps it launched" in d.output(), d.output()
+    assert d.output().rstrip().endswith("bgtaskd: stopped"), d.output()
     for pid in pids:
         assert gone(pid), (pid, proc_stat(pid))
     assert "will-terminate" in EventLog(events).kinds()
@@ -340,6 +344,7 @@ def test_cgroup_root_is_created_and_the_backend_is_said(daemon, ctl):
             assert stats["freezerBackend"] == "cgroup" and root in stats["freezerBackendReason"], stats
             text = run(ctl, d, "stats").stdout
             assert "Freezer: cgroup" in text and root in text, text
+            wait_for(lambda: "bgtaskd: freezer backend" in d.output(), 5, "the ready lines")
             assert f"bgtaskd: freezer backend cgroup: FreezerBackend=auto: apps run under {root}/apps" in d.output()
             started = journal_entries(_PID=d.pid)
             assert any("bgtaskd started" in e.get("MESSAGE", "") and "freezer backend cgroup" in e["MESSAGE"]
@@ -359,7 +364,7 @@ def test_dry_run_is_visible(daemon, ctl):
     assert "Dry run" in run(ctl, d, "list").stdout
     assert "Dry run" in run(ctl, d, "stats").stdout
     assert "DRY RUN" in run(ctl, d, "status", app, "-n", "0").stdout
-    assert "bgtaskd: dry run" in d.output()
+    wait_for(lambda: "bgtaskd: dry run" in d.output(), 5, "the dry-run line on the terminal")
     suspend = journal_entries(BGTASKD_APP=app, BGTASKD_DECISION="suspend")
     assert suspend and "dry run" in suspend[-1]["MESSAGE"], suspend
     assert any("dry run" in e.get("MESSAGE", "") for e in journal_entries(_PID=d.pid, PRIORITY=4))
