@@ -223,7 +223,13 @@ public final class Daemon: @unchecked Sendable {
     func reload() -> LoadedConfiguration.LoadError? {
         dispatchPrecondition(condition: .onQueue(queue))
         notifier.reloading()
-        switch LoadedConfiguration.load(from: options) {
+        var loaded = LoadedConfiguration.load(from: options)
+        // A manifest that cannot be read is left out at start; on reload it would end its running app,
+        // so the reload is refused instead and the old configuration stays (SPEC §9).
+        if case .success(let config) = loaded, let bad = config.manifestErrors.first {
+            loaded = .failure(LoadedConfiguration.LoadError(description: bad.description, source: bad))
+        }
+        switch loaded {
         case .success(let config):
             for w in config.warnings { logger.warning("\(w)") }
             service?.apply(config)
@@ -251,7 +257,13 @@ public final class Daemon: @unchecked Sendable {
         stopping = true
         notifier.stopping()
         logger.info("stopping on signal \(sig)")
+        let onTerminal = getenv("JOURNAL_STREAM") == nil
         guard let service else { return finishStop() }
+        let started = service.lifecycle.appsStartedByDaemon
+        if onTerminal {
+            writeStderr("bgtaskd: stopping on signal \(sig)"
+                + (started.isEmpty ? "\n" : ": terminating the \(started.count) app\(started.count == 1 ? "" : "s") it launched\n"))
+        }
         service.stopApps { [weak self] left in
             guard let self else { return }
             if !left.isEmpty {
@@ -262,6 +274,7 @@ public final class Daemon: @unchecked Sendable {
     }
 
     private func finishStop() {
+        if getenv("JOURNAL_STREAM") == nil { writeStderr("bgtaskd: stopped\n") }
         service?.shutdown()
         server?.shutdown()
         if let boundPath { unlink(boundPath) }

@@ -386,6 +386,12 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
     /// Sentences on what, beside the recorded decisions, decides the app's fate (for Explain).
     func causes(_ app: AppID) -> [String] {
         var out: [String] = []
+        if history[app] == nil {
+            // Decisions live in memory; after a restart the journal has the earlier ones.
+            out.append(
+                "bgtaskd has decided nothing about \(app) since it started; earlier decisions are in the journal: "
+                    + "journalctl -t bgtaskd BGTASKD_APP=\(app)")
+        }
         if let reason = refresh.denial(app) {
             out.append(
                 "Background App Refresh is \(refreshStatus(app)) (\(reason.rawValue)): \(RefreshController.explain(reason)); "

@@ -18,6 +18,8 @@ struct LoadedConfiguration: Sendable {
     var warnings: [String]
     /// Apps never frozen: `[Apps] Exempt=` and desktop entries with `X-Bgtaskd-Exempt=true` (DesktopApps.swift).
     var exempt: Set<AppID> = []
+    /// Manifests that could not be loaded: left out at start, a refused reload (issue 12).
+    var manifestErrors: [ConfigError] = []
 
     var maxMessageSize: Int { daemon.maxMessageSize }
 
@@ -77,6 +79,7 @@ struct LoadedConfiguration: Sendable {
         var loaded = LoadedConfiguration(daemon: daemon, manifests: manifests, socketPath: socket, controlGroupID: gid, warnings: warnings)
         // --launcher-socket wins (an empty one: spawn in-process whatever the file says).
         loaded.launcherSocketPath = options.launcherSocketPath.map { $0.isEmpty ? nil : $0 } ?? daemon.launcherSocket
+        loaded.manifestErrors = apps.errors
         loaded.addDesktopApps()
         return .success(loaded)
     }

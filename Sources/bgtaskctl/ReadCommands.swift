@@ -28,7 +28,8 @@ struct List: ParsableCommand {
         var lines = running
             ? Render.runningList(reply, nowUSec: MonotonicClock.nowUSec(), width: terminal.width, color: terminal.color, legend: !legend.noLegend)
             : Render.list(reply, width: terminal.width, color: terminal.color, legend: !legend.noLegend)
-        if let dryRun = Render.dryRunNotice(settings) { lines.append(dryRun) }
+        // A dry run is said under the table (not with --no-legend, whose output scripts parse).
+        if !legend.noLegend, let dryRun = Render.dryRunNotice(settings) { lines.append(dryRun) }
         Output.lines(lines)
     }
 }
@@ -62,13 +63,13 @@ struct Status: ParsableCommand {
             output.print(reply, terminal: terminal)
         } else {
             let journal = lines > 0 ? JournalReader.recentDecisions(app: app, count: lines) : .entries([])
-            var text = Render.status(
-                reply, journal: journal, userName: userName(uid:), clock: { LocalTime.format(realtimeUSec: $0) },
-                width: terminal.width, color: terminal.color
-            )
             let settings = (try? client.manager("GetSettings"))?.object("settings") ?? [:]
-            if let freezer = Render.freezerLine(settings) { text.insert(freezer, at: min(text.count, 1)) }
-            Output.lines(text)
+            Output.lines(
+                Render.status(
+                    reply, journal: journal, userName: userName(uid:), clock: { LocalTime.format(realtimeUSec: $0) },
+                    width: terminal.width, color: terminal.color, settings: settings
+                )
+            )
         }
         // systemctl's convention: status of a unit that is not running exits 3.
         if notRunning { throw ExitCode(3) }

@@ -152,12 +152,12 @@ enum Render {
         return "Dry run: FreezerBackend=none, decisions are recorded but no app is frozen, thawed or killed."
     }
 
-    /// `status`'s freezer line: the backend in force and why.
-    static func freezerLine(_ settings: [String: JSON]) -> String? {
+    /// `status`'s freezer field: the backend in force and why.
+    static func freezerText(_ settings: [String: JSON]) -> String? {
         guard let name = settings.string("freezerBackend") else { return nil }
-        var text = "    Freezer: \(name)"
-        if let why = settings.string("freezerBackendReason"), !why.isEmpty { text += " (\(why))" }
-        if dryRunNotice(settings) != nil { text += " — DRY RUN, nothing is enforced" }
+        var text = name
+        if dryRunNotice(settings) != nil { text += " — DRY RUN, nothing is frozen, thawed or killed" }
+        if let why = settings.string("freezerBackendReason"), !why.isEmpty { text += "\n" + why }
         return text
     }
 
@@ -249,8 +249,10 @@ enum Render {
         case unavailable(String)
     }
 
+    /// `settings`: the daemon's GetSettings, for the freezer line (empty: no such line).
     static func status(
-        _ reply: [String: JSON], journal: JournalResult, userName: (Int64) -> String?, clock: Clock, width: Int?, color: Bool
+        _ reply: [String: JSON], journal: JournalResult, userName: (Int64) -> String?, clock: Clock, width: Int?, color: Bool,
+        settings: [String: JSON] = [:]
     ) -> [String] {
         let app = reply.object("app") ?? [:]
         let appId = app.string("appId") ?? "-"
@@ -289,7 +291,8 @@ enum Render {
                 ? "none"
                 : activities.map { "\($0.string("mode") ?? "?") (#\($0.int("activityId").map(String.init) ?? "?"))" }.joined(separator: ", ")
         ))
-        fields.append(("Refresh", "\(app.string("refreshSetting") ?? "-") (status: \(app.string("refreshStatus") ?? "-"))"))
+        let refreshWhy = app.string("refreshStatusReason").map { ", \($0)" } ?? ""
+        fields.append(("Refresh", "\(app.string("refreshSetting") ?? "-") (status: \(app.string("refreshStatus") ?? "-")\(refreshWhy))"))
 
         let remainingText: String
         if let left = app.int("backgroundTimeRemainingUSec") {
@@ -299,6 +302,7 @@ enum Render {
         }
         fields.append(("Background time", remainingText))
         if let pending = app.int("pendingTaskRequests") { fields.append(("Task requests", "\(pending) pending")) }
+        if let freezer = freezerText(settings) { fields.append(("Freezer", freezer)) }
         if let last = app.object("lastDecision") {
             let r = DecisionRecord(last)
             var text = "\(r.decision) (\(r.reason))"

@@ -101,6 +101,20 @@ import Testing
         #expect(h.after(.minutes(5)).sigterms.isEmpty && h.state(mail) == .background)
     }
 
+    @Test func lastForegroundIsNowInTheForegroundAndTheMomentItLeftOtherwise() {
+        var h = Harness()
+        #expect(h.snapshot(mail)?.lastForeground == nil)
+        h.at(.zero + .seconds(1), .launchRequested(mail, background: false, exclusive: true))
+        h.send(.appLaunched(mail, pid: 100))
+        h.send(.appCheckedIn(mail, connection: connA, pid: 100))
+        #expect(h.snapshot(mail)?.lastForeground == h.now)
+        h.at(.zero + .seconds(5), .launchRequested(terminal, background: false, exclusive: true))
+        h.send(.appLaunched(terminal, pid: 200))   // mail goes to the background at 5 s
+        h.after(.seconds(7))
+        #expect(h.snapshot(mail)?.lastForeground == .zero + .seconds(5))
+        #expect(h.snapshot(terminal)?.lastForeground == h.now)
+    }
+
     @Test func stoppingTerminatesTheAppsTheDaemonStartedOnly() {
         var h = Harness()
         h.launchActive(mail)                                        // started by the daemon, checked in

@@ -1,6 +1,6 @@
 # A program that knows nothing of bgtaskd: it runs unchanged. In the background
 # it keeps running for DidEnterBackgroundTimeoutSec= and is then frozen, unless
-# an assertion is held for it, e.g.
+# something holds it, e.g. a manager hold (no time budget) while a command runs:
 #   bgtaskctl hold --app org.example.WebServer -- curl http://127.0.0.1:8765/
 [App]
 ID=org.example.WebServer

@@ -98,6 +98,18 @@ def test_reload_of_a_bad_file_fails_naming_file_line_and_key(daemon, ctl):
     bad.write_text("[Lifecycle]\nBackgroundTimeBudgetSec=2s\n")
     assert run(ctl, d, "reload").returncode == 0
     assert call(d.socket, f"{MANAGER}.GetSettings")["settings"]["backgroundTimeBudgetUSec"] == 2_000_000
+    # A manifest broken on reload: refused too, and its running app lives on (rather than being ended as
+    # if its manifest had been removed).
+    app = unique("Manifest")
+    (d.config_dir / "apps.d" / f"{app}.app").write_text(unaware(app))
+    assert run(ctl, d, "reload").returncode == 0
+    pid = Manager(d.socket).launch(app)
+    broken = d.config_dir / "apps.d" / f"{app}.app"
+    broken.write_text(unaware(app) + "LifecycleAware=perhaps\n")
+    r = run(ctl, d, "reload")
+    assert r.returncode == 1 and f"{broken}:7" in r.stderr and "LifecycleAware" in r.stderr, r.stderr
+    info = Manager(d.socket).app(app)
+    assert (info["state"], info["pid"]) == ("active", pid), info
 
 
 # MARK: Launch
@@ -252,7 +264,7 @@ def test_unmetered_on_a_metered_network_is_not_available_anywhere(daemon, ctl, t
     assert [line.split() for line in refresh.stdout.splitlines() if line.startswith(app)] == [
         [app, "on", "denied", "network-metered"]]
     status = run(ctl, d, "status", app, "-n", "0")
-    assert "Refresh: on (status: denied)" in status.stdout, status.stdout
+    assert "Refresh: on (status: denied, network-metered)" in status.stdout, status.stdout
     explain = run(ctl, d, "explain", app)
     assert "network-metered" in explain.stdout, explain.stdout
     call(d.socket, f"{MANAGER}.SetConditions", network="unmetered")
@@ -266,6 +278,8 @@ def test_sigterm_terminates_the_apps_the_daemon_launched(daemon, tmp_path):
     events = tmp_path / "events.jsonl"
     d = daemon(conf=SHORT, apps={running: unaware(running), frozen: unaware(frozen),
                                  aware: aware_manifest(aware, events)})
+    # Said once the daemon is ready (after it answers: READY=1 waits for the signal handlers).
+    wait_for(lambda: "bgtaskd: freezer backend" in d.output(), 5, "the ready lines")
     out = d.output()
     assert f"bgtaskd: ready, listening on {d.socket}" in out, out
     assert "bgtaskd: freezer backend signal: FreezerBackend=signal" in out, out
@@ -278,6 +292,8 @@ def test_sigterm_terminates_the_apps_the_daemon_launched(daemon, tmp_path):
     EventLog(events).wait_kind("did-become-active")
     pids.append(m.pid(aware))
     assert d.stop(signal.SIGTERM, timeout=10) == 0, d.output()
+    assert "bgtaskd: stopping on signal 15: terminating the 3 apps it launched" in d.output(), d.output()
+    assert d.output().rstrip().endswith("bgtaskd: stopped"), d.output()
     for pid in pids:
         assert gone(pid), (pid, proc_stat(pid))
     assert "will-terminate" in EventLog(events).kinds()
@@ -303,6 +319,9 @@ def test_explain_after_a_restart_and_its_causes(daemon, ctl):
     assert "No recorded decisions explain it" not in r.stdout, r.stdout
     assert "suspend" in r.stdout and "no-assertions" in r.stdout, r.stdout
     assert "restricted" in r.stdout, r.stdout
+    # Any Varlink client learns where the earlier decisions are.
+    causes = call(d2.socket, f"{MANAGER}.Explain", appId=app)["causes"]
+    assert any(f"journalctl -t bgtaskd BGTASKD_APP={app}" in c for c in causes), causes
     call(d2.socket, f"{MANAGER}.SetLowPowerMode", enabled=True)
     assert "restricted" in run(ctl, d2, "explain", app).stdout  # the most lasting cause
     other = unique("LowPower")
@@ -325,6 +344,7 @@ def test_cgroup_root_is_created_and_the_backend_is_said(daemon, ctl):
             assert stats["freezerBackend"] == "cgroup" and root in stats["freezerBackendReason"], stats
             text = run(ctl, d, "stats").stdout
             assert "Freezer: cgroup" in text and root in text, text
+            wait_for(lambda: "bgtaskd: freezer backend" in d.output(), 5, "the ready lines")
             assert f"bgtaskd: freezer backend cgroup: FreezerBackend=auto: apps run under {root}/apps" in d.output()
             started = journal_entries(_PID=d.pid)
             assert any("bgtaskd started" in e.get("MESSAGE", "") and "freezer backend cgroup" in e["MESSAGE"]
@@ -344,7 +364,7 @@ def test_dry_run_is_visible(daemon, ctl):
     assert "Dry run" in run(ctl, d, "list").stdout
     assert "Dry run" in run(ctl, d, "stats").stdout
     assert "DRY RUN" in run(ctl, d, "status", app, "-n", "0").stdout
-    assert "bgtaskd: dry run" in d.output()
+    wait_for(lambda: "bgtaskd: dry run" in d.output(), 5, "the dry-run line on the terminal")
     suspend = journal_entries(BGTASKD_APP=app, BGTASKD_DECISION="suspend")
     assert suspend and "dry run" in suspend[-1]["MESSAGE"], suspend
     assert any("dry run" in e.get("MESSAGE", "") for e in journal_entries(_PID=d.pid, PRIORITY=4))
