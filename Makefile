@@ -38,6 +38,7 @@ test-integration:
 
 test-units:
 	tests/check-units.sh
+	scripts/gen-wayland-glue.sh --check
 
 # The shipped units under a real systemd (PID 1 of a PID namespace on this machine; root, no systemd as
 # PID 1 here). Not part of `test`: see the script's header for what it touches and undoes.
