@@ -90,6 +90,9 @@ final class FocusSession {
             // In front is a program bgtaskd does not manage: for bgtaskd, none of its apps is.
             log("\(app ?? "") is not an app of bgtaskd: no app is in front")
             if case .failure(let again) = setFocus(nil) { retry(again) }
+        case .failure(let error) where error.errorName != nil:
+            // The daemon answered (PermissionDenied, InvalidState…): told, and not worth repeating.
+            log("SetFocus(\(app ?? "none")) refused: \(error)")
         case .failure(let error):
             retry(error)
         }
