@@ -3,7 +3,8 @@
 # Debian packages: libsystemd-dev (sd_journal_sendv, sd_notify), pkg-config (the CSystemd module),
 # systemd (journald, systemd-socket-activate, systemd-analyze, journalctl), util-linux (setpriv),
 # procps; libwayland-dev and libwayland-bin (bgtaskd-focus: libwayland-client, wayland-scanner), sway and
-# foot (the headless compositor and Wayland clients of tests/integration/test_focus.py).
+# foot (the headless compositor and Wayland clients of tests/integration/test_focus.py), wtype (user
+# activity through a virtual keyboard, same test).
 # Python: varlink (the independent client, the certification suite), pytest.
 set -euo pipefail
 
@@ -13,7 +14,7 @@ if [ "$(id -u)" != 0 ]; then
 fi
 
 need=()
-for pkg in libsystemd-dev pkg-config systemd util-linux procps python3-pip libwayland-dev libwayland-bin sway foot; do
+for pkg in libsystemd-dev pkg-config systemd util-linux procps python3-pip libwayland-dev libwayland-bin sway foot wtype; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
 done
 # python3-pip is only needed when there is no pip at all.

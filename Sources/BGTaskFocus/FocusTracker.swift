@@ -8,11 +8,19 @@
 /// - A change is told only after the front has stayed the same for `debounceUSec`: a quick switch away
 ///   and back costs nothing (no background, no freeze), and the intermediate "nothing activated" of a
 ///   switch is never told.
+/// - The screen locked or blanked: no app is in front, told at once with reason `screen-locked`;
+///   toplevel changes meanwhile are only remembered. Unlocked: the front app, at once, `compositor-focus`.
 public struct FocusTracker: Sendable {
     /// What to tell the daemon.
     public enum Command: Hashable, Sendable {
-        /// `SetFocus(appId)`: this app is in front (nil: none).
-        case setFocus(String?)
+        /// `SetFocus(appId, reason)`: this app is in front (nil: none).
+        case setFocus(String?, reason: Reason)
+    }
+
+    /// The `reason` of `SetFocus`.
+    public enum Reason: String, Hashable, Sendable {
+        case compositorFocus = "compositor-focus"
+        case screenLocked = "screen-locked"
     }
 
     public let debounceUSec: Int64
@@ -20,7 +28,9 @@ public struct FocusTracker: Sendable {
     private var counter: UInt64 = 0
     /// What the daemon was last told: `.none` nothing yet, `.some(nil)` no app, `.some(id)` that app.
     public private(set) var told: String?? = .none
-    private var pending: (target: String?, dueUSec: Int64)?
+    private var pending: (target: String?, dueUSec: Int64, reason: Reason)?
+    /// The screen is locked or blank.
+    public private(set) var locked = false
 
     public init(debounceUSec: Int64) {
         self.debounceUSec = max(0, debounceUSec)
@@ -57,21 +67,38 @@ public struct FocusTracker: Sendable {
         guard let p = pending, nowUSec >= p.dueUSec else { return nil }
         pending = nil
         told = .some(p.target)
-        return .setFocus(p.target)
+        return .setFocus(p.target, reason: p.reason)
+    }
+
+    /// The screen locked or blanked (`true`), or came back (`false`): told without the debounce.
+    public mutating func screenLocked(_ isLocked: Bool, nowUSec: Int64) {
+        guard isLocked != locked else { return }
+        locked = isLocked
+        if isLocked {
+            pending = (nil, nowUSec, .screenLocked)
+        } else {
+            told = .none
+            pending = (front, nowUSec, .compositorFocus)
+        }
     }
 
     /// After a failed call the daemon was not told: the same change is retried after the debounce.
     public mutating func forget(nowUSec: Int64) {
         told = .none
-        update(nowUSec)
+        if locked {
+            pending = (nil, nowUSec + debounceUSec, .screenLocked)
+        } else {
+            update(nowUSec)
+        }
     }
 
     private mutating func update(_ nowUSec: Int64) {
+        if locked { return }  // remembered; told on unlock
         let target = front
         if case .some(let current) = told, current == target {
             pending = nil  // back to what the daemon already knows: nothing to do
         } else if pending == nil || pending?.target != target {
-            pending = (target, nowUSec + debounceUSec)
+            pending = (target, nowUSec + debounceUSec, .compositorFocus)
         }
     }
 }

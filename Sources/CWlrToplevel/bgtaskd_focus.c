@@ -1,4 +1,5 @@
 #include "bgtaskd_focus.h"
+#include "idle-client-protocol.h"
 #include "wlr-foreign-toplevel-management-unstable-v1-client-protocol.h"
 
 #include <errno.h>
@@ -23,7 +24,11 @@ struct bgtaskd_focus {
     struct wl_registry *registry;
     struct zwlr_foreign_toplevel_manager_v1 *manager;
     bgtaskd_focus_callback callback;
+    bgtaskd_focus_idle_callback idle_callback;
     void *context;
+    struct wl_seat *seat;
+    struct org_kde_kwin_idle *idle;
+    struct org_kde_kwin_idle_timeout *idle_timeout;
     uint32_t next_id;
     int finished;
 };
@@ -123,8 +128,30 @@ static const struct zwlr_foreign_toplevel_manager_v1_listener manager_listener =
     .finished = manager_finished,
 };
 
+static void idle_idle(void *data, struct org_kde_kwin_idle_timeout *t) {
+    struct bgtaskd_focus *f = data;
+    (void)t;
+    if (f->idle_callback) f->idle_callback(f->context, 1);
+}
+
+static void idle_resumed(void *data, struct org_kde_kwin_idle_timeout *t) {
+    struct bgtaskd_focus *f = data;
+    (void)t;
+    if (f->idle_callback) f->idle_callback(f->context, 0);
+}
+
+static const struct org_kde_kwin_idle_timeout_listener idle_listener = {
+    .idle = idle_idle,
+    .resumed = idle_resumed,
+};
+
 static void registry_global(void *data, struct wl_registry *r, uint32_t name, const char *interface, uint32_t version) {
     struct bgtaskd_focus *f = data;
+    if (strcmp(interface, wl_seat_interface.name) == 0 && !f->seat) {
+        f->seat = wl_registry_bind(r, name, &wl_seat_interface, 1);
+    } else if (strcmp(interface, org_kde_kwin_idle_interface.name) == 0 && !f->idle) {
+        f->idle = wl_registry_bind(r, name, &org_kde_kwin_idle_interface, 1);
+    }
     if (strcmp(interface, zwlr_foreign_toplevel_manager_v1_interface.name) == 0 && !f->manager) {
         uint32_t v = version < 3 ? version : 3;
         f->manager = wl_registry_bind(r, name, &zwlr_foreign_toplevel_manager_v1_interface, v);
@@ -141,15 +168,18 @@ static const struct wl_registry_listener registry_listener = {
     .global_remove = registry_global_remove,
 };
 
-bgtaskd_focus *bgtaskd_focus_connect(const char *name, bgtaskd_focus_callback callback, void *context,
-                                     char *error, size_t error_size) {
+bgtaskd_focus *bgtaskd_focus_connect(const char *name, bgtaskd_focus_callback callback,
+                                     bgtaskd_focus_idle_callback idle_callback, uint32_t idle_timeout_ms,
+                                     int *idle_available, void *context, char *error, size_t error_size) {
     struct bgtaskd_focus *f = calloc(1, sizeof *f);
     if (!f) {
         snprintf(error, error_size, "out of memory");
         return NULL;
     }
     f->callback = callback;
+    f->idle_callback = idle_callback;
     f->context = context;
+    if (idle_available) *idle_available = 0;
     f->display = wl_display_connect(name);
     if (!f->display) {
         snprintf(error, error_size, "cannot connect to the Wayland display %s: %s",
@@ -164,6 +194,11 @@ bgtaskd_focus *bgtaskd_focus_connect(const char *name, bgtaskd_focus_callback ca
                  zwlr_foreign_toplevel_manager_v1_interface.name);
         bgtaskd_focus_destroy(f);
         return NULL;
+    }
+    if (idle_timeout_ms > 0 && f->idle && f->seat) {
+        f->idle_timeout = org_kde_kwin_idle_get_idle_timeout(f->idle, f->seat, idle_timeout_ms);
+        org_kde_kwin_idle_timeout_add_listener(f->idle_timeout, &idle_listener, f);
+        if (idle_available) *idle_available = 1;
     }
     return f;
 }
@@ -191,6 +226,9 @@ int bgtaskd_focus_wait(bgtaskd_focus *f, int timeout_ms) {
 
 void bgtaskd_focus_destroy(bgtaskd_focus *f) {
     if (!f) return;
+    if (f->idle_timeout) org_kde_kwin_idle_timeout_release(f->idle_timeout);
+    if (f->idle) org_kde_kwin_idle_destroy(f->idle);
+    if (f->seat) wl_seat_destroy(f->seat);
     if (f->manager) zwlr_foreign_toplevel_manager_v1_destroy(f->manager);
     if (f->registry) wl_registry_destroy(f->registry);
     if (f->display) wl_display_disconnect(f->display);

@@ -33,6 +33,9 @@ struct FocusCommand: ParsableCommand {
     @Option(help: "How long a change of the front app must last before it is told, in milliseconds.")
     var debounce: Int = 300
 
+    @Option(name: .customLong("idle-timeout"), help: "After this many milliseconds without user activity the screen counts as blanked: the front app goes to the background (screen-locked) until the user is back. 0: off. Use the screen-blank time of the session (swayidle's, phosh's).")
+    var idleTimeout: Int = 0
+
     func run() throws {
         let path = socket ?? getenv("BGTASKD_SOCKET").map { String(cString: $0) } ?? "/run/bgtaskd/io.bgtaskd"
         let session = FocusSession(socketPath: path, debounceUSec: Int64(max(0, debounce)) * 1000)
@@ -43,13 +46,24 @@ struct FocusCommand: ParsableCommand {
             let session = Unmanaged<FocusSession>.fromOpaque(context).takeUnretainedValue()
             session.toplevel(toplevel, appID: appID.map { String(cString: $0) } ?? "", activated: activated != 0, closed: closed != 0)
         }
-        guard let focus = bgtaskd_focus_connect(display, callback, context, &error, error.count) else {
+        let idleCallback: bgtaskd_focus_idle_callback = { context, idle in
+            guard let context else { return }
+            Unmanaged<FocusSession>.fromOpaque(context).takeUnretainedValue().screen(locked: idle != 0)
+        }
+        var idleAvailable: Int32 = 0
+        guard let focus = bgtaskd_focus_connect(
+            display, callback, idleCallback, UInt32(clamping: max(0, idleTimeout)), &idleAvailable, context, &error, error.count)
+        else {
             let message = String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
             log("\(message)")
             throw ExitCode(1)
         }
         defer { bgtaskd_focus_destroy(focus) }
         log("following the compositor's toplevels; telling \(path) (debounce \(debounce) ms)")
+        if idleTimeout > 0 {
+            log(idleAvailable != 0 ? "the screen counts as blanked after \(idleTimeout) ms of idleness"
+                                   : "the compositor offers no org_kde_kwin_idle: --idle-timeout has no effect")
+        }
         while true {
             let timeout = session.tracker.nextDeadlineUSec.map { Int32(clamping: max(0, ($0 - monotonicUSec() + 999) / 1000)) } ?? -1
             if bgtaskd_focus_wait(focus, timeout) < 0 {
@@ -81,15 +95,20 @@ final class FocusSession {
         }
     }
 
+    func screen(locked: Bool) {
+        log(locked ? "the screen is blank: no app is in front" : "the user is back")
+        tracker.screenLocked(locked, nowUSec: monotonicUSec())
+    }
+
     func deadlineReached() {
-        guard case .setFocus(let app)? = tracker.deadlineReached(nowUSec: monotonicUSec()) else { return }
-        switch setFocus(app) {
+        guard case .setFocus(let app, let reason)? = tracker.deadlineReached(nowUSec: monotonicUSec()) else { return }
+        switch setFocus(app, reason: reason) {
         case .success:
-            log(app.map { "\($0) is in front" } ?? "no app is in front")
+            log((app.map { "\($0) is in front" } ?? "no app is in front") + " (\(reason.rawValue))")
         case .failure(let error) where error.errorName == "io.bgtaskd.Manager.NoSuchApp":
             // In front is a program bgtaskd does not manage: for bgtaskd, none of its apps is.
             log("\(app ?? "") is not an app of bgtaskd: no app is in front")
-            if case .failure(let again) = setFocus(nil) { retry(again) }
+            if case .failure(let again) = setFocus(nil, reason: reason) { retry(again) }
         case .failure(let error) where error.errorName != nil:
             // The daemon answered (PermissionDenied, InvalidState…): told, and not worth repeating.
             log("SetFocus(\(app ?? "none")) refused: \(error)")
@@ -105,7 +124,7 @@ final class FocusSession {
         tracker.forget(nowUSec: monotonicUSec())
     }
 
-    private func setFocus(_ app: String?) -> Result<Void, VarlinkClientError> {
+    private func setFocus(_ app: String?, reason: FocusTracker.Reason) -> Result<Void, VarlinkClientError> {
         do {
             if connection == nil {
                 let c = try VarlinkClientConnection(path: socketPath)
@@ -114,7 +133,7 @@ final class FocusSession {
             }
             guard let connection else { return .success(()) }
             _ = try connection.call(
-                "io.bgtaskd.Manager.SetFocus", ["appId": app.map { .string($0) } ?? .null, "reason": "compositor-focus"])
+                "io.bgtaskd.Manager.SetFocus", ["appId": app.map { .string($0) } ?? .null, "reason": .string(reason.rawValue)])
             return .success(())
         } catch {
             return .failure(error)

@@ -10,7 +10,7 @@ import Testing
         t.toplevelChanged(1, appID: "org.example.A", activated: true, nowUSec: 0)
         #expect(t.nextDeadlineUSec == 300 * ms)
         #expect(t.deadlineReached(nowUSec: 300 * ms - 1) == nil)
-        #expect(t.deadlineReached(nowUSec: 300 * ms) == .setFocus("org.example.A"))
+        #expect(t.deadlineReached(nowUSec: 300 * ms) == .setFocus("org.example.A", reason: .compositorFocus))
         #expect(t.nextDeadlineUSec == nil)
     }
 
@@ -36,20 +36,20 @@ import Testing
         t.toplevelChanged(1, appID: "org.example.A", activated: false, nowUSec: 1000 * ms)
         t.toplevelChanged(2, appID: "org.example.B", activated: true, nowUSec: 1010 * ms)
         #expect(t.nextDeadlineUSec == 1310 * ms)
-        #expect(t.deadlineReached(nowUSec: 1310 * ms) == .setFocus("org.example.B"))
+        #expect(t.deadlineReached(nowUSec: 1310 * ms) == .setFocus("org.example.B", reason: .compositorFocus))
     }
 
     @Test func homeScreenAndClosingTheFrontAppMeanNoApp() {
         var t = FocusTracker(debounceUSec: 0)
         t.toplevelChanged(1, appID: "org.example.A", activated: true, nowUSec: 0)
-        #expect(t.deadlineReached(nowUSec: 0) == .setFocus("org.example.A"))
+        #expect(t.deadlineReached(nowUSec: 0) == .setFocus("org.example.A", reason: .compositorFocus))
         t.toplevelChanged(1, appID: "org.example.A", activated: false, nowUSec: 5)
-        #expect(t.deadlineReached(nowUSec: 5) == .setFocus(nil))
+        #expect(t.deadlineReached(nowUSec: 5) == .setFocus(nil, reason: .compositorFocus))
         t.toplevelChanged(1, appID: "org.example.A", activated: true, nowUSec: 6)
-        #expect(t.deadlineReached(nowUSec: 6) == .setFocus("org.example.A"))
+        #expect(t.deadlineReached(nowUSec: 6) == .setFocus("org.example.A", reason: .compositorFocus))
         t.toplevelClosed(1, nowUSec: 7)
         #expect(t.front == nil)
-        #expect(t.deadlineReached(nowUSec: 7) == .setFocus(nil))
+        #expect(t.deadlineReached(nowUSec: 7) == .setFocus(nil, reason: .compositorFocus))
     }
 
     @Test func theLastActivatedWinsAndEmptyAppIDsDoNotCount() {
@@ -64,8 +64,26 @@ import Testing
     @Test func aFailedCallIsRetried() {
         var t = FocusTracker(debounceUSec: 10)
         t.toplevelChanged(1, appID: "org.example.A", activated: true, nowUSec: 0)
-        #expect(t.deadlineReached(nowUSec: 10) == .setFocus("org.example.A"))
+        #expect(t.deadlineReached(nowUSec: 10) == .setFocus("org.example.A", reason: .compositorFocus))
         t.forget(nowUSec: 20)
-        #expect(t.deadlineReached(nowUSec: 30) == .setFocus("org.example.A"))
+        #expect(t.deadlineReached(nowUSec: 30) == .setFocus("org.example.A", reason: .compositorFocus))
+    }
+
+    @Test func lockingTellsNoAppAtOnceAndUnlockingBringsTheFrontBack() {
+        var t = FocusTracker(debounceUSec: 300 * ms)
+        t.toplevelChanged(1, appID: "org.example.A", activated: true, nowUSec: 0)
+        _ = t.deadlineReached(nowUSec: 300 * ms)
+        t.screenLocked(true, nowUSec: 1000 * ms)
+        #expect(t.nextDeadlineUSec == 1000 * ms)
+        #expect(t.deadlineReached(nowUSec: 1000 * ms) == .setFocus(nil, reason: .screenLocked))
+        // Changes while locked are remembered, not told.
+        t.toplevelChanged(1, appID: "org.example.A", activated: false, nowUSec: 1100 * ms)
+        t.toplevelChanged(2, appID: "org.example.B", activated: true, nowUSec: 1100 * ms)
+        #expect(t.nextDeadlineUSec == nil)
+        t.screenLocked(false, nowUSec: 2000 * ms)
+        #expect(t.deadlineReached(nowUSec: 2000 * ms) == .setFocus("org.example.B", reason: .compositorFocus))
+        // A second unlock report changes nothing.
+        t.screenLocked(false, nowUSec: 2100 * ms)
+        #expect(t.nextDeadlineUSec == nil)
     }
 }

@@ -162,3 +162,47 @@ def test_focus_follows_the_compositor(daemon, ctl, bin_dir, sway):
         finally:
             shutil.rmtree(data, ignore_errors=True)
             print((sway.runtime / "focus.log").read_text(errors="replace") if (sway.runtime / "focus.log").exists() else "")
+
+
+def test_blank_screen_backgrounds_the_front_app_and_the_user_brings_it_back(daemon, ctl, bin_dir, sway):
+    """bgtaskd-focus --idle-timeout: the compositor's idle notification (org_kde_kwin_idle, what swayidle
+    blanks the screen with) sends the front app to the background with reason screen-locked; user
+    activity (a key typed through a virtual keyboard, wtype) brings it back (compositor-focus)."""
+    if not shutil.which("wtype"):
+        pytest.fail("wtype is missing: scripts/install-deps.sh installs it")
+    with ScratchCgroup("-idle") as scratch:
+        uid = sway.uid
+        slice_dir = os.path.join(scratch.path, f"user.slice/user-{uid}.slice/user@{uid}.service/app.slice")
+        os.makedirs(slice_dir)
+        data = Path(tempfile.mkdtemp(prefix="bgtaskd-xdg-", dir="/tmp"))
+        try:
+            (data / "applications").mkdir()
+            (data / "applications" / f"{A}.desktop").write_text(entry(A, f"foot --app-id={A}"))
+            d = daemon(conf=f"[Apps]\nDataDirs={data}\nAdoptFrom={scratch.path}/user.slice\n"
+                            "[Daemon]\nFreezerBackend=signal\nControlGroup=nogroup\n"
+                            "[Lifecycle]\nDidEnterBackgroundTimeoutSec=300ms\n")
+            for p in (d.root, d.runtime_dir):
+                os.chmod(p, 0o755)
+            scope = os.path.join(slice_dir, f"app-test-{A}-1.scope")
+            os.mkdir(scope)
+            sway.spawn(["foot", f"--app-id={A}", "sleep", "1000"], "A.log", cgroup=scope)
+            wait_for(lambda: state(ctl, d, A) == "active", 10, "A adopted")
+            wait_for(lambda: focused(sway) == A, 10, "sway to focus A")
+            since = time.time()
+            sway.spawn([str(bin_dir / "bgtaskd-focus"), "--socket", d.socket, "--debounce", "100",
+                        "--idle-timeout", "1500"], "focus.log")
+            # No input at all on a headless seat: idle after 1.5 s.
+            locked = wait_journal(since, f"BGTASKD_APP={A}", "BGTASKD_DECISION=background", timeout=15)
+            assert locked[0]["BGTASKD_REASON"] == "screen-locked", locked[0]
+            wait_journal(since, f"BGTASKD_APP={A}", "BGTASKD_DECISION=suspend", timeout=10)
+            assert read_events(scope).get("frozen") == 1
+            # The user is back: a key on a virtual keyboard.
+            t1 = time.time()
+            r = subprocess.run([*sway.as_user(), "wtype", "x"], env=sway.env(), capture_output=True, text=True, timeout=10)
+            assert r.returncode == 0, r.stderr
+            back = wait_journal(t1, f"BGTASKD_APP={A}", "BGTASKD_DECISION=foreground", timeout=10)
+            assert back[-1]["BGTASKD_REASON"] == "compositor-focus"
+            assert read_events(scope).get("frozen") == 0 and state(ctl, d, A) == "active"
+        finally:
+            shutil.rmtree(data, ignore_errors=True)
+            print((sway.runtime / "focus.log").read_text(errors="replace") if (sway.runtime / "focus.log").exists() else "")
