@@ -45,6 +45,7 @@ test-integration:
 
 test-units:
 	tests/check-units.sh
+	scripts/gen-wayland-glue.sh --check
 
 # issue 11 at full length: 200 kill -9s in the crash loop and a 20 s journald stall (`make test` runs them
 # with 30 kills and a 5 s stall).

@@ -13,6 +13,7 @@ let package = Package(
         .executable(name: "bgtaskd", targets: ["bgtaskd"]),
         .executable(name: "bgtaskctl", targets: ["bgtaskctl"]),
         .executable(name: "bgtaskd-launcher", targets: ["bgtaskd-launcher"]),
+        .executable(name: "bgtaskd-focus", targets: ["bgtaskd-focus"]),
         .library(name: "BGTaskClient", targets: ["BGTaskClient"]),
         // The Varlink framing, decoding and call checks the daemon runs: for FuzzTesting/ (a separate
         // package, kept out of the default build).
@@ -54,6 +55,19 @@ let package = Package(
             swiftSettings: strict
         ),
         .target(name: "BGTaskClient", dependencies: ["BGTaskProtocol"], swiftSettings: strict),
+        // SPEC §13, bgtaskd-focus: libwayland-client, the protocol's C glue (wayland-scanner, see
+        // protocols/README.md), the pure debounced focus tracker, and the program.
+        .systemLibrary(name: "CWayland", pkgConfig: "wayland-client", providers: [.apt(["libwayland-dev"])]),
+        .target(name: "CWlrToplevel", dependencies: ["CWayland"]),
+        .target(name: "BGTaskFocus", swiftSettings: strict),
+        .executableTarget(
+            name: "bgtaskd-focus",
+            dependencies: [
+                "BGTaskFocus", "CWlrToplevel", "BGTaskClient", "BGTaskProtocol",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strict
+        ),
         .executableTarget(
             name: "bgtaskd",
             dependencies: ["BGTaskDaemon", .product(name: "ArgumentParser", package: "swift-argument-parser")],
@@ -100,6 +114,7 @@ let package = Package(
         .testTarget(name: "BGTaskConfigTests", dependencies: ["BGTaskConfig"], swiftSettings: strict),
         .testTarget(name: "BGTaskLaunchTests", dependencies: ["BGTaskLaunch", "BGTaskProtocol", "BGTaskConfig"], swiftSettings: strict),
         .testTarget(name: "BGTaskDaemonTests", dependencies: ["BGTaskDaemon"], swiftSettings: strict),
+        .testTarget(name: "BGTaskFocusTests", dependencies: ["BGTaskFocus"], swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -4,7 +4,9 @@
 # systemd (journald, systemd-socket-activate, systemd-analyze, journalctl), util-linux (setpriv, prlimit),
 # procps, iproute2 (ss: the daemon's sockets in tests/integration/test_descriptors.py). Packaging and
 # documentation (make deb, test-package, tests/check-docs.sh): scdoc (man pages), debhelper, lintian,
-# dpkg-dev, man-db, bash-completion, zsh and fish (completion syntax checks).
+# dpkg-dev, man-db, bash-completion, zsh and fish (completion syntax checks). libwayland-dev and
+# libwayland-bin (bgtaskd-focus: libwayland-client, wayland-scanner), sway and foot (the headless
+# compositor and Wayland clients of tests/integration/test_focus.py), wtype (user activity, same test).
 # Python: varlink (the independent client, the certification suite), pytest.
 set -euo pipefail
 
@@ -15,7 +17,8 @@ fi
 
 need=()
 for pkg in libsystemd-dev pkg-config systemd util-linux procps iproute2 python3-pip \
-    scdoc debhelper lintian dpkg-dev man-db bash-completion zsh fish; do
+    scdoc debhelper lintian dpkg-dev man-db bash-completion zsh fish \
+    libwayland-dev libwayland-bin sway foot wtype; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
 done
 # python3-pip is only needed when there is no pip at all.

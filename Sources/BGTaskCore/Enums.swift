@@ -168,6 +168,10 @@ public enum Reason: String, CaseIterable, Hashable, Sendable {
     case waitingForBackground = "waiting-for-background"
     /// The app is exempt from freezing (`[Apps] Exempt=`, `X-Bgtaskd-Exempt=true`; SPEC §13).
     case exempt
+    /// The compositor changed which app is in front (`SetFocus`, bgtaskd-focus; SPEC §13).
+    case compositorFocus = "compositor-focus"
+    /// The session locked or the screen blanked: the foreground app went to the background (SPEC §13).
+    case screenLocked = "screen-locked"
     /// A process started by someone else (the shell, systemd) was taken as an instance of the app (SPEC §13).
     case adopted
 }

@@ -291,4 +291,7 @@ public enum Input: Hashable, Sendable {
     case instanceAppeared(AppID, InstanceID, pid: Int32?)
     /// That cgroup emptied or went away.
     case instanceVanished(AppID, InstanceID)
+    /// `SetFocus(appId?, reason)`: the compositor's front app (nil: none, the home screen or a locked
+    /// screen). Replies `.ok`, or `noSuchApp` / `invalidState`.
+    case focusChanged(AppID?, reason: Reason)
 }

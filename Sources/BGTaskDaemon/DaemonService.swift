@@ -271,6 +271,8 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
         case "Background":
             guard let app = appParameter(request, prefix: prefix) else { return }
             run(.backgroundRequested(app), for: request)
+        case "SetFocus":
+            handleSetFocus(request)
         case "Interrupt":
             guard let app = appParameter(request, prefix: prefix) else { return }
             run(.interruptionBegan(app), for: request)

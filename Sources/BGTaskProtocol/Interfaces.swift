@@ -233,6 +233,12 @@ public enum Interfaces {
         method Launch(appId: string, background: ?bool) -> ()
         method Foreground(appId: string, exclusive: ?bool) -> ()
         method Background(appId: string) -> ()
+
+        # The compositor's front app (bgtaskd-focus): appId comes to the foreground and every other active
+        # app goes to the background; none (null: the home screen, a locked screen) sends the active apps to
+        # the background. reason: compositor-focus or screen-locked (the decisions' reason). An app with no
+        # process known to bgtaskd is not launched for it.
+        method SetFocus(appId: ?string, reason: string) -> ()
         method Interrupt(appId: string) -> ()
         method EndInterruption(appId: string) -> ()
         method Terminate(appId: string) -> ()

@@ -97,3 +97,40 @@ private let scopeB = InstanceID("user-1000.slice/user@1000.service/app.slice/app
         #expect(h.after(.minutes(10)).freezes.isEmpty)
     }
 }
+
+/// SPEC §13: focus from the compositor (SetFocus).
+@Suite struct FocusTests {
+    @Test func focusingOneAppBackgroundsTheOthersWithTheSameReason() {
+        var h = Harness()
+        h.launchActive(mail, connection: connA)
+        let terminalScope = InstanceID("t")
+        h.send(.instanceAppeared(terminal, terminalScope, pid: 9))
+        #expect(h.state(terminal) == .active && h.state(mail) == .active)
+        let focus = h.send(.focusChanged(terminal, reason: .compositorFocus))
+        #expect(focus.replies == [.ok])
+        #expect(h.state(mail) == .background && h.state(terminal) == .active)
+        #expect(focus.decisions(.background).map(\.reason) == [.compositorFocus])
+        // Back to mail: the terminal goes, mail returns, both with compositor-focus.
+        let back = h.send(.focusChanged(mail, reason: .compositorFocus))
+        #expect(back.decisions(.background).map(\.app) == [terminal])
+        #expect(back.decisions(.foreground).map(\.reason) == [.compositorFocus])
+        #expect(h.state(mail) == .active && h.state(terminal) == .background)
+    }
+
+    @Test func noFrontAppAndLockBackgroundEveryActiveApp() {
+        var h = Harness()
+        h.launchActive(mail)
+        let lock = h.send(.focusChanged(nil, reason: .screenLocked))
+        #expect(h.state(mail) == .background)
+        #expect(lock.decisions(.background).map(\.reason) == [.screenLocked])
+        #expect(lock.sequence.first == Step(.willResignActive, .inactive))
+    }
+
+    @Test func anAppWithoutAProcessIsNotLaunchedForAToplevel() {
+        var h = Harness()
+        let actions = h.send(.focusChanged(mail, reason: .compositorFocus))
+        #expect(actions.launches.isEmpty && actions.replies == [.ok])
+        #expect(h.state(mail) == .notRunning)
+        #expect(h.send(.focusChanged(AppID("org.example.None")!, reason: .compositorFocus)).replies == [.failure(.noSuchApp)])
+    }
+}

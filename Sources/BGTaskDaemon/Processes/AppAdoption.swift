@@ -311,6 +311,17 @@ final class AppAdoption {
         for dir in wdByDir.keys.sorted() where dir.hasPrefix(path + "/") { directoryRemoved(dir) }
     }
 
+    /// The kernel's event queue overflowed: what was missed is found by looking again.
+    private func rescan() {
+        logger.notice("adoption: inotify queue overflow, rescanning \(root)")
+        for unitPath in units.keys.sorted() where !Cgroup.isDirectory(unitPath) { unitRemoved(unitPath) }
+        for dir in wdByDir.keys.sorted() where !Cgroup.isDirectory(dir) { directoryRemoved(dir) }
+        for (wd, entry) in dirs.sorted(by: { $0.value.path < $1.value.path }) where dirs[wd] != nil {
+            for name in Cgroup.subdirectories(entry.path) { childAppeared(entry.path, entry.level, name) }
+        }
+        for unitPath in units.keys.sorted() { evaluate(unitPath) }
+    }
+
     private func drain() {
         var buffer = [UInt8](repeating: 0, count: 8192)
         while true {
@@ -334,6 +345,7 @@ final class AppAdoption {
     }
 
     private func handle(wd: Int32, mask: UInt32, name: String) {
+        if mask & UInt32(IN_Q_OVERFLOW) != 0 { return rescan() }
         if let path = unitByEventsWD[wd] {
             if mask & UInt32(IN_IGNORED) != 0 {
                 unitByEventsWD[wd] = nil

@@ -1,0 +1,104 @@
+/// bgtaskd-focus's decisions, pure (SPEC §13): which app the compositor has in front, debounced, and
+/// when to tell the daemon. No clock, no I/O: the caller feeds the compositor's toplevel events with the
+/// current monotonic time in microseconds, arms a timer for ``nextDeadlineUSec`` and calls
+/// ``deadlineReached(nowUSec:)`` when it fires.
+///
+/// - The front app is the app ID of the activated toplevel (the one activated last, should several say
+///   so for a moment during a switch); none when no toplevel is activated (the home screen, the launcher).
+/// - A change is told only after the front has stayed the same for `debounceUSec`: a quick switch away
+///   and back costs nothing (no background, no freeze), and the intermediate "nothing activated" of a
+///   switch is never told.
+/// - The screen locked or blanked: no app is in front, told at once with reason `screen-locked`;
+///   toplevel changes meanwhile are only remembered. Unlocked: the front app, at once, `compositor-focus`.
+public struct FocusTracker: Sendable {
+    /// What to tell the daemon.
+    public enum Command: Hashable, Sendable {
+        /// `SetFocus(appId, reason)`: this app is in front (nil: none).
+        case setFocus(String?, reason: Reason)
+    }
+
+    /// The `reason` of `SetFocus`.
+    public enum Reason: String, Hashable, Sendable {
+        case compositorFocus = "compositor-focus"
+        case screenLocked = "screen-locked"
+    }
+
+    public let debounceUSec: Int64
+    private var toplevels: [UInt32: (appID: String, activated: Bool, since: UInt64)] = [:]
+    private var counter: UInt64 = 0
+    /// What the daemon was last told: `.none` nothing yet, `.some(nil)` no app, `.some(id)` that app.
+    public private(set) var told: String?? = .none
+    private var pending: (target: String?, dueUSec: Int64, reason: Reason)?
+    /// The screen is locked or blank.
+    public private(set) var locked = false
+
+    public init(debounceUSec: Int64) {
+        self.debounceUSec = max(0, debounceUSec)
+    }
+
+    /// The app in front now (before the debounce): nil when no toplevel with an app ID is activated.
+    public var front: String? {
+        toplevels.values.filter { $0.activated && !$0.appID.isEmpty }.max { $0.since < $1.since }?.appID
+    }
+
+    /// When ``deadlineReached(nowUSec:)`` is due; nil: nothing pending.
+    public var nextDeadlineUSec: Int64? { pending?.dueUSec }
+
+    /// A toplevel's state after its `done` event.
+    public mutating func toplevelChanged(_ id: UInt32, appID: String, activated: Bool, nowUSec: Int64) {
+        let wasActivated = toplevels[id]?.activated ?? false
+        var since = toplevels[id]?.since ?? 0
+        if activated && !wasActivated {
+            counter += 1
+            since = counter
+        }
+        toplevels[id] = (appID, activated, since)
+        update(nowUSec)
+    }
+
+    /// A toplevel was closed.
+    public mutating func toplevelClosed(_ id: UInt32, nowUSec: Int64) {
+        toplevels[id] = nil
+        update(nowUSec)
+    }
+
+    /// The debounce of a change ended: the command to send, if any.
+    public mutating func deadlineReached(nowUSec: Int64) -> Command? {
+        guard let p = pending, nowUSec >= p.dueUSec else { return nil }
+        pending = nil
+        told = .some(p.target)
+        return .setFocus(p.target, reason: p.reason)
+    }
+
+    /// The screen locked or blanked (`true`), or came back (`false`): told without the debounce.
+    public mutating func screenLocked(_ isLocked: Bool, nowUSec: Int64) {
+        guard isLocked != locked else { return }
+        locked = isLocked
+        if isLocked {
+            pending = (nil, nowUSec, .screenLocked)
+        } else {
+            told = .none
+            pending = (front, nowUSec, .compositorFocus)
+        }
+    }
+
+    /// After a failed call the daemon was not told: the same change is retried after the debounce.
+    public mutating func forget(nowUSec: Int64) {
+        told = .none
+        if locked {
+            pending = (nil, nowUSec + debounceUSec, .screenLocked)
+        } else {
+            update(nowUSec)
+        }
+    }
+
+    private mutating func update(_ nowUSec: Int64) {
+        if locked { return }  // remembered; told on unlock
+        let target = front
+        if case .some(let current) = told, current == target {
+            pending = nil  // back to what the daemon already knows: nothing to do
+        } else if pending == nil || pending?.target != target {
+            pending = (target, nowUSec + debounceUSec, .compositorFocus)
+        }
+    }
+}

@@ -1,0 +1,236 @@
+#include "bgtaskd_focus.h"
+#include "idle-client-protocol.h"
+#include "wlr-foreign-toplevel-management-unstable-v1-client-protocol.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <wayland-client.h>
+
+struct toplevel {
+    struct bgtaskd_focus *focus;
+    struct zwlr_foreign_toplevel_handle_v1 *handle;
+    uint32_t id;
+    char *app_id;      /* as of the last done */
+    char *pending_app_id;
+    int activated;
+    int pending_activated;
+};
+
+struct bgtaskd_focus {
+    struct wl_display *display;
+    struct wl_registry *registry;
+    struct zwlr_foreign_toplevel_manager_v1 *manager;
+    bgtaskd_focus_callback callback;
+    bgtaskd_focus_idle_callback idle_callback;
+    void *context;
+    struct wl_seat *seat;
+    struct org_kde_kwin_idle *idle;
+    struct org_kde_kwin_idle_timeout *idle_timeout;
+    uint32_t next_id;
+    int finished;
+};
+
+static char *dup_or_empty(const char *s) { return strdup(s ? s : ""); }
+
+static void handle_title(void *data, struct zwlr_foreign_toplevel_handle_v1 *h, const char *title) {
+    (void)data; (void)h; (void)title;
+}
+
+static void handle_app_id(void *data, struct zwlr_foreign_toplevel_handle_v1 *h, const char *app_id) {
+    struct toplevel *t = data;
+    (void)h;
+    free(t->pending_app_id);
+    t->pending_app_id = dup_or_empty(app_id);
+}
+
+static void handle_output_enter(void *data, struct zwlr_foreign_toplevel_handle_v1 *h, struct wl_output *o) {
+    (void)data; (void)h; (void)o;
+}
+
+static void handle_output_leave(void *data, struct zwlr_foreign_toplevel_handle_v1 *h, struct wl_output *o) {
+    (void)data; (void)h; (void)o;
+}
+
+static void handle_state(void *data, struct zwlr_foreign_toplevel_handle_v1 *h, struct wl_array *state) {
+    struct toplevel *t = data;
+    (void)h;
+    int activated = 0;
+    uint32_t *s;
+    wl_array_for_each(s, state) {
+        if (*s == ZWLR_FOREIGN_TOPLEVEL_HANDLE_V1_STATE_ACTIVATED) activated = 1;
+    }
+    t->pending_activated = activated;
+}
+
+static void handle_done(void *data, struct zwlr_foreign_toplevel_handle_v1 *h) {
+    struct toplevel *t = data;
+    (void)h;
+    if (t->pending_app_id) {
+        free(t->app_id);
+        t->app_id = t->pending_app_id;
+        t->pending_app_id = NULL;
+    }
+    t->activated = t->pending_activated;
+    t->focus->callback(t->focus->context, t->id, t->app_id ? t->app_id : "", t->activated, 0);
+}
+
+static void handle_closed(void *data, struct zwlr_foreign_toplevel_handle_v1 *h) {
+    struct toplevel *t = data;
+    t->focus->callback(t->focus->context, t->id, t->app_id ? t->app_id : "", 0, 1);
+    zwlr_foreign_toplevel_handle_v1_destroy(h);
+    free(t->app_id);
+    free(t->pending_app_id);
+    free(t);
+}
+
+static void handle_parent(void *data, struct zwlr_foreign_toplevel_handle_v1 *h,
+                          struct zwlr_foreign_toplevel_handle_v1 *parent) {
+    (void)data; (void)h; (void)parent;
+}
+
+static const struct zwlr_foreign_toplevel_handle_v1_listener toplevel_listener = {
+    .title = handle_title,
+    .app_id = handle_app_id,
+    .output_enter = handle_output_enter,
+    .output_leave = handle_output_leave,
+    .state = handle_state,
+    .done = handle_done,
+    .closed = handle_closed,
+    .parent = handle_parent,
+};
+
+static void manager_toplevel(void *data, struct zwlr_foreign_toplevel_manager_v1 *m,
+                             struct zwlr_foreign_toplevel_handle_v1 *handle) {
+    struct bgtaskd_focus *f = data;
+    (void)m;
+    struct toplevel *t = calloc(1, sizeof *t);
+    if (!t) {
+        zwlr_foreign_toplevel_handle_v1_destroy(handle);
+        return;
+    }
+    t->focus = f;
+    t->handle = handle;
+    t->id = ++f->next_id;
+    zwlr_foreign_toplevel_handle_v1_add_listener(handle, &toplevel_listener, t);
+}
+
+static void manager_finished(void *data, struct zwlr_foreign_toplevel_manager_v1 *m) {
+    struct bgtaskd_focus *f = data;
+    (void)m;
+    f->finished = 1;
+}
+
+static const struct zwlr_foreign_toplevel_manager_v1_listener manager_listener = {
+    .toplevel = manager_toplevel,
+    .finished = manager_finished,
+};
+
+static void idle_idle(void *data, struct org_kde_kwin_idle_timeout *t) {
+    struct bgtaskd_focus *f = data;
+    (void)t;
+    if (f->idle_callback) f->idle_callback(f->context, 1);
+}
+
+static void idle_resumed(void *data, struct org_kde_kwin_idle_timeout *t) {
+    struct bgtaskd_focus *f = data;
+    (void)t;
+    if (f->idle_callback) f->idle_callback(f->context, 0);
+}
+
+static const struct org_kde_kwin_idle_timeout_listener idle_listener = {
+    .idle = idle_idle,
+    .resumed = idle_resumed,
+};
+
+static void registry_global(void *data, struct wl_registry *r, uint32_t name, const char *interface, uint32_t version) {
+    struct bgtaskd_focus *f = data;
+    if (strcmp(interface, wl_seat_interface.name) == 0 && !f->seat) {
+        f->seat = wl_registry_bind(r, name, &wl_seat_interface, 1);
+    } else if (strcmp(interface, org_kde_kwin_idle_interface.name) == 0 && !f->idle) {
+        f->idle = wl_registry_bind(r, name, &org_kde_kwin_idle_interface, 1);
+    }
+    if (strcmp(interface, zwlr_foreign_toplevel_manager_v1_interface.name) == 0 && !f->manager) {
+        uint32_t v = version < 3 ? version : 3;
+        f->manager = wl_registry_bind(r, name, &zwlr_foreign_toplevel_manager_v1_interface, v);
+        zwlr_foreign_toplevel_manager_v1_add_listener(f->manager, &manager_listener, f);
+    }
+}
+
+static void registry_global_remove(void *data, struct wl_registry *r, uint32_t name) {
+    (void)data; (void)r; (void)name;
+}
+
+static const struct wl_registry_listener registry_listener = {
+    .global = registry_global,
+    .global_remove = registry_global_remove,
+};
+
+bgtaskd_focus *bgtaskd_focus_connect(const char *name, bgtaskd_focus_callback callback,
+                                     bgtaskd_focus_idle_callback idle_callback, uint32_t idle_timeout_ms,
+                                     int *idle_available, void *context, char *error, size_t error_size) {
+    struct bgtaskd_focus *f = calloc(1, sizeof *f);
+    if (!f) {
+        snprintf(error, error_size, "out of memory");
+        return NULL;
+    }
+    f->callback = callback;
+    f->idle_callback = idle_callback;
+    f->context = context;
+    if (idle_available) *idle_available = 0;
+    f->display = wl_display_connect(name);
+    if (!f->display) {
+        snprintf(error, error_size, "cannot connect to the Wayland display %s: %s",
+                 name ? name : "($WAYLAND_DISPLAY)", strerror(errno));
+        free(f);
+        return NULL;
+    }
+    f->registry = wl_display_get_registry(f->display);
+    wl_registry_add_listener(f->registry, &registry_listener, f);
+    if (wl_display_roundtrip(f->display) < 0 || !f->manager) {
+        snprintf(error, error_size, "the compositor does not offer %s",
+                 zwlr_foreign_toplevel_manager_v1_interface.name);
+        bgtaskd_focus_destroy(f);
+        return NULL;
+    }
+    if (idle_timeout_ms > 0 && f->idle && f->seat) {
+        f->idle_timeout = org_kde_kwin_idle_get_idle_timeout(f->idle, f->seat, idle_timeout_ms);
+        org_kde_kwin_idle_timeout_add_listener(f->idle_timeout, &idle_listener, f);
+        if (idle_available) *idle_available = 1;
+    }
+    return f;
+}
+
+int bgtaskd_focus_wait(bgtaskd_focus *f, int timeout_ms) {
+    struct wl_display *d = f->display;
+    while (wl_display_prepare_read(d) != 0) {
+        if (wl_display_dispatch_pending(d) < 0) return -1;
+    }
+    if (wl_display_flush(d) < 0 && errno != EAGAIN) {
+        wl_display_cancel_read(d);
+        return -1;
+    }
+    struct pollfd p = { .fd = wl_display_get_fd(d), .events = POLLIN };
+    int n = poll(&p, 1, timeout_ms);
+    if (n > 0) {
+        if (wl_display_read_events(d) < 0) return -1;
+    } else {
+        wl_display_cancel_read(d);
+        if (n < 0 && errno != EINTR) return -1;
+    }
+    if (wl_display_dispatch_pending(d) < 0) return -1;
+    return f->finished ? -1 : 0;
+}
+
+void bgtaskd_focus_destroy(bgtaskd_focus *f) {
+    if (!f) return;
+    if (f->idle_timeout) org_kde_kwin_idle_timeout_release(f->idle_timeout);
+    if (f->idle) org_kde_kwin_idle_destroy(f->idle);
+    if (f->seat) wl_seat_destroy(f->seat);
+    if (f->manager) zwlr_foreign_toplevel_manager_v1_destroy(f->manager);
+    if (f->registry) wl_registry_destroy(f->registry);
+    if (f->display) wl_display_disconnect(f->display);
+    free(f);
+}

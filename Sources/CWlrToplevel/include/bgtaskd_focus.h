@@ -1,0 +1,32 @@
+// bgtaskd-focus's Wayland side: follows the compositor's toplevels through
+// wlr-foreign-toplevel-management-unstable-v1 and reports each one's app_id and activated state.
+#ifndef BGTASKD_FOCUS_H
+#define BGTASKD_FOCUS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct bgtaskd_focus bgtaskd_focus;
+
+/// Called after each `done` of a toplevel (its app_id and whether it is activated, as of that done) and
+/// once when it is closed (`closed` 1). `app_id` may be empty; it is valid only during the call.
+typedef void (*bgtaskd_focus_callback)(void *context, uint32_t toplevel, const char *app_id, int activated, int closed);
+
+/// Called with 1 when the seat has been idle for the requested time (org_kde_kwin_idle), 0 when the
+/// user is active again.
+typedef void (*bgtaskd_focus_idle_callback)(void *context, int idle);
+
+/// Connects to the Wayland display (`name` NULL: $WAYLAND_DISPLAY) and binds the toplevel manager, and,
+/// with `idle_timeout_ms` > 0, an idle timeout on the first seat. NULL on failure, with the reason in
+/// `error`; a compositor without the idle protocol is not a failure (`*idle_available` says 0).
+bgtaskd_focus *bgtaskd_focus_connect(const char *name, bgtaskd_focus_callback callback,
+                                     bgtaskd_focus_idle_callback idle_callback, uint32_t idle_timeout_ms,
+                                     int *idle_available, void *context, char *error, size_t error_size);
+
+/// Waits up to `timeout_ms` (-1: forever) for events and dispatches them (the callback runs inside).
+/// 0 on success (also on a timeout), -1 when the display connection is gone or the manager finished.
+int bgtaskd_focus_wait(bgtaskd_focus *focus, int timeout_ms);
+
+void bgtaskd_focus_destroy(bgtaskd_focus *focus);
+
+#endif

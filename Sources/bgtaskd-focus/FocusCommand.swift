@@ -1,0 +1,153 @@
+import ArgumentParser
+import BGTaskClient
+import BGTaskFocus
+import BGTaskProtocol
+import CWlrToplevel
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `bgtaskd-focus`: follows the compositor's toplevels (wlr-foreign-toplevel-management-unstable-v1) and
+/// tells bgtaskd which app is in front (`io.bgtaskd.Manager.SetFocus`, reason `compositor-focus`).
+struct FocusCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bgtaskd-focus",
+        abstract: "Tells bgtaskd which app the Wayland compositor has in front (SPEC §13).",
+        discussion: """
+            Runs in the user's session (systemd/bgtaskd-focus.service, a user unit). Each toplevel's \
+            app_id is the app's ID; the activated toplevel's app comes to the foreground (exclusive), no \
+            activated toplevel (the home screen) sends the active app to the background. A change is told \
+            only once it has lasted --debounce, so a quick switch back and forth costs no freeze. The \
+            caller needs Manager control rights (root or ControlGroup=). Exits 1 when the compositor goes.
+            """,
+        version: "0.1.0"
+    )
+
+    @Option(help: "bgtaskd's socket (default: $BGTASKD_SOCKET, else /run/bgtaskd/io.bgtaskd).")
+    var socket: String?
+
+    @Option(help: "Wayland display (default: $WAYLAND_DISPLAY).")
+    var display: String?
+
+    @Option(help: "How long a change of the front app must last before it is told, in milliseconds.")
+    var debounce: Int = 300
+
+    @Option(name: .customLong("idle-timeout"), help: "After this many milliseconds without user activity the screen counts as blanked: the front app goes to the background (screen-locked) until the user is back. 0: off. Use the screen-blank time of the session (swayidle's, phosh's).")
+    var idleTimeout: Int = 0
+
+    func run() throws {
+        let path = socket ?? getenv("BGTASKD_SOCKET").map { String(cString: $0) } ?? "/run/bgtaskd/io.bgtaskd"
+        let session = FocusSession(socketPath: path, debounceUSec: Int64(max(0, debounce)) * 1000)
+        var error = [CChar](repeating: 0, count: 256)
+        let context = Unmanaged.passUnretained(session).toOpaque()
+        let callback: bgtaskd_focus_callback = { context, toplevel, appID, activated, closed in
+            guard let context else { return }
+            let session = Unmanaged<FocusSession>.fromOpaque(context).takeUnretainedValue()
+            session.toplevel(toplevel, appID: appID.map { String(cString: $0) } ?? "", activated: activated != 0, closed: closed != 0)
+        }
+        let idleCallback: bgtaskd_focus_idle_callback = { context, idle in
+            guard let context else { return }
+            Unmanaged<FocusSession>.fromOpaque(context).takeUnretainedValue().screen(locked: idle != 0)
+        }
+        var idleAvailable: Int32 = 0
+        guard let focus = bgtaskd_focus_connect(
+            display, callback, idleCallback, UInt32(clamping: max(0, idleTimeout)), &idleAvailable, context, &error, error.count)
+        else {
+            let message = String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            log("\(message)")
+            throw ExitCode(1)
+        }
+        defer { bgtaskd_focus_destroy(focus) }
+        log("following the compositor's toplevels; telling \(path) (debounce \(debounce) ms)")
+        if idleTimeout > 0 {
+            log(idleAvailable != 0 ? "the screen counts as blanked after \(idleTimeout) ms of idleness"
+                                   : "the compositor offers no org_kde_kwin_idle: --idle-timeout has no effect")
+        }
+        while true {
+            let timeout = session.tracker.nextDeadlineUSec.map { Int32(clamping: max(0, ($0 - monotonicUSec() + 999) / 1000)) } ?? -1
+            if bgtaskd_focus_wait(focus, timeout) < 0 {
+                log("the compositor closed the connection")
+                throw ExitCode(1)
+            }
+            session.deadlineReached()
+        }
+    }
+}
+
+/// The program's state, on its one thread.
+final class FocusSession {
+    let socketPath: String
+    var tracker: FocusTracker
+    private var connection: VarlinkClientConnection?
+
+    init(socketPath: String, debounceUSec: Int64) {
+        self.socketPath = socketPath
+        tracker = FocusTracker(debounceUSec: debounceUSec)
+    }
+
+    func toplevel(_ id: UInt32, appID: String, activated: Bool, closed: Bool) {
+        let now = monotonicUSec()
+        if closed {
+            tracker.toplevelClosed(id, nowUSec: now)
+        } else {
+            tracker.toplevelChanged(id, appID: appID, activated: activated, nowUSec: now)
+        }
+    }
+
+    func screen(locked: Bool) {
+        log(locked ? "the screen is blank: no app is in front" : "the user is back")
+        tracker.screenLocked(locked, nowUSec: monotonicUSec())
+    }
+
+    func deadlineReached() {
+        guard case .setFocus(let app, let reason)? = tracker.deadlineReached(nowUSec: monotonicUSec()) else { return }
+        switch setFocus(app, reason: reason) {
+        case .success:
+            log((app.map { "\($0) is in front" } ?? "no app is in front") + " (\(reason.rawValue))")
+        case .failure(let error) where error.errorName == "io.bgtaskd.Manager.NoSuchApp":
+            // In front is a program bgtaskd does not manage: for bgtaskd, none of its apps is.
+            log("\(app ?? "") is not an app of bgtaskd: no app is in front")
+            if case .failure(let again) = setFocus(nil, reason: reason) { retry(again) }
+        case .failure(let error) where error.errorName != nil:
+            // The daemon answered (PermissionDenied, InvalidState…): told, and not worth repeating.
+            log("SetFocus(\(app ?? "none")) refused: \(error)")
+        case .failure(let error):
+            retry(error)
+        }
+    }
+
+    private func retry(_ error: VarlinkClientError) {
+        log("SetFocus failed (\(error)); trying again")
+        connection?.close()
+        connection = nil
+        tracker.forget(nowUSec: monotonicUSec())
+    }
+
+    private func setFocus(_ app: String?, reason: FocusTracker.Reason) -> Result<Void, VarlinkClientError> {
+        do {
+            if connection == nil {
+                let c = try VarlinkClientConnection(path: socketPath)
+                c.setTimeout(seconds: 5)
+                connection = c
+            }
+            guard let connection else { return .success(()) }
+            _ = try connection.call(
+                "io.bgtaskd.Manager.SetFocus", ["appId": app.map { .string($0) } ?? .null, "reason": .string(reason.rawValue)])
+            return .success(())
+        } catch {
+            return .failure(error)
+        }
+    }
+}
+
+func monotonicUSec() -> Int64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return Int64(ts.tv_sec) * 1_000_000 + Int64(ts.tv_nsec) / 1000
+}
+
+func log(_ text: String) {
+    var line = Array("bgtaskd-focus: \(text)\n".utf8)
+    _ = line.withUnsafeMutableBytes { write(2, $0.baseAddress, $0.count) }
+}

@@ -1,0 +1,1 @@
+FocusCommand.main()
