@@ -166,16 +166,18 @@ EXPECTED = {
     f"{MANAGER}.WakeForRemoteNotification": CONTROL,
     f"{MANAGER}.RunTaskNow": CONTROL,
     f"{MANAGER}.Reload": CONTROL,
+    f"{MANAGER}.SetFocus": CONTROL,
+    f"{MANAGER}.Hold": CONTROL,
 }
 
 # Streams: called with more; the first reply decides.
-MORE = {f"{APP_IFACE}.CheckIn", f"{MANAGER}.Monitor"}
+MORE = {f"{APP_IFACE}.CheckIn", f"{MANAGER}.Monitor", f"{MANAGER}.Hold"}
 
 # Valid values by parameter name (required parameters only; optional ones are left out).
 VALUES = {
     "appId": A, "interface": APP_IFACE, "eventId": 999_999, "name": "org.test.note", "taskId": 1,
     "activityId": 1, "mode": "audio", "identifier": f"{A}.refresh", "kind": "refresh", "success": True,
-    "enabled": True, "network": "unmetered",
+    "enabled": True, "network": "unmetered", "reason": "compositor-focus",
 }
 
 IDENTITIES = {
