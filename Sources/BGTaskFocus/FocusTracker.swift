@@ -28,7 +28,14 @@ public struct FocusTracker: Sendable {
     private var counter: UInt64 = 0
     /// What the daemon was last told: `.none` nothing yet, `.some(nil)` no app, `.some(id)` that app.
     public private(set) var told: String?? = .none
-    private var pending: (target: String?, dueUSec: Int64, reason: Reason)?
+    /// A change waiting for its debounce. A struct, not a tuple: Swift 6.3.1's optimizer crashed
+    /// (CopyPropagation, "Found outside of lifetime use") on an optional tuple here in release builds.
+    private struct Pending {
+        var target: String?
+        var dueUSec: Int64
+        var reason: Reason
+    }
+    private var pending: Pending?
     /// The screen is locked or blank.
     public private(set) var locked = false
 
@@ -75,10 +82,10 @@ public struct FocusTracker: Sendable {
         guard isLocked != locked else { return }
         locked = isLocked
         if isLocked {
-            pending = (nil, nowUSec, .screenLocked)
+            pending = Pending(target: nil, dueUSec: nowUSec, reason: .screenLocked)
         } else {
             told = .none
-            pending = (front, nowUSec, .compositorFocus)
+            pending = Pending(target: front, dueUSec: nowUSec, reason: .compositorFocus)
         }
     }
 
@@ -86,7 +93,7 @@ public struct FocusTracker: Sendable {
     public mutating func forget(nowUSec: Int64) {
         told = .none
         if locked {
-            pending = (nil, nowUSec + debounceUSec, .screenLocked)
+            pending = Pending(target: nil, dueUSec: nowUSec + debounceUSec, reason: .screenLocked)
         } else {
             update(nowUSec)
         }
@@ -98,7 +105,7 @@ public struct FocusTracker: Sendable {
         if case .some(let current) = told, current == target {
             pending = nil  // back to what the daemon already knows: nothing to do
         } else if pending == nil || pending?.target != target {
-            pending = (target, nowUSec + debounceUSec, .compositorFocus)
+            pending = Pending(target: target, dueUSec: nowUSec + debounceUSec, reason: .compositorFocus)
         }
     }
 }
