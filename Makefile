@@ -87,7 +87,7 @@ DESTDIR        ?=
 SYSCONFDIR     ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
 SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
 BINDIR         ?= $(RELEASEBIN)
-MANPAGES       := man/build/bgtaskctl.1 man/build/bgtaskd.8 man/build/bgtaskd-launcher.8 man/build/bgtaskd.conf.5 man/build/bgtaskd.app.5
+MANPAGES       := man/build/bgtaskctl.1 man/build/bgtaskd-focus.1 man/build/bgtaskd.8 man/build/bgtaskd-launcher.8 man/build/bgtaskd.conf.5 man/build/bgtaskd.app.5
 # Full RELRO for the installed programs (lintian's hardening-no-bindnow).
 RELEASEFLAGS   := -c release --static-swift-stdlib -Xlinker -z -Xlinker relro -Xlinker -z -Xlinker now
 
@@ -101,7 +101,7 @@ man/build/%: man/%.scd
 # The programs a device runs, with the Swift runtime linked in (no toolchain needed there).
 release: deps release-build
 release-build:
-	for p in bgtaskd bgtaskd-launcher bgtaskctl; do \
+	for p in bgtaskd bgtaskd-launcher bgtaskctl bgtaskd-focus; do \
 		$(SWIFT) build $(RELEASEFLAGS) --product $$p || exit 1; done
 
 # `make release install PREFIX=/usr DESTDIR=/tmp/root`. Units name /usr/bin: with another PREFIX,
@@ -112,15 +112,17 @@ install: man
 		$(DESTDIR)$(SYSCONFDIR)/bgtaskd/bgtaskd.conf.d \
 		$(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/share/man/man8 \
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/vendor-completions \
-		$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
-	install -m755 $(BINDIR)/bgtaskd $(BINDIR)/bgtaskd-launcher $(BINDIR)/bgtaskctl $(DESTDIR)$(PREFIX)/bin/
+		$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d $(DESTDIR)$(PREFIX)/lib/systemd/user
+	install -m755 $(BINDIR)/bgtaskd $(BINDIR)/bgtaskd-launcher $(BINDIR)/bgtaskctl $(BINDIR)/bgtaskd-focus $(DESTDIR)$(PREFIX)/bin/
+	sed -e 's|/usr/bin/|$(PREFIX)/bin/|g' systemd/bgtaskd-focus.service > $(DESTDIR)$(PREFIX)/lib/systemd/user/bgtaskd-focus.service
+	chmod 644 $(DESTDIR)$(PREFIX)/lib/systemd/user/bgtaskd-focus.service
 	for u in bgtaskd.service bgtaskd.socket bgtaskd-launcher.service bgtaskd-launcher.socket; do \
 		sed -e 's|/usr/bin/|$(PREFIX)/bin/|g' -e 's|/etc/bgtaskd|$(SYSCONFDIR)/bgtaskd|g' systemd/$$u \
 			> $(DESTDIR)$(SYSTEMDUNITDIR)/$$u && chmod 644 $(DESTDIR)$(SYSTEMDUNITDIR)/$$u; done
 	install -m644 systemd/bgtaskd.sysusers $(DESTDIR)$(PREFIX)/lib/sysusers.d/bgtaskd.conf
 	install -m644 systemd/bgtaskd.catalog $(DESTDIR)$(PREFIX)/lib/systemd/catalog/bgtaskd.catalog
 	install -m644 config/bgtaskd.conf $(DESTDIR)$(SYSCONFDIR)/bgtaskd/bgtaskd.conf
-	install -m644 man/build/bgtaskctl.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m644 man/build/bgtaskctl.1 man/build/bgtaskd-focus.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m644 man/build/bgtaskd.conf.5 man/build/bgtaskd.app.5 $(DESTDIR)$(PREFIX)/share/man/man5/
 	install -m644 man/build/bgtaskd.8 man/build/bgtaskd-launcher.8 $(DESTDIR)$(PREFIX)/share/man/man8/
 	install -m644 completions/bgtaskctl.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/bgtaskctl

@@ -38,7 +38,7 @@ echo "check-package: dpkg -i $(basename "$deb")"
 DEBIAN_FRONTEND=noninteractive dpkg -i "$deb"
 
 # Files where the units, man and the shells expect them.
-for f in /usr/bin/bgtaskd /usr/bin/bgtaskd-launcher /usr/bin/bgtaskctl; do
+for f in /usr/bin/bgtaskd /usr/bin/bgtaskd-launcher /usr/bin/bgtaskctl /usr/bin/bgtaskd-focus; do
   check "$f is an executable" test -x "$f"
 done
 for u in bgtaskd.service bgtaskd.socket bgtaskd-launcher.service bgtaskd-launcher.socket; do
@@ -50,6 +50,7 @@ check "ExecStart= programs exist" bash -c '
 check "systemd-analyze verify on the installed units" systemd-analyze verify \
   /lib/systemd/system/bgtaskd.service /lib/systemd/system/bgtaskd.socket \
   /lib/systemd/system/bgtaskd-launcher.service /lib/systemd/system/bgtaskd-launcher.socket
+check "user unit bgtaskd-focus.service installed and valid" systemd-analyze verify --user /usr/lib/systemd/user/bgtaskd-focus.service
 check "sockets enabled (dh_installsystemd)" test -L /etc/systemd/system/sockets.target.wants/bgtaskd.socket
 check "launcher socket enabled" test -L /etc/systemd/system/sockets.target.wants/bgtaskd-launcher.socket
 check "user bgtaskd created by systemd-sysusers" getent passwd bgtaskd
@@ -60,7 +61,7 @@ check "zsh completion" test -f /usr/share/zsh/vendor-completions/_bgtaskctl
 check "fish completion" test -f /usr/share/fish/vendor_completions.d/bgtaskctl.fish
 
 # Every man page renders, and every man: link of the catalog resolves to an installed page.
-for page in 1/bgtaskctl.1 5/bgtaskd.conf.5 5/bgtaskd.app.5 8/bgtaskd.8 8/bgtaskd-launcher.8; do
+for page in 1/bgtaskctl.1 1/bgtaskd-focus.1 5/bgtaskd.conf.5 5/bgtaskd.app.5 8/bgtaskd.8 8/bgtaskd-launcher.8; do
   f=$(ls /usr/share/man/man${page%%/*}/${page#*/}* 2>/dev/null | head -1)
   check "man -l ${page#*/} renders" bash -c "test -n '$f' && MANWIDTH=80 man -l '$f' 2>&1 >/tmp/man.txt | grep -v '^$' | (! grep .) && grep -q NAME /tmp/man.txt"
 done
@@ -94,7 +95,7 @@ mount -t tmpfs tmpfs /opt/swift
 check "no Swift toolchain visible" bash -c '! command -v swift && test -z "$(ls /opt/swift)"'
 check "bgtaskd links no Swift library" bash -c '! ldd /usr/bin/bgtaskd | grep -i swift'
 check "bgtaskctl links no Swift library" bash -c '! ldd /usr/bin/bgtaskctl | grep -i swift'
-for p in bgtaskd bgtaskd-launcher bgtaskctl; do
+for p in bgtaskd bgtaskd-launcher bgtaskctl bgtaskd-focus; do
   check "$p --version without the toolchain" /usr/bin/$p --version
 done
 run=$work/run
