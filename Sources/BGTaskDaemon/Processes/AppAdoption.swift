@@ -323,25 +323,7 @@ final class AppAdoption {
     }
 
     private func drain() {
-        var buffer = [UInt8](repeating: 0, count: 8192)
-        while true {
-            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n <= 0 { break }
-            var off = 0
-            // struct inotify_event { int wd; uint32_t mask, cookie, len; char name[]; }
-            while off + 16 <= n {
-                let (wd, mask, len) = buffer.withUnsafeBytes { raw in
-                    (raw.loadUnaligned(fromByteOffset: off, as: Int32.self),
-                     raw.loadUnaligned(fromByteOffset: off + 4, as: UInt32.self),
-                     raw.loadUnaligned(fromByteOffset: off + 12, as: UInt32.self))
-                }
-                let nameStart = off + 16
-                let nameEnd = min(n, nameStart + Int(len))
-                let name = String(decoding: buffer[nameStart..<nameEnd].prefix { $0 != 0 }, as: UTF8.self)
-                off = nameStart + Int(len)
-                handle(wd: wd, mask: mask, name: name)
-            }
-        }
+        for event in readInotifyEvents(fd) { handle(wd: event.wd, mask: event.mask, name: event.name) }
     }
 
     private func handle(wd: Int32, mask: UInt32, name: String) {

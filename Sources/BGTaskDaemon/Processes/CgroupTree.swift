@@ -370,27 +370,14 @@ final class CgroupEventsWatcher {
 
     private func drain() {
         var changed: [String] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n <= 0 { break }
-            var off = 0
-            // struct inotify_event { int wd; uint32_t mask, cookie, len; char name[]; }
-            while off + 16 <= n {
-                let (wd, mask, len) = buffer.withUnsafeBytes { raw in
-                    (raw.loadUnaligned(fromByteOffset: off, as: Int32.self),
-                     raw.loadUnaligned(fromByteOffset: off + 4, as: UInt32.self),
-                     raw.loadUnaligned(fromByteOffset: off + 12, as: UInt32.self))
-                }
-                off += 16 + Int(len)
-                guard let key = keyByWD[wd] else { continue }
-                if mask & UInt32(IN_IGNORED) != 0 {
-                    // The file went away (the cgroup was removed).
-                    keyByWD[wd] = nil
-                    wdByKey[key] = nil
-                }
-                if !changed.contains(key) { changed.append(key) }
+        for event in readInotifyEvents(fd) {
+            guard let key = keyByWD[event.wd] else { continue }
+            if event.mask & UInt32(IN_IGNORED) != 0 {
+                // The file went away (the cgroup was removed).
+                keyByWD[event.wd] = nil
+                wdByKey[key] = nil
             }
+            if !changed.contains(key) { changed.append(key) }
         }
         for key in changed { onChange?(key) }
     }
