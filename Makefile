@@ -31,7 +31,7 @@ journald:
 # Everything: dependencies, journald, build, unit tests, integration tests, unit-file checks, the
 # documentation against the code, and the Debian package installed and checked.
 test: deps journald
-	$(SWIFT) build --build-tests
+	scripts/build-warning-free.sh $(SWIFT)
 	$(MAKE) --no-print-directory test-unit test-units test-docs test-integration test-fuzz test-package
 
 test-docs:

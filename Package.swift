@@ -1,9 +1,15 @@
 // swift-tools-version: 6.1
 import PackageDescription
 
+// swift-log's strict settings (its Package.swift): `any` for existentials, imports internal by default
+// and visible only where imported, nonisolated async functions run on the caller's actor, and every
+// public type says whether it is Sendable.
 let strict: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
     .enableUpcomingFeature("InternalImportsByDefault"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("NonisolatedNonsendingByDefault"),
+    .unsafeFlags(["-Xfrontend", "-require-explicit-sendable"]),
 ]
 
 let package = Package(

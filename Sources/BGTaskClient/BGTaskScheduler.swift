@@ -273,3 +273,8 @@ public final class BGTaskScheduler: Sendable {
         }
     }
 }
+
+/// Task requests are mutable configuration objects, filled in and submitted on one thread, like
+/// BGTaskRequest on Apple's platforms: not Sendable.
+@available(*, unavailable)
+extension BGTaskRequest: Sendable {}

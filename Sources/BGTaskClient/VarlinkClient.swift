@@ -148,3 +148,7 @@ public final class VarlinkClientConnection {
         }
     }
 }
+
+/// A blocking connection used from one thread at a time: not Sendable.
+@available(*, unavailable)
+extension VarlinkClientConnection: Sendable {}

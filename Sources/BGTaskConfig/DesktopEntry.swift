@@ -120,7 +120,7 @@ public struct DesktopEntryFile: Sendable {
 }
 
 /// Decoding of Desktop Entry values and of the `Exec=` command line.
-public enum DesktopEntryValue {
+public enum DesktopEntryValue: Sendable {
     /// A `string`/`localestring` value: `\s` space, `\n` newline, `\t` tab, `\r` return, `\\` backslash;
     /// any other escape (or a trailing backslash) is an error. `\;` is allowed only in lists.
     public static func string(_ raw: String) throws(ConfigError.Kind) -> String {
@@ -264,7 +264,7 @@ public struct DesktopApp: Hashable, Sendable {
 }
 
 /// Apps from desktop entries: `<data dir>/applications/**/*.desktop` (SPEC §13).
-public enum DesktopEntries {
+public enum DesktopEntries: Sendable {
     /// The group every desktop entry has.
     public static let mainGroup = "Desktop Entry"
     /// The extension of desktop entry files.
@@ -412,7 +412,7 @@ public enum DesktopEntries {
     }
 
     /// The bgtaskd keys of a desktop entry.
-    public enum Keys {
+    public enum Keys: Sendable {
         public static let lifecycleAware = "X-Bgtaskd-LifecycleAware"
         public static let backgroundModes = "X-Bgtaskd-BackgroundModes"
         public static let permittedTaskIdentifiers = "X-Bgtaskd-PermittedTaskIdentifiers"

@@ -5,7 +5,7 @@ import Glibc
 /// Small blocking file helpers shared by the configuration loader, bgtaskd and bgtaskd-launcher (config,
 /// cgroup, /proc and sysfs files: short reads and writes that never stall). Here, in the lowest module
 /// that reads files, so that every other one can use it.
-public enum FileIO {
+public enum FileIO: Sendable {
     /// A whole (small) file as text, nil on any error.
     public static func read(_ path: String) -> String? {
         readBytes(path).map { String(decoding: $0, as: UTF8.self) }

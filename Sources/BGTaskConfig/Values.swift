@@ -1,5 +1,5 @@
 /// systemd time spans (systemd.time(7)) in microseconds.
-public enum SystemdTimeSpan {
+public enum SystemdTimeSpan: Sendable {
     /// The value `infinity` parses to.
     public static let infinity: Int64 = .max
 
@@ -142,7 +142,7 @@ public enum SystemdTimeSpan {
 }
 
 /// Byte sizes with base-1024 suffixes (`64K`, `64KiB`, `1M`, `1.5G`, `512`, `512B`).
-public enum ByteSize {
+public enum ByteSize: Sendable {
     static let suffixes: [String: Int64] = {
         var table: [String: Int64] = ["": 1, "B": 1]
         let letters = ["K", "M", "G", "T", "P", "E"]
@@ -251,7 +251,7 @@ public struct Percentage: Hashable, Sendable, Comparable, CustomStringConvertibl
 }
 
 /// systemd booleans: `1`/`yes`/`y`/`true`/`t`/`on` and `0`/`no`/`n`/`false`/`f`/`off`, case-insensitive.
-public enum ConfigBoolean {
+public enum ConfigBoolean: Sendable {
     /// Parses a boolean; nil if the word is not one.
     public static func parse(_ text: String) -> Bool? {
         switch trimWhitespace(Substring(text)).lowercased() {

@@ -1,6 +1,6 @@
 /// Splitting of values into words the way systemd splits `ExecStart=` and `Environment=`
 /// (systemd.syntax(7) "Quoting", `extract_first_word()` with unquoting and C unescaping).
-public enum ConfigWords {
+public enum ConfigWords: Sendable {
     /// Splits `text` at unquoted whitespace.
     ///
     /// - Double and single quotes group characters, including whitespace, into one word; they may start

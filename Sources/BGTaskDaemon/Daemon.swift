@@ -5,6 +5,7 @@ import Logging
 
 #if canImport(Glibc)
 import Glibc
+import BGTaskCore
 #endif
 
 /// Where the daemon finds its files (the flags of `bgtaskd`).

@@ -1,4 +1,6 @@
 import BGTaskCore
+import Logging
+import BGTaskConfig
 
 // SPEC §13: apps started by others. The watcher decodes the cgroup tree into the core's
 // `instanceAppeared` / `instanceVanished` inputs; the core decides; `perform` applies its freeze, thaw,

@@ -38,7 +38,7 @@ public struct ResolvedUser: Equatable, Sendable {
 
 /// The environment of a launched app (SPEC §9): a few variables of the spawner's own, the user's
 /// HOME/USER/LOGNAME, the manifest's `Environment=`, then `BGTASKD_APP_ID` and `BGTASKD_SOCKET`.
-public enum AppEnvironment {
+public enum AppEnvironment: Sendable {
     /// Passed on from the spawner's environment.
     public static let inheritedNames = ["PATH", "LANG", "TZ", "HOME", "USER", "LOGNAME", "XDG_RUNTIME_DIR", "WAYLAND_DISPLAY", "DISPLAY"]
     public static let defaultPath = "/usr/local/bin:/usr/bin:/bin"
@@ -128,7 +128,7 @@ public struct LaunchPlan: Equatable, Sendable {
 }
 
 /// fork/exec of an app (bgtaskd_spawn_app in the C shim); used by bgtaskd in-process and by bgtaskd-launcher.
-public enum AppSpawner {
+public enum AppSpawner: Sendable {
     /// `name` when it holds a slash and is executable, else the first executable `dir/name` in `searchPath`.
     public static func resolveExecutable(_ name: String, searchPath: String) -> String? {
         if name.contains("/") { return access(name, X_OK) == 0 ? name : nil }

@@ -9,7 +9,7 @@ public import BGTaskProtocol
 /// directory): nothing but `<adopt root>/user-UID.slice/user@UID.service/app.slice/app-….scope|.service`,
 /// a cgroup2 directory owned by that very UID, and only these three writes. A compromised daemon gains
 /// nothing by it that it does not have already: it may SIGSTOP/SIGKILL those processes with `CAP_KILL`.
-public enum AppUnitControl {
+public enum AppUnitControl: Sendable {
     public static let method = LauncherInterface.name + ".ControlAppUnit"
 
     /// What to do to the unit's cgroup.

@@ -4,7 +4,7 @@ public import BGTaskProtocol
 /// `io.bgtaskd.Launcher`: what bgtaskd asks bgtaskd-launcher (privilege separation: the daemon runs
 /// unprivileged and tightly sandboxed, the launcher only starts apps). Varlink framing and JSON; the
 /// reply to `Spawn` carries a pidfd of the new process as SCM_RIGHTS. Pure: encoding and validation.
-public enum LauncherInterface {
+public enum LauncherInterface: Sendable {
     public static let name = "io.bgtaskd.Launcher"
     public static let spawnMethod = name + ".Spawn"
     /// Longest request or reply (an environment can be long, but not this long).
@@ -176,7 +176,7 @@ public struct SpawnRequest: Equatable, Sendable {
 }
 
 /// The reply to `Spawn`: the pid (its pidfd travels beside it).
-public enum SpawnReply {
+public enum SpawnReply: Sendable {
     public static func reply(pid: Int32) -> VarlinkReply { VarlinkReply(parameters: ["pid": .int(Int64(pid))]) }
 
     /// The pid of a reply, or the failure it reports.
@@ -190,7 +190,7 @@ public enum SpawnReply {
 }
 
 /// Where the launcher may put a process: a cgroup directory strictly below the cgroup2 mount.
-public enum CgroupPath {
+public enum CgroupPath: Sendable {
     /// Why `path` is not acceptable below the cgroup2 mount point `mount`, nil when it is.
     public static func problem(_ path: String, mount: String) -> String? {
         guard isNormalizedAbsolutePath(path) else { return "\(path): not an absolute, normalized path" }

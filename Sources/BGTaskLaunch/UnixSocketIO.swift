@@ -6,7 +6,7 @@ import Glibc
 
 /// Unix-socket calls shared by bgtaskd (the client) and bgtaskd-launcher (the server): descriptor
 /// passing with SCM_RIGHTS, peer credentials, connect and bind.
-public enum UnixSocketIO {
+public enum UnixSocketIO: Sendable {
     /// Sends `bytes` with `fd` attached (SCM_RIGHTS travels with the first byte), then the rest.
     /// Returns 0, or the errno of the failure.
     public static func send(_ socket: Int32, _ bytes: [UInt8], passing fd: Int32?) -> Int32 {

@@ -1,5 +1,5 @@
 /// The Varlink interface descriptions bgtaskd serves (SPEC §10), as `GetInterfaceDescription` returns them.
-public enum Interfaces {
+public enum Interfaces: Sendable {
     public static let appName = "io.bgtaskd.App"
     public static let managerName = "io.bgtaskd.Manager"
     public static let serviceName = "org.varlink.service"

@@ -1,1 +1,3 @@
+import ArgumentParser
+
 FocusCommand.main()

@@ -1,1 +1,3 @@
+import ArgumentParser
+
 LauncherCommand.main()

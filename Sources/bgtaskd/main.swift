@@ -1,2 +1,3 @@
+import ArgumentParser
 // Kept tiny on purpose: closures written here would be main-actor isolated (see STYLE.md).
 BgtaskdCommand.main()

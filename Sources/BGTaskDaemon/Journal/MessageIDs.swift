@@ -1,6 +1,6 @@
 /// The MESSAGE_ID of each decision kind (`BGTASKD_DECISION`), made once with `systemd-id128 new`.
 /// `systemd/bgtaskd.catalog` documents each one; `systemd/message-ids.txt` lists them for tools. Never change them.
-public enum MessageIDs {
+public enum MessageIDs: Sendable {
     public static let byDecision: [String: String] = [
         "launch": "23c8676794f24c1d9d0206500153da03",
         "foreground": "d9ef0a812d2147f4b58722b1576adb11",

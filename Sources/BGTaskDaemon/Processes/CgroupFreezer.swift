@@ -4,6 +4,7 @@ import Logging
 
 #if canImport(Glibc)
 import Glibc
+import BGTaskConfig
 #endif
 
 /// `FreezerBackend=cgroup` (SPEC §9): each app runs in its own cgroup v2 leaf `apps/<app-id>` under the

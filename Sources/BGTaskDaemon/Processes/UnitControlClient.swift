@@ -2,6 +2,7 @@ import BGTaskLaunch
 
 #if canImport(Glibc)
 import Glibc
+import BGTaskProtocol
 #endif
 
 /// Sends `io.bgtaskd.Launcher.ControlAppUnit` calls, oneway, to bgtaskd-launcher on a connection of its

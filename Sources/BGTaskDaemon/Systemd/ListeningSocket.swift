@@ -11,7 +11,7 @@ public struct SocketError: Error, CustomStringConvertible, Sendable {
 
 /// The daemon's listening socket: the one systemd passed (socket activation, fd named `varlink`),
 /// else one it binds itself.
-public enum ListeningSocket {
+public enum ListeningSocket: Sendable {
     /// A passed fd named `varlink` (or the only passed fd), nil when none was passed.
     public static func fromSystemd() -> Int32? {
         var names: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = nil

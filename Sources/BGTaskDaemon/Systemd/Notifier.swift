@@ -26,7 +26,7 @@ public struct Notifier: Sendable {
 }
 
 /// CLOCK_MONOTONIC and CLOCK_REALTIME in microseconds.
-public enum Monotonic {
+public enum Monotonic: Sendable {
     public static func nowUSec() -> Int64 { read(CLOCK_MONOTONIC) }
     public static func realtimeUSec() -> Int64 { read(CLOCK_REALTIME) }
 
