@@ -123,7 +123,12 @@ def test_focus_follows_the_compositor(daemon, ctl, bin_dir, sway):
                 os.mkdir(scopes[app])
                 sway.spawn(["foot", f"--app-id={app}", "sleep", "1000"], f"{app}.log", cgroup=scopes[app])
                 wait_for(lambda: state(ctl, d, app) == "active", 10, f"{app} adopted")
-            wait_for(lambda: focused(sway) == B, 10, "sway to focus B, the last one started")
+            # Both windows mapped (foot maps asynchronously: under load A may map after B and take the
+            # focus), then B in front through the compositor.
+            wait_for(lambda: all(f'"app_id": "{app}"' in sway.msg("-t", "get_tree") for app in (A, B)), 10,
+                     "both windows mapped")
+            sway.msg(f"[app_id={B}] focus")
+            wait_for(lambda: focused(sway) == B, 10, "sway to focus B")
             since = time.time()
             sway.spawn([str(bin_dir / "bgtaskd-focus"), "--socket", d.socket, "--debounce", "200"], "focus.log")
             # B is in front: A goes to the background, reason compositor-focus, and is suspended.
