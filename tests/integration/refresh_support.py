@@ -179,13 +179,29 @@ def wait_state(socket_path: str, app_id: str, state: str, timeout: float = 10.0)
         time.sleep(0.02)
 
 
+def _process_start_usec(pid: int) -> int:
+    """When process `pid` started, in CLOCK_REALTIME µs (0 when it is gone): from /proc, so that entries of
+    an earlier process that had the same pid (pids are reused over a long test run) are not taken."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/stat") as f:
+            btime = next(int(line.split()[1]) for line in f if line.startswith("btime "))
+    except (OSError, ValueError, StopIteration):
+        return 0
+    return (btime * 1_000_000 + ticks * 1_000_000 // os.sysconf("SC_CLK_TCK")) - 2_000_000  # btime is whole seconds
+
+
 def journal(pid: int, *matches: str, want=lambda entries: bool(entries), timeout: float = 10.0) -> list[dict]:
-    """The daemon's journal entries (`_PID=pid`) matching `matches`, polled until `want(entries)`."""
+    """The daemon's journal entries (`_PID=pid`, written since that process started) matching `matches`,
+    polled until `want(entries)`."""
     deadline = time.monotonic() + timeout
+    since = _process_start_usec(pid)
     while True:
         run = subprocess.run(["journalctl", "--no-pager", "-o", "json", "--all", "-t", "bgtaskd", f"_PID={pid}",
                               *matches], capture_output=True, text=True, timeout=10)
         entries = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
+        entries = [e for e in entries if int(e.get("__REALTIME_TIMESTAMP", "0")) >= since]
         if want(entries) or time.monotonic() > deadline:
             return entries
         time.sleep(0.05)
