@@ -55,7 +55,10 @@ import BGTaskLaunch
                                       user: nil, cgroupProcsFD: writeEnd)
             spawned.signal()
         }
-        // Wait for the child to block in its write to the full pipe (bounded: 10 s).
+        // Wait for the child to block in its write to the full pipe (bounded: 10,000 looks). This is a poll,
+        // not a fixed sleep: "a process is asleep in pipe_write" has no event to wait on (the pipe's fill
+        // level does not change, the child is not our thread), so /proc's wchan is read until it says so;
+        // the 1 ms pause only spaces the reads.
         var child: Int32?
         var candidate: Int32?
         for _ in 0..<10_000 {
