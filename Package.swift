@@ -32,14 +32,16 @@ let package = Package(
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.0"),
     ],
     targets: [
+        // The product's vocabulary: states, events, decisions, reasons, modes (SPEC names). Pure, no dependencies.
+        .target(name: "BGTaskModel", swiftSettings: strict),
         // Pure decision core: no clock, no I/O.
         .target(
             name: "BGTaskCore",
-            dependencies: [.product(name: "HeapModule", package: "swift-collections")],
+            dependencies: ["BGTaskModel", .product(name: "HeapModule", package: "swift-collections")],
             swiftSettings: strict
         ),
         // Varlink framing, JSON, message types, interface descriptions. Pure.
-        .target(name: "BGTaskProtocol", swiftSettings: strict),
+        .target(name: "BGTaskProtocol", dependencies: ["BGTaskModel"], swiftSettings: strict),
         // systemd.syntax(7) parser, bgtaskd.conf and app manifests. Pure apart from reading files.
         // Its manifests name the core's background modes.
         .target(name: "BGTaskConfig", dependencies: ["BGTaskCore"], swiftSettings: strict),

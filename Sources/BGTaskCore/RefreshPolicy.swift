@@ -1,33 +1,3 @@
-/// An app's Background App Refresh status (`refreshStatus`, UIBackgroundRefreshStatus; SPEC §5).
-public enum RefreshStatus: String, CaseIterable, Hashable, Sendable {
-    /// The administrator restricted the app (`RefreshRestricted=yes`): its own setting cannot turn refresh on.
-    case restricted
-    /// Refresh is off for the app, off globally, or Low Power Mode is on.
-    case denied
-    /// The daemon may launch or wake the app for scheduled tasks and remote notifications.
-    case available
-}
-
-/// The global Background App Refresh setting (`BackgroundAppRefresh=`, `SetGlobalRefresh(mode)`).
-public enum RefreshMode: String, CaseIterable, Hashable, Sendable {
-    /// Refresh allowed.
-    case on
-    /// Refresh allowed only while the network is not metered (iOS's "Wi-Fi").
-    case unmetered
-    /// Refresh off for every app.
-    case off
-}
-
-/// The network as `SetConditions(network:)` describes it.
-public enum NetworkCondition: String, CaseIterable, Hashable, Sendable {
-    /// No network: requests with `requiresNetwork` wait.
-    case none
-    /// A metered network (mobile data): refresh waits when the global setting is `unmetered`.
-    case metered
-    /// An unmetered network.
-    case unmetered
-}
-
 /// The device conditions scheduled tasks depend on (SPEC §6): from `SetConditions` and, for power,
 /// from `/sys/class/power_supply`.
 public struct RefreshConditions: Hashable, Sendable {

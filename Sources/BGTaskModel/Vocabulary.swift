@@ -1,3 +1,8 @@
+// The product's vocabulary (SPEC §2, §4, §5, §11): app states, events, decisions, reasons, modes.
+// Raw values are the names the SPEC makes public: the same string on the wire, in the journal and in
+// bgtaskctl's output. Shared by the core (which decides with them), the wire contract (BGTaskProtocol),
+// the client library and the CLI, so no module mirrors another's enums.
+
 /// The states of an app (SPEC §2). Raw values are the wire and journal strings.
 public enum AppState: String, CaseIterable, Hashable, Sendable {
     /// No process.
@@ -244,30 +249,32 @@ public enum Severity: String, CaseIterable, Hashable, Sendable, Comparable {
     public static func < (lhs: Severity, rhs: Severity) -> Bool { lhs.syslogPriority > rhs.syslogPriority }
 }
 
-/// Errors returned to a request (a `Reply.failure`). ``varlinkName`` is the error's short name on the wire.
-public enum CoreError: String, Error, CaseIterable, Hashable, Sendable {
-    /// No manifest for that app.
-    case noSuchApp = "no-such-app"
-    /// The app has not checked in (no event stream).
-    case notCheckedIn = "not-checked-in"
-    /// The app already has an event stream.
-    case alreadyCheckedIn = "already-checked-in"
-    /// The manifest does not declare the background mode.
-    case modeNotDeclared = "mode-not-declared"
-    /// The mode is declared but not continuous, so it cannot be held as an activity.
-    case modeNotContinuous = "mode-not-continuous"
-    /// The request does not fit the app's state (not running, terminating, not lifecycle-aware…).
-    case invalidState = "invalid-state"
+/// An app's Background App Refresh status (`refreshStatus`, UIBackgroundRefreshStatus; SPEC §5).
+public enum RefreshStatus: String, CaseIterable, Hashable, Sendable {
+    /// The administrator restricted the app (`RefreshRestricted=yes`): its own setting cannot turn refresh on.
+    case restricted
+    /// Refresh is off for the app, off globally, or Low Power Mode is on.
+    case denied
+    /// The daemon may launch or wake the app for scheduled tasks and remote notifications.
+    case available
+}
 
-    /// The error's short Varlink name, e.g. `NoSuchApp` (prefix with the interface name).
-    public var varlinkName: String {
-        switch self {
-        case .noSuchApp: return "NoSuchApp"
-        case .notCheckedIn: return "NotCheckedIn"
-        case .alreadyCheckedIn: return "AlreadyCheckedIn"
-        case .modeNotDeclared: return "ModeNotDeclared"
-        case .modeNotContinuous: return "ModeNotContinuous"
-        case .invalidState: return "InvalidState"
-        }
-    }
+/// The global Background App Refresh setting (`BackgroundAppRefresh=`, `SetGlobalRefresh(mode)`).
+public enum RefreshMode: String, CaseIterable, Hashable, Sendable {
+    /// Refresh allowed.
+    case on
+    /// Refresh allowed only while the network is not metered (iOS's "Wi-Fi").
+    case unmetered
+    /// Refresh off for every app.
+    case off
+}
+
+/// The network as `SetConditions(network:)` describes it.
+public enum NetworkCondition: String, CaseIterable, Hashable, Sendable {
+    /// No network: requests with `requiresNetwork` wait.
+    case none
+    /// A metered network (mobile data): refresh waits when the global setting is `unmetered`.
+    case metered
+    /// An unmetered network.
+    case unmetered
 }

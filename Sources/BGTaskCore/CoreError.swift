@@ -1,0 +1,29 @@
+@_exported import BGTaskModel
+
+/// Errors returned to a request (a `Reply.failure`). ``varlinkName`` is the error's short name on the wire.
+public enum CoreError: String, Error, CaseIterable, Hashable, Sendable {
+    /// No manifest for that app.
+    case noSuchApp = "no-such-app"
+    /// The app has not checked in (no event stream).
+    case notCheckedIn = "not-checked-in"
+    /// The app already has an event stream.
+    case alreadyCheckedIn = "already-checked-in"
+    /// The manifest does not declare the background mode.
+    case modeNotDeclared = "mode-not-declared"
+    /// The mode is declared but not continuous, so it cannot be held as an activity.
+    case modeNotContinuous = "mode-not-continuous"
+    /// The request does not fit the app's state (not running, terminating, not lifecycle-aware…).
+    case invalidState = "invalid-state"
+
+    /// The error's short Varlink name, e.g. `NoSuchApp` (prefix with the interface name).
+    public var varlinkName: String {
+        switch self {
+        case .noSuchApp: return "NoSuchApp"
+        case .notCheckedIn: return "NotCheckedIn"
+        case .alreadyCheckedIn: return "AlreadyCheckedIn"
+        case .modeNotDeclared: return "ModeNotDeclared"
+        case .modeNotContinuous: return "ModeNotContinuous"
+        case .invalidState: return "InvalidState"
+        }
+    }
+}
