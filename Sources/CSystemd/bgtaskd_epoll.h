@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/eventfd.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -43,6 +45,22 @@ static const uint32_t BGTASKD_EPOLLET = EPOLLET;
 static const int BGTASKD_EPOLL_CTL_ADD = EPOLL_CTL_ADD;
 static const int BGTASKD_EPOLL_CTL_MOD = EPOLL_CTL_MOD;
 static const int BGTASKD_EPOLL_CTL_DEL = EPOLL_CTL_DEL;
+
+/* An eventfd (non-blocking, close-on-exec) that wakes the Varlink server's socket thread out of
+   epoll_wait at shutdown; -errno on failure. */
+static inline int bgtaskd_eventfd(void) {
+    int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    return fd < 0 ? -errno : fd;
+}
+
+/* Adds one to an eventfd's counter (makes it readable). */
+static inline void bgtaskd_eventfd_signal(int fd) {
+    uint64_t one = 1;
+    (void)!write(fd, &one, sizeof one);
+}
+
+/* Names the calling thread (comm, 15 bytes at most): shown by top -H, perf and /proc/PID/task. */
+static inline void bgtaskd_set_thread_name(const char *name) { prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0); }
 
 /* accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK): glibc declares accept4 only under _GNU_SOURCE. */
 static inline int bgtaskd_accept_nonblocking(int fd) {

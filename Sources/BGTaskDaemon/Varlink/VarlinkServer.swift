@@ -67,13 +67,14 @@ public struct VarlinkLimits: Sendable {
     public init() {}
 }
 
-/// A Varlink server on Unix stream sockets, driven by one Dispatch source on one serial queue.
+/// A Varlink server on Unix stream sockets, driven by one thread of its own on one serial queue.
 ///
-/// Every socket — listeners and connections — sits in one epoll set of the server's own; a single
-/// `DispatchSourceRead` on that epoll descriptor wakes the queue when any of them is ready, and one turn
-/// serves every ready socket. So a burst from many clients costs one wake-up rather than one per
-/// socket, no Dispatch source is made or torn down per connection, and a connection's descriptor is
-/// closed as soon as it leaves the set.
+/// Every socket — listeners and connections — sits in one epoll set of the server's own; the server's
+/// socket thread (`SocketThread`, issue 15) blocks in `epoll_wait` on it and enters the queue with
+/// `queue.sync` when any of them is ready, and one turn serves every ready socket. So a burst from many
+/// clients costs one wake-up rather than one per socket, no Dispatch source is made or torn down per
+/// connection, and a connection's descriptor is closed as soon as it leaves the set. The queue remains
+/// the only owner of the state; the thread only waits.
 ///
 /// Sockets are non-blocking; writes are buffered per connection and written at the end of the turn
 /// (pipelined replies leave in one write). Calls on one connection are served one at a time in order;
@@ -90,7 +91,8 @@ public final class VarlinkServer: @unchecked Sendable {
     private weak var service: (any VarlinkService)?
 
     private let epfd: Int32
-    private var epollSource: (any DispatchSourceRead)?
+    /// Waits on `epfd` and runs `turn(count:)` on `queue` (SocketThread.swift).
+    private let socketThread: SocketThread
     private var listeners: [UInt64: Int32] = [:]
     private var connections: [UInt64: VarlinkConnection] = [:]
     private var nextToken: UInt64 = 1
@@ -107,9 +109,6 @@ public final class VarlinkServer: @unchecked Sendable {
     private var runnable: [VarlinkConnection] = []
     private var dirty: [VarlinkConnection] = []
     private var turnScheduled = false
-    private static let maxEvents = 256
-    private let eventTokens = UnsafeMutablePointer<UInt64>.allocate(capacity: VarlinkServer.maxEvents)
-    private let eventMasks = UnsafeMutablePointer<UInt32>.allocate(capacity: VarlinkServer.maxEvents)
 
     /// Run at the start and at the end of every turn, once the turn's replies were written (the daemon
     /// holds its journal writer's wake-ups in between, so that a reply never waits behind the log line
@@ -127,7 +126,7 @@ public final class VarlinkServer: @unchecked Sendable {
         dispatchPrecondition(condition: .onQueue(queue))
         guard !ioPaused else { return }
         ioPaused = true
-        epollSource?.suspend()
+        socketThread.pause()
     }
 
     /// Reads and serves again. Call on `queue`.
@@ -135,7 +134,7 @@ public final class VarlinkServer: @unchecked Sendable {
         dispatchPrecondition(condition: .onQueue(queue))
         guard ioPaused else { return }
         ioPaused = false
-        epollSource?.resume()
+        socketThread.resume()
         let now = Monotonic.nowUSec()
         for c in incomplete.values { c.restartIncompleteClock(now) }
         if !runnable.isEmpty { scheduleTurn() }
@@ -183,16 +182,22 @@ public final class VarlinkServer: @unchecked Sendable {
         self.version = version
         self.url = url
         // Fails only when the process is out of descriptors or memory at start-up.
-        epfd = bgtaskd_epoll_create()
-        precondition(epfd >= 0, "epoll_create1: \(String(cString: strerror(errno)))")
+        guard let thread = SocketThread() else {
+            preconditionFailure("epoll_create1/eventfd: \(String(cString: strerror(errno)))")
+        }
+        socketThread = thread
+        epfd = thread.epfd
         register(name: Interfaces.serviceName, description: Interfaces.service)
         for (name, description) in service.interfaceDescriptions {
             register(name: name, description: description)
         }
-        let source = DispatchSource.makeReadSource(fileDescriptor: epfd, queue: queue)
-        source.setEventHandler { [weak self] in self?.turn() }
-        source.resume()
-        epollSource = source
+        // The thread holds the server weakly: it stops when the server goes (deinit) or shuts down.
+        let started = thread.start(queue: queue) { [weak self] count in
+            guard let self else { return false }
+            self.turn(count: count)
+            return true
+        }
+        precondition(started, "pthread_create failed at start-up")
         let retry = DispatchSource.makeTimerSource(queue: queue)
         retry.setEventHandler { [weak self] in
             guard let self, self.acceptPaused else { return }
@@ -204,16 +209,13 @@ public final class VarlinkServer: @unchecked Sendable {
     }
 
     deinit {
-        if ioPaused { epollSource?.resume() }
-        epollSource?.cancel()
+        socketThread.stop()
         acceptRetryTimer?.cancel()
         if let t = incompleteTimer {
             if !incompleteTimerArmed { t.resume() }
             t.cancel()
         }
         readBuffer.deallocate()
-        eventTokens.deallocate()
-        eventMasks.deallocate()
     }
 
     private func register(name: String, description: String) {
@@ -240,12 +242,14 @@ public final class VarlinkServer: @unchecked Sendable {
         }
     }
 
-    /// Stops accepting and closes every connection. Call on `queue`.
+    /// Stops accepting, closes every connection and ends the socket thread (without waiting for it:
+    /// see SocketThread). The server serves nothing afterwards. Call on `queue`.
     public func shutdown() {
         dispatchPrecondition(condition: .onQueue(queue))
         for (_, fd) in listeners { _ = epollControl(BGTASKD_EPOLL_CTL_DEL, fd: fd, events: 0, token: 0) }
         listeners.removeAll()
         for c in Array(connections.values) { c.close() }
+        socketThread.stop()
     }
 
     private func takeToken() -> UInt64 {
@@ -259,16 +263,18 @@ public final class VarlinkServer: @unchecked Sendable {
 
     // MARK: turns
 
-    /// One wake-up of the epoll source: serve every ready socket, then write what they were answered.
-    private func turn() {
+    /// One wake-up of the socket thread, with the `count` events its `epoll_wait` returned: serve
+    /// every ready socket, then write what they were answered. Paused (`pauseIO()`), nothing is read:
+    /// the sockets stay ready and are reported again after `resumeIO()`.
+    private func turn(count n: Int) {
+        guard !ioPaused else { return }
         beforeTurn?()
         inTurn = true
-        let n = bgtaskd_epoll_wait(epfd, eventTokens, eventMasks, Int32(Self.maxEvents), 0)
         if n > 0 {
             var ready: [Int32] = []
-            for i in 0..<Int(n) {
-                let token = eventTokens[i]
-                let mask = eventMasks[i]
+            for i in 0..<n {
+                let token = socketThread.tokens[i]
+                let mask = socketThread.masks[i]
                 if let c = connections[token] {
                     c.handleEvents(mask)
                 } else if let fd = listeners[token] {
