@@ -39,8 +39,13 @@ final class CgroupFreezer: Freezer {
 
     struct PendingFreeze {
         var startUSec: Int64
-        var warning: (any DispatchSourceTimer)?
+        /// The "not frozen after 1 s" warning was logged.
+        var warned = false
     }
+    /// One timer for every pending freeze's warning, armed only while one is pending (issue 15: no
+    /// Dispatch source is made per freeze on the way to its confirmation).
+    private var warningTimer: (any DispatchSourceTimer)?
+    private var warningTimerArmed = false
 
     struct Leftover {
         var pids: [Int32]
@@ -165,21 +170,20 @@ final class CgroupFreezer: Freezer {
             return signals.freeze(app: app, pid: pid)
         }
         cancelPending(app)
+        // issue 15: the watch is normally in place since the launch, before the write: then the kernel's
+        // answer is either in this one read or in the inotify event that follows it, and no second
+        // read is needed. Only a watch added now (an app whose watch was dropped) needs another look.
+        let watchedBefore = watcher.isWatching(key: app.rawValue)
         // Usually already frozen; otherwise the inotify watch reports it.
         if Cgroup.events(path)?.frozen == true {
             confirmed(app, startUSec: start)
             return
         }
-        watcher.watch(path, key: app.rawValue)
-        var pending = PendingFreeze(startUSec: start)
-        let timer = DispatchSource.makeTimerSource(queue: queue)
-        timer.schedule(deadline: .now() + .microseconds(Int(Self.confirmWarningUSec)), leeway: .milliseconds(10))
-        timer.setEventHandler { [weak self] in self?.freezeSlow(app) }
-        timer.resume()
-        pending.warning = timer
-        pendingFreezes[app] = pending
-        // The kernel may have finished between the write and the watch: look once more.
-        if Cgroup.events(path)?.frozen == true { confirmed(app, startUSec: start) }
+        if !watchedBefore { watcher.watch(path, key: app.rawValue) }
+        pendingFreezes[app] = PendingFreeze(startUSec: start)
+        armWarningTimer()
+        // The kernel may have finished between the write and a watch added just now: look once more.
+        if !watchedBefore, Cgroup.events(path)?.frozen == true { confirmed(app, startUSec: start) }
     }
 
     func thaw(app: AppID, pid: Int32?) {
@@ -245,12 +249,46 @@ final class CgroupFreezer: Freezer {
     // MARK: - Confirmation and clean-up
 
     private func cancelPending(_ app: AppID) {
-        pendingFreezes.removeValue(forKey: app)?.warning?.cancel()
+        pendingFreezes.removeValue(forKey: app)
+    }
+
+    /// Runs the warning sweep while freezes are pending (a quarter of the warning time apart).
+    private func armWarningTimer() {
+        guard !warningTimerArmed else { return }
+        let period = DispatchTimeInterval.microseconds(Int(Self.confirmWarningUSec / 4))
+        if warningTimer == nil {
+            let t = DispatchSource.makeTimerSource(queue: queue)
+            t.setEventHandler { [weak self] in self?.sweepPendingFreezes() }
+            warningTimer = t
+            t.schedule(deadline: .now() + period, repeating: period, leeway: .milliseconds(10))
+        } else {
+            warningTimer?.schedule(deadline: .now() + period, repeating: period, leeway: .milliseconds(10))
+        }
+        warningTimer?.resume()
+        warningTimerArmed = true
+    }
+
+    private func sweepPendingFreezes() {
+        let now = Monotonic.nowUSec()
+        for (app, pending) in pendingFreezes where !pending.warned && now - pending.startUSec >= Self.confirmWarningUSec {
+            freezeSlow(app)
+        }
+        if pendingFreezes.isEmpty, warningTimerArmed {
+            warningTimer?.suspend()
+            warningTimerArmed = false
+        }
+    }
+
+    deinit {
+        if let t = warningTimer {
+            if !warningTimerArmed { t.resume() }
+            t.cancel()
+        }
     }
 
     private func confirmed(_ app: AppID, startUSec: Int64) {
         let latency = Monotonic.nowUSec() - startUSec
-        let late = pendingFreezes[app].map { $0.warning == nil } ?? false
+        let late = pendingFreezes[app]?.warned ?? false
         cancelPending(app)
         confirmedFreezes += 1
         lastFreezeLatencyUSec = latency
@@ -262,13 +300,12 @@ final class CgroupFreezer: Freezer {
         }
     }
 
-    /// The warning timer of a pending freeze fired.
+    /// A pending freeze is not confirmed after `confirmWarningUSec`.
     private func freezeSlow(_ app: AppID) {
         guard var pending = pendingFreezes[app] else { return }
         let path = layout.appPath(app.rawValue)
         if Cgroup.events(path)?.frozen == true { return confirmed(app, startUSec: pending.startUSec) }
-        pending.warning?.cancel()
-        pending.warning = nil
+        pending.warned = true
         pendingFreezes[app] = pending
         let pids = Cgroup.procsRecursive(path).map(String.init).joined(separator: " ")
         logger.warning("\(app) is not frozen \(Self.confirmWarningUSec / 1000) ms after writing cgroup.freeze (processes: \(pids))",

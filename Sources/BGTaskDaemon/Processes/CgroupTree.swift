@@ -362,6 +362,9 @@ final class CgroupEventsWatcher {
         return true
     }
 
+    /// Whether `dir/cgroup.events` of `key` is watched (its changes from now on are reported).
+    func isWatching(key: String) -> Bool { wdByKey[key] != nil }
+
     func unwatch(key: String) {
         guard let wd = wdByKey.removeValue(forKey: key) else { return }
         keyByWD[wd] = nil
