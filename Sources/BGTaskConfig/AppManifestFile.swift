@@ -139,6 +139,12 @@ public struct AppManifestFile: Hashable, Sendable {
 
     /// Loads every `*.app` file of `appsDirectory` in lexical order. A bad manifest is reported in `errors`
     /// and left out; it does not stop the others. A missing directory has no manifests.
+    private enum LoadOutcome: Sendable {
+        case missing
+        case failed(ConfigError)
+        case parsed(AppManifestFile?, [ConfigError], [ConfigWarning])
+    }
+
     public static func loadAll(
         appsDirectory: String
     ) -> (manifests: [AppManifestFile], errors: [ConfigError], warnings: [ConfigWarning]) {
@@ -150,19 +156,26 @@ public struct AppManifestFile: Hashable, Sendable {
         case .success(let list): paths = list
         case .failure(let error): return ([], [error], [])
         }
-        for path in paths {
+        // Read and parsed in parallel (issue 15), gathered in the directory's order.
+        let outcomes = parallelMap(paths) { path -> LoadOutcome in
             switch readTextFile(path) {
-            case .missing:
-                continue
-            case .failed(let kind):
-                errors.append(ConfigError(kind, at: SourceLocation(file: path, line: 0)))
+            case .missing: return .missing
+            case .failed(let kind): return .failed(ConfigError(kind, at: SourceLocation(file: path, line: 0)))
             case .text(let text):
                 let result = parse(text, path: path)
-                errors += result.errors
-                warnings += result.warnings
-                if let manifest = result.manifest {
-                    manifests.append(manifest)
-                }
+                return .parsed(result.manifest, result.errors, result.warnings)
+            }
+        }
+        for outcome in outcomes {
+            switch outcome {
+            case .missing:
+                continue
+            case .failed(let error):
+                errors.append(error)
+            case .parsed(let manifest, let e, let w):
+                errors += e
+                warnings += w
+                if let manifest { manifests.append(manifest) }
             }
         }
         return (manifests, errors, warnings)

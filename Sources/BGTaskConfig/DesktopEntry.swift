@@ -298,24 +298,29 @@ public enum DesktopEntries: Sendable {
         var errors: [ConfigError] = []
         var skipped: [String] = []
         var seen: Set<String> = []
+        var entries: [(id: String, path: String)] = []
         for dataDir in dataDirectories {
             let root = joinPath(dataDir, "applications")
             for relative in desktopFiles(below: root) {
                 let id = desktopFileID(relativePath: relative)
                 guard seen.insert(id).inserted else { continue }
-                let path = joinPath(root, relative)
-                switch readTextFile(path) {
-                case .missing:
-                    continue
-                case .failed(let kind):
-                    errors.append(ConfigError(kind, at: SourceLocation(file: path, line: 0)))
-                case .text(let text):
-                    switch parseApp(text, path: path, id: id, searchPath: searchPath) {
-                    case .app(let app): apps.append(app)
-                    case .skipped(let why): skipped.append("\(path): \(why)")
-                    case .invalid(let e): errors += e
-                    }
-                }
+                entries.append((id, joinPath(root, relative)))
+            }
+        }
+        // Read and parsed in parallel (issue 15), gathered in the order found.
+        let outcomes = parallelMap(entries) { entry -> Outcome? in
+            switch readTextFile(entry.path) {
+            case .missing: return nil
+            case .failed(let kind): return .invalid([ConfigError(kind, at: SourceLocation(file: entry.path, line: 0))])
+            case .text(let text): return parseApp(text, path: entry.path, id: entry.id, searchPath: searchPath)
+            }
+        }
+        for (entry, outcome) in zip(entries, outcomes) {
+            switch outcome {
+            case nil: continue
+            case .app(let app)?: apps.append(app)
+            case .skipped(let why)?: skipped.append("\(entry.path): \(why)")
+            case .invalid(let e)?: errors += e
             }
         }
         return (apps, errors, skipped)
