@@ -28,8 +28,41 @@ private func fileStatus(_ path: String) -> stat? {
 
 private func isDirectory(_ st: stat) -> Bool { (st.st_mode & S_IFMT) == S_IFDIR }
 
+/// Everything left to read on `fd`, into a buffer of `sizeHint + 1` bytes first (one read(2) for a
+/// file whose size is known); nil on a read error.
+private func readAll(_ fd: Int32, sizeHint: Int) -> [UInt8]? {
+    var out = [UInt8](repeating: 0, count: sizeHint + 1)
+    var used = 0
+    while true {
+        if used == out.count { out.append(contentsOf: repeatElement(0, count: max(4096, out.count))) }
+        let n = out.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + used, $0.count - used) }
+        if n < 0 && errno == EINTR { continue }
+        if n < 0 { return nil }
+        if n == 0 { break }
+        used += n
+    }
+    out.removeLast(out.count - used)
+    return out
+}
+
 /// Reads a UTF-8 text file. A file that does not exist is `.missing`, not an error.
 func readTextFile(_ path: String) -> FileRead {
+    // issue 15: the common case in one open, one fstat and one read into a buffer of the file's size
+    // (ten thousand manifests at start-up); anything unusual takes the path below, as before.
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    if fd >= 0 {
+        defer { close(fd) }
+        var st = stat()
+        if fstat(fd, &st) == 0 {
+            if isDirectory(st) { return .failed(.unreadable("is a directory")) }
+            if (st.st_mode & S_IFMT) == S_IFREG, st.st_size >= 0, st.st_size < 1 << 24,
+                let bytes = readAll(fd, sizeHint: Int(st.st_size))
+            {
+                guard let text = String(validating: bytes, as: UTF8.self) else { return .failed(.invalidEncoding) }
+                return .text(text)
+            }
+        }
+    }
     guard let st = fileStatus(path) else { return .missing }
     if isDirectory(st) {
         return .failed(.unreadable("is a directory"))
@@ -68,12 +101,16 @@ func listDirectory(_ directory: String, suffix: String) -> Result<[String], Conf
         let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
             String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
         }
+        // issue 15: the entry's type from readdir where the file system gives it (no stat per file);
+        // a link or an unknown type is looked at with stat(2) as before.
+        guard !name.hasPrefix("."), name.hasSuffix(suffix), name.utf8.count > suffix.utf8.count else { continue }
+        let type = entry.pointee.d_type
+        if type == UInt8(DT_DIR) { continue }
+        if type != UInt8(DT_REG), let st = fileStatus(joinPath(directory, name)), isDirectory(st) { continue }
         names.append(name)
     }
     let paths = names
-        .filter { !$0.hasPrefix(".") && $0.hasSuffix(suffix) && $0.count > suffix.count }
         .sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
         .map { joinPath(directory, $0) }
-        .filter { path in fileStatus(path).map { !isDirectory($0) } ?? true }
     return .success(paths)
 }
