@@ -293,19 +293,23 @@ def switches_by_thread(pid: int) -> dict[str, int]:
     return out
 
 
+_thread_cpu: dict[tuple[int, str], int] = {}
+
+
 def cpu_ns(pid: int) -> int:
-    """CPU time of every thread of `pid` so far, ns (/proc/PID/task/TID/schedstat)."""
-    total = 0
+    """CPU time of every thread of `pid` so far, ns (/proc/PID/task/TID/schedstat), threads that ended
+    since an earlier call included with what they had then: libdispatch retires idle workers, and a
+    plain sum over the living threads would shrink (a negative CPU time per call)."""
     try:
         tids = os.listdir(f"/proc/{pid}/task")
     except OSError:
-        return 0  # gone
+        tids = []  # gone
     for tid in tids:
         try:
-            total += int(open(f"/proc/{pid}/task/{tid}/schedstat").read().split()[0])
+            _thread_cpu[(pid, tid)] = int(open(f"/proc/{pid}/task/{tid}/schedstat").read().split()[0])
         except (OSError, ValueError):
             pass
-    return total
+    return sum(v for (p, _), v in _thread_cpu.items() if p == pid)
 
 
 def context_switches(pid: int) -> int:

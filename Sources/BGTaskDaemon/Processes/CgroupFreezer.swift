@@ -261,10 +261,10 @@ final class CgroupFreezer: Freezer {
             t.setEventHandler { [weak self] in self?.sweepPendingFreezes() }
             warningTimer = t
             t.schedule(deadline: .now() + period, repeating: period, leeway: .milliseconds(10))
+            t.resume()
         } else {
             warningTimer?.schedule(deadline: .now() + period, repeating: period, leeway: .milliseconds(10))
         }
-        warningTimer?.resume()
         warningTimerArmed = true
     }
 
@@ -274,17 +274,13 @@ final class CgroupFreezer: Freezer {
             freezeSlow(app)
         }
         if pendingFreezes.isEmpty, warningTimerArmed {
-            warningTimer?.suspend()
+            // Disarmed, not suspended: a suspended repeating timer still wakes libdispatch every period.
+            warningTimer?.schedule(deadline: .distantFuture)
             warningTimerArmed = false
         }
     }
 
-    deinit {
-        if let t = warningTimer {
-            if !warningTimerArmed { t.resume() }
-            t.cancel()
-        }
-    }
+    deinit { warningTimer?.cancel() }
 
     private func confirmed(_ app: AppID, startUSec: Int64) {
         let latency = Monotonic.nowUSec() - startUSec

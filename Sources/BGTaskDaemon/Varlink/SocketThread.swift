@@ -40,27 +40,20 @@ final class SocketThread: @unchecked Sendable {
     /// The token of `wakeFD`; connections and listeners get tokens from 1.
     static let wakeToken: UInt64 = 0
 
-    /// nil when the process is out of descriptors.
+    /// nil when the process is out of descriptors (deinit releases what was made).
     init?() {
-        epfd = bgtaskd_epoll_create()
-        guard epfd >= 0 else { return nil }
-        wakeFD = bgtaskd_eventfd()
-        guard wakeFD >= 0, bgtaskd_epoll_ctl(epfd, BGTASKD_EPOLL_CTL_ADD, wakeFD, BGTASKD_EPOLLIN, Self.wakeToken) == 0 else {
-            if wakeFD >= 0 { Glibc.close(wakeFD) }
-            Glibc.close(epfd)
-            tokens.deallocate()
-            masks.deallocate()
-            lock.deallocate()
-            resumed.deallocate()
-            return nil
-        }
         pthread_mutex_init(lock, nil)
         pthread_cond_init(resumed, nil)
+        epfd = bgtaskd_epoll_create()
+        wakeFD = epfd >= 0 ? bgtaskd_eventfd() : -1
+        guard epfd >= 0, wakeFD >= 0,
+            bgtaskd_epoll_ctl(epfd, BGTASKD_EPOLL_CTL_ADD, wakeFD, BGTASKD_EPOLLIN, Self.wakeToken) == 0
+        else { return nil }
     }
 
     deinit {
-        Glibc.close(wakeFD)
-        Glibc.close(epfd)
+        if wakeFD >= 0 { Glibc.close(wakeFD) }
+        if epfd >= 0 { Glibc.close(epfd) }
         tokens.deallocate()
         masks.deallocate()
         pthread_mutex_destroy(lock)
