@@ -6,6 +6,17 @@ public struct InstanceID: RawRepresentable, Hashable, Comparable, Sendable, Cust
     public init(_ value: String) { self.rawValue = value }
     public var description: String { rawValue }
     public static func < (a: InstanceID, b: InstanceID) -> Bool { a.rawValue < b.rawValue }
+
+    /// The uid of the user manager the unit runs under: N of the path's `user@N.service` component
+    /// (the last one, should the path name several); nil when it names none.
+    public var ownerUID: UInt32? {
+        for part in rawValue.split(separator: "/").reversed() where part.hasPrefix("user@") && part.hasSuffix(".service") {
+            let digits = part.dropFirst("user@".count).dropLast(".service".count)
+            guard !digits.isEmpty, digits.allSatisfy({ $0.isASCII && $0.isNumber }) else { continue }
+            return UInt32(digits)
+        }
+        return nil
+    }
 }
 
 // SPEC §13: apps started by others are adopted; exempt apps are never frozen.

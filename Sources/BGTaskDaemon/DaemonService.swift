@@ -157,13 +157,18 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
         return id
     }
 
-    /// The uid an app's calls must come from (besides root): its `User=`, else the daemon's own.
-    private func expectedUID(_ app: AppID) -> UInt32 {
-        if let cached = uidByApp[app] { return cached }
+    /// The uids an app's calls may come from (besides root), and the uid it is shown and journaled with
+    /// (the first): the owners of its adopted instances (SPEC §13: the user manager each unit runs under,
+    /// from its cgroup path), else its `User=`, else the daemon's own.
+    private func appUIDs(_ app: AppID) -> [UInt32] {
+        if let owners = adoption?.ownerUIDs(of: app), !owners.isEmpty { return owners }
+        if let cached = uidByApp[app] { return [cached] }
         let uid = config.manifests[app].flatMap { resolveUser($0.user)?.uid } ?? getuid()
         uidByApp[app] = uid
-        return uid
+        return [uid]
     }
+
+    private func expectedUID(_ app: AppID) -> UInt32 { appUIDs(app)[0] }
 
     private func handleApp(_ request: VarlinkRequest) {
         let call = request.call
@@ -177,7 +182,7 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
             // issue 11: event ids are small and sequential; only the app's own user (whose processes
             // alone can hold its event stream) or root may acknowledge its events.
             if let app = machine.appAwaitingAcknowledgement(of: event), request.peer.uid != 0,
-                request.peer.uid != expectedUID(app)
+                !appUIDs(app).contains(request.peer.uid)
             {
                 record(Decision(kind: .deny, reason: .permissionDenied, app: app, severity: .warning,
                                 message: "Denied Acknowledge of event \(raw) of \(app) to \(request.peer): not the app's user"),
@@ -188,7 +193,7 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
         }
         guard let app = appParameter(request, prefix: prefix) else { return }
         let peer = request.peer
-        guard peer.uid == 0 || peer.uid == expectedUID(app) else {
+        guard peer.uid == 0 || appUIDs(app).contains(peer.uid) else {
             record(Decision(kind: .deny, reason: .permissionDenied, app: app, severity: .warning,
                             message: "Denied \(call.methodName) for \(app) to \(peer): not the app's user"),
                    peer: peer)

@@ -10,6 +10,16 @@ private let scopeB = InstanceID("user-1000.slice/user@1000.service/app.slice/app
 @Suite struct AdoptionTests {
     static let manifests = [AppManifest(id: maps, lifecycleAware: false), AppManifest(id: keyboard, lifecycleAware: false, exempt: true)]
 
+    @Test func anInstanceBelongsToTheUserOfItsUserManager() {
+        #expect(scopeA.ownerUID == 1000)
+        #expect(InstanceID("user-1000.slice/user@0.service/app.slice/app-x-1.scope").ownerUID == 0)
+        #expect(InstanceID("user.slice/user-5.slice/user@5.service/app.slice/app-x@1.service").ownerUID == 5)
+        for path in ["app-x-1.scope", "user@.service/app.slice/app-x-1.scope", "user@1x.service/app-x-1.scope",
+                     "user@99999999999.service/app-x-1.scope", "user@-1.service/app-x-1.scope"] {
+            #expect(InstanceID(path).ownerUID == nil, "\(path)")
+        }
+    }
+
     @Test func firstInstanceMakesTheAppActiveWithoutLaunchingIt() {
         var h = Harness(manifests: Self.manifests)
         let actions = h.send(.instanceAppeared(maps, scopeA, pid: 77))

@@ -341,3 +341,42 @@ def test_unprivileged_daemon_freezes_adopted_units_through_the_launcher(daemon, 
         proc.wait()
         launcher.kill()
         shutil.rmtree(root / "launcher", ignore_errors=True)
+
+
+def test_adopted_instance_has_its_unit_owners_uid(daemon, ctl, data_dirs, hierarchy):
+    """Issue 14: an instance adopted from `user@1000.service` is uid 1000's (the owner of the user manager
+    its unit runs under, from the cgroup path), in list, status and GetApp, and the app's calls are
+    allowed from that uid and refused from another; before it showed the daemon's own uid."""
+    from support import RawClient
+    from test_authorization import as_user, open_to_others
+    scratch, slice_dir = hierarchy
+    one, _ = data_dirs
+    app = "org.example.A"
+    (one / "applications" / f"{app}.desktop").write_text(entry("A", "sleep 1000"))
+    d = daemon(conf=f"[Apps]\nDataDirs={one}\nAdoptFrom={scratch}/user.slice\n[Daemon]\nFreezerBackend=signal\n")
+    open_to_others(d)
+    scope = os.path.join(slice_dir, f"app-test-{app}-1234.scope")
+    os.mkdir(scope)
+    proc = start_in(scope, "sleep", "1000")
+    try:
+        wait_for(lambda: state(ctl, d, app) == "active", 10, "adoption")
+        assert apps(ctl, d)[app]["uid"] == 1000
+        with RawClient(d.socket) as c:
+            got = c.call("io.bgtaskd.Manager.GetApp", {"appId": app})
+        assert got["parameters"]["app"]["uid"] == 1000, got
+        status = run(ctl, d, "status", app)
+        assert status.returncode == 0 and any(l.split(":", 1)[0].strip() == "UID" and l.split(":", 1)[1].split()[0] == "1000"
+                                              for l in status.stdout.splitlines()), status.stdout
+
+        def begin():
+            with RawClient(d.socket) as c:
+                return c.call("io.bgtaskd.App.BeginBackgroundTask", {"appId": app, "name": "sync"})
+
+        # The unit's owner may; another uid may not.
+        owner = as_user(1000, 1000, [], begin)
+        assert "error" not in owner and owner["parameters"]["taskId"] > 0, owner
+        other = as_user(64003, 64003, [], begin)
+        assert other.get("error") == "io.bgtaskd.App.PermissionDenied", other
+    finally:
+        proc.kill()
+        proc.wait()

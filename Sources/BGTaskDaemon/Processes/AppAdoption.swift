@@ -153,6 +153,16 @@ final class AppAdoption {
 
     func hasInstances(_ app: AppID) -> Bool { units.values.contains { $0.app == app && $0.present } }
 
+    /// The owners of the app's running adopted instances (the uid of each unit's user manager, from its
+    /// cgroup path), in instance order; empty when it has none.
+    func ownerUIDs(of app: AppID) -> [UInt32] {
+        var seen: [UInt32] = []
+        for unit in units.values.filter({ $0.app == app && $0.present }).sorted(by: { $0.instance < $1.instance }) {
+            if let uid = unit.instance.ownerUID, !seen.contains(uid) { seen.append(uid) }
+        }
+        return seen
+    }
+
     /// Whether `pid` lives in one of the adopted cgroups (it then stays there: it is not moved into the
     /// daemon's own subtree when it checks in).
     func holds(pid: Int32) -> Bool {
