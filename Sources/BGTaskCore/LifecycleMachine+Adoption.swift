@@ -66,6 +66,31 @@ extension LifecycleMachine {
             previousState: previous, pid: r.pid, severity: r.termination == nil ? .notice : .info, message: message)))
     }
 
+    /// The app's manifest or desktop entry went away while it runs only as instances others started: they
+    /// are not the daemon's to end. They are released from management instead: thawed if suspended, the
+    /// app not running as far as the daemon knows (then forgotten), one `terminate` decision with reason
+    /// `manifest-removed` saying so. False (nothing done) for an app the daemon launched itself.
+    mutating func releaseAdopted(_ i: Int) -> Bool {
+        let r = records[i]
+        guard !r.launchedByDaemon, r.launch == nil, !r.instances.isEmpty, r.state != .notRunning else { return false }
+        let app = r.id
+        let previous = r.state
+        if previous == .suspended {
+            records[i].state = .background
+            emit(.thaw(app, decision(.resume, .manifestRemoved, i, previous: .suspended,
+                                     "resumed \(app) (manifest-removed): released from management")))
+        }
+        let instances = r.instances.map(\.rawValue).joined(separator: ", ")
+        resetToNotRunning(i)
+        records[i].instances = []
+        emit(.record(Decision(
+            kind: .terminate, reason: .manifestRemoved, app: app, state: .notRunning, previousState: previous,
+            pid: r.pid, severity: .notice,
+            message: "released \(app) from management: its manifest or desktop entry was removed; its instances, "
+                + "started by others, keep running unfrozen (\(instances))")))
+        return true
+    }
+
     /// An exempt app stays in the background unfrozen; the decision is recorded once per stay.
     mutating func keepExempt(_ i: Int) {
         guard records[i].lastDecision?.reason != .exempt else { return }

@@ -192,7 +192,7 @@ public struct LifecycleMachine: Sendable {
         records[i].removed = true
         if records[i].state == .notRunning, records[i].launch == nil {
             removals.insert(app)
-        } else if records[i].termination == nil {
+        } else if records[i].termination == nil, !releaseAdopted(i) {
             beginTermination(i, .manifestRemoved, detail: "its manifest was removed")
         }
     }

@@ -70,6 +70,36 @@ private let scopeB = InstanceID("user-1000.slice/user@1000.service/app.slice/app
         #expect(h.state(maps) == .active)
     }
 
+    @Test func removingTheManifestReleasesAdoptedInstancesInsteadOfEndingThem() {
+        var h = Harness(manifests: Self.manifests)
+        h.send(.instanceAppeared(maps, scopeA, pid: 77))
+        h.send(.instanceAppeared(maps, scopeB, pid: 78))
+        h.send(.backgroundRequested(maps))
+        h.after(.seconds(5))
+        #expect(h.state(maps) == .suspended)
+        let removed = h.send(.appUnregistered(maps))
+        // Thawed, never signalled or killed; one terminate decision says it was released.
+        #expect(removed.thaws == [maps])
+        #expect(removed.sigterms.isEmpty && removed.kills.isEmpty)
+        let released = removed.decisions(.terminate)
+        #expect(released.map(\.reason) == [.manifestRemoved])
+        #expect(released.first?.previousState == .suspended && released.first?.state == .notRunning)
+        #expect(released.first?.message.contains("released") == true)
+        // Forgotten: the app is gone, and its instances' later exit is nothing to it.
+        #expect(h.snapshot(maps) == nil)
+        #expect(h.send(.instanceVanished(maps, scopeA)).isEmpty)
+        // Nothing is left armed for it.
+        #expect(h.after(.seconds(60)).isEmpty)
+    }
+
+    @Test func removingTheManifestOfAnAppTheDaemonLaunchedStillTerminatesIt() {
+        var h = Harness(manifests: Self.manifests)
+        h.send(.launchRequested(maps, background: false, exclusive: false))
+        let removed = h.send(.appUnregistered(maps))
+        #expect(removed.decisions(.terminate).map(\.reason) == [.manifestRemoved])
+        #expect(!(removed.decisions(.terminate).first?.message.contains("released") ?? true))
+    }
+
     @Test func terminationKillsEveryInstanceAndEndsWithTheLast() {
         var h = Harness(manifests: Self.manifests)
         h.send(.instanceAppeared(maps, scopeA, pid: 77))

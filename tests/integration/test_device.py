@@ -380,3 +380,50 @@ def test_adopted_instance_has_its_unit_owners_uid(daemon, ctl, data_dirs, hierar
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_removing_a_desktop_entry_releases_adopted_instances(daemon, ctl, data_dirs, hierarchy):
+    """Issue 14: an app that runs only as instances started by others is not ended when its desktop entry
+    goes away (reload): it is released from management — thawed, journaled (terminate, manifest-removed,
+    "released"), no longer listed — and its process keeps running. The entry back: adopted again."""
+    scratch, slice_dir = hierarchy
+    one, _ = data_dirs
+    app = "org.example.A"
+    desktop = one / "applications" / f"{app}.desktop"
+    desktop.write_text(entry("A", "sleep 1000"))
+    d = daemon(conf=f"[Apps]\nDataDirs={one}\nAdoptFrom={scratch}/user.slice\n[Daemon]\nFreezerBackend=signal\n"
+                    "[Lifecycle]\nDidEnterBackgroundTimeoutSec=300ms\n")
+    scope = os.path.join(slice_dir, f"app-test-{app}-1234.scope")
+    os.mkdir(scope)
+    proc = start_in(scope, "sleep", "1000")
+    since = time.time()
+    try:
+        wait_for(lambda: state(ctl, d, app) == "active", 10, "adoption")
+        assert run(ctl, d, "background", app).returncode == 0
+        wait_journal(since, f"BGTASKD_APP={app}", "BGTASKD_DECISION=suspend", timeout=10)
+        assert read_events(scope).get("frozen") == 1
+
+        t1 = time.time()
+        desktop.unlink()
+        r = run(ctl, d, "reload")
+        assert r.returncode == 0, r.stderr
+        released = wait_journal(t1, f"BGTASKD_APP={app}", "BGTASKD_DECISION=terminate", timeout=10)
+        assert released[0]["BGTASKD_REASON"] == "manifest-removed"
+        assert "released" in released[0]["MESSAGE"], released[0]
+        assert read_events(scope).get("frozen") == 0
+        assert proc.poll() is None, "the instance started by others keeps running"
+        assert read_events(scope).get("populated") == 1
+        assert app not in apps(ctl, d)
+        # Nothing else was done to it: the release is the last word on the app.
+        assert [e["BGTASKD_DECISION"] for e in journal(t1, f"BGTASKD_APP={app}") if "BGTASKD_DECISION" in e] == ["resume", "terminate"]
+
+        # The entry is back: the running instance is adopted again.
+        t2 = time.time()
+        desktop.write_text(entry("A", "sleep 1000"))
+        assert run(ctl, d, "reload").returncode == 0
+        again = wait_journal(t2, f"BGTASKD_APP={app}", "BGTASKD_DECISION=launch", timeout=10)
+        assert again[0]["BGTASKD_REASON"] == "adopted"
+        assert state(ctl, d, app) == "active" and proc.poll() is None
+    finally:
+        proc.kill()
+        proc.wait()

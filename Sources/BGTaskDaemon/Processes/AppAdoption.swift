@@ -163,6 +163,17 @@ final class AppAdoption {
         return seen
     }
 
+    /// The app is no longer managed (its manifest or desktop entry went away): its units are left alone
+    /// from now on, until an app of that ID is known again (``remap()``).
+    func release(_ app: AppID) {
+        for path in units.keys.sorted() where units[path]?.app == app {
+            units[path]?.app = nil
+            units[path]?.present = false
+            logger.notice("adoption: released \(path) from management: \(app) is no longer an app of bgtaskd",
+                          metadata: ["BGTASKD_APP": "\(app)"])
+        }
+    }
+
     /// Whether `pid` lives in one of the adopted cgroups (it then stays there: it is not moved into the
     /// daemon's own subtree when it checks in).
     func holds(pid: Int32) -> Bool {
