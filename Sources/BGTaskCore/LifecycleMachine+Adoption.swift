@@ -66,28 +66,40 @@ extension LifecycleMachine {
             previousState: previous, pid: r.pid, severity: r.termination == nil ? .notice : .info, message: message)))
     }
 
-    /// The app's manifest or desktop entry went away while it runs only as instances others started: they
-    /// are not the daemon's to end. They are released from management instead: thawed if suspended, the
-    /// app not running as far as the daemon knows (then forgotten), one `terminate` decision with reason
-    /// `manifest-removed` saying so. False (nothing done) for an app the daemon launched itself.
-    mutating func releaseAdopted(_ i: Int) -> Bool {
+    /// A cgroup of the app is no longer watched; its processes keep running. The last one releases the app.
+    mutating func instanceReleased(_ app: AppID, _ instance: InstanceID) {
+        guard let i = slots[app], let k = records[i].instances.firstIndex(of: instance) else { return }
+        if records[i].instances.count == 1,
+            releaseAdopted(i, .adoptionChanged, "[Apps] Adopt= or AdoptFrom= changed: its instance is no longer watched")
+        {
+            return
+        }
+        records[i].instances.remove(at: k)
+    }
+
+    /// The app's manifest or desktop entry went away (or its instances are no longer watched) while it runs
+    /// only as instances others started: they are not the daemon's to end. They are released from
+    /// management instead: thawed if suspended, the app not running as far as the daemon knows (forgotten
+    /// if its manifest is gone), one `terminate` decision with the reason saying so. False (nothing done)
+    /// for an app the daemon launched itself.
+    mutating func releaseAdopted(_ i: Int, _ reason: Reason, _ why: String) -> Bool {
         let r = records[i]
         guard !r.launchedByDaemon, r.launch == nil, !r.instances.isEmpty, r.state != .notRunning else { return false }
         let app = r.id
         let previous = r.state
         if previous == .suspended {
             records[i].state = .background
-            emit(.thaw(app, decision(.resume, .manifestRemoved, i, previous: .suspended,
-                                     "resumed \(app) (manifest-removed): released from management")))
+            emit(.thaw(app, decision(.resume, reason, i, previous: .suspended,
+                                     "resumed \(app) (\(reason.rawValue)): released from management")))
         }
         let instances = r.instances.map(\.rawValue).joined(separator: ", ")
         resetToNotRunning(i)
         records[i].instances = []
         emit(.record(Decision(
-            kind: .terminate, reason: .manifestRemoved, app: app, state: .notRunning, previousState: previous,
+            kind: .terminate, reason: reason, app: app, state: .notRunning, previousState: previous,
             pid: r.pid, severity: .notice,
-            message: "released \(app) from management: its manifest or desktop entry was removed; its instances, "
-                + "started by others, keep running unfrozen (\(instances))")))
+            message: "released \(app) from management: \(why); its instances, started by others, keep running "
+                + "unfrozen (\(instances))")))
         return true
     }
 

@@ -106,6 +106,7 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
             if machine.app(id, now: now()) == nil { adoption?.release(id) }
         }
         adoption?.remap()
+        adoptionSettingsChanged(from: old.daemon.apps)
         refresh.configurationChanged()
     }
 

@@ -92,6 +92,25 @@ private let scopeB = InstanceID("user-1000.slice/user@1000.service/app.slice/app
         #expect(h.after(.seconds(60)).isEmpty)
     }
 
+    @Test func instancesNoLongerWatchedAreReleasedWithTheLast() {
+        var h = Harness(manifests: Self.manifests)
+        h.send(.instanceAppeared(maps, scopeA, pid: 77))
+        h.send(.instanceAppeared(maps, scopeB, pid: 78))
+        h.send(.backgroundRequested(maps))
+        h.after(.seconds(5))
+        // The first one released: nothing to say yet, the app still runs as the second.
+        #expect(h.send(.instanceReleased(maps, scopeA)).isEmpty)
+        #expect(h.state(maps) == .suspended)
+        let last = h.send(.instanceReleased(maps, scopeB))
+        #expect(last.thaws == [maps] && last.kills.isEmpty && last.sigterms.isEmpty)
+        #expect(last.decisions(.terminate).map(\.reason) == [.adoptionChanged])
+        // Not running for the daemon, still known (its manifest stays); adopted again when watched again.
+        #expect(h.state(maps) == .notRunning)
+        #expect(h.after(.seconds(60)).isEmpty)
+        #expect(h.send(.instanceAppeared(maps, scopeB, pid: 78)).decisions(.launch).map(\.reason) == [.adopted])
+        #expect(h.state(maps) == .active)
+    }
+
     @Test func removingTheManifestOfAnAppTheDaemonLaunchedStillTerminatesIt() {
         var h = Harness(manifests: Self.manifests)
         h.send(.launchRequested(maps, background: false, exclusive: false))

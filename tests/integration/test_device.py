@@ -427,3 +427,61 @@ def test_removing_a_desktop_entry_releases_adopted_instances(daemon, ctl, data_d
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_adopt_and_adopt_from_take_effect_on_reload(daemon, ctl, data_dirs, hierarchy):
+    """Issue 14: `[Apps] Adopt=` and `AdoptFrom=` change on reload, no restart: turned on, the running
+    instance is adopted; pointed elsewhere or turned off, the instances no longer watched are released
+    (thawed, journaled terminate/adoption-changed) and keep running."""
+    scratch, slice_dir = hierarchy
+    one, _ = data_dirs
+    app = "org.example.A"
+    (one / "applications" / f"{app}.desktop").write_text(entry("A", "sleep 1000"))
+    base = f"[Apps]\nDataDirs={one}\n[Daemon]\nFreezerBackend=signal\n[Lifecycle]\nDidEnterBackgroundTimeoutSec=300ms\n"
+    d = daemon(conf=base + "[Apps]\nAdopt=no\n")
+    conf = d.config_dir / "bgtaskd.conf.d" / "50-test.conf"
+    scope = os.path.join(slice_dir, f"app-test-{app}-1234.scope")
+    os.mkdir(scope)
+    proc = start_in(scope, "sleep", "1000")
+    try:
+        assert state(ctl, d, app) == "not-running"
+        # On, watching a tree without the unit: still nothing.
+        elsewhere = os.path.join(scratch, "elsewhere")
+        os.mkdir(elsewhere)
+        conf.write_text(base + f"[Apps]\nAdopt=yes\nAdoptFrom={elsewhere}\n")
+        assert run(ctl, d, "reload").returncode == 0
+        assert state(ctl, d, app) == "not-running"
+        # AdoptFrom= pointed at the user managers: adopted without a restart.
+        t0 = time.time()
+        conf.write_text(base + f"[Apps]\nAdopt=yes\nAdoptFrom={scratch}/user.slice\n")
+        assert run(ctl, d, "reload").returncode == 0
+        adopted = wait_journal(t0, f"BGTASKD_APP={app}", "BGTASKD_DECISION=launch", timeout=10)
+        assert adopted[0]["BGTASKD_REASON"] == "adopted"
+        assert state(ctl, d, app) == "active"
+        assert run(ctl, d, "background", app).returncode == 0
+        wait_journal(t0, f"BGTASKD_APP={app}", "BGTASKD_DECISION=suspend", timeout=10)
+        assert read_events(scope).get("frozen") == 1
+        # Off: released, thawed, still running, not-running for bgtaskd.
+        t1 = time.time()
+        conf.write_text(base + "[Apps]\nAdopt=no\n")
+        assert run(ctl, d, "reload").returncode == 0
+        released = wait_journal(t1, f"BGTASKD_APP={app}", "BGTASKD_DECISION=terminate", timeout=10)
+        assert released[0]["BGTASKD_REASON"] == "adoption-changed" and "released" in released[0]["MESSAGE"]
+        assert read_events(scope).get("frozen") == 0 and proc.poll() is None
+        assert state(ctl, d, app) == "not-running"
+        # And nothing comes of the unit any more: a new instance beside it is not adopted. The reload
+        # after it is the later event that must come after any adoption of it.
+        other = os.path.join(slice_dir, f"app-test-{app}-99.scope")
+        os.mkdir(other)
+        proc2 = start_in(other, "sleep", "1000")
+        try:
+            wait_for(lambda: read_events(other).get("populated") == 1, 5, "the second scope to fill")
+            assert run(ctl, d, "reload").returncode == 0
+            assert state(ctl, d, app) == "not-running"
+            assert not journal(t1, f"BGTASKD_APP={app}", "BGTASKD_DECISION=launch")
+        finally:
+            proc2.kill()
+            proc2.wait()
+    finally:
+        proc.kill()
+        proc.wait()

@@ -163,6 +163,16 @@ final class AppAdoption {
         return seen
     }
 
+    /// Stops watching (a reload changed `Adopt=`/`AdoptFrom=`): thaws every unit it mapped and returns the
+    /// instances that were present, for the core to release.
+    func stop() -> [(AppID, InstanceID)] {
+        thawAll()
+        source.cancel()
+        let present = units.values.filter { $0.present }.sorted { $0.instance < $1.instance }
+        units = [:]
+        return present.compactMap { unit in unit.app.map { ($0, unit.instance) } }
+    }
+
     /// The app is no longer managed (its manifest or desktop entry went away): its units are left alone
     /// from now on, until an app of that ID is known again (``remap()``).
     func release(_ app: AppID) {
