@@ -30,7 +30,7 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
     private var timer: (any DispatchSourceTimer)?
     private var armedDeadline: Instant?
     let freezer: any Freezer
-    let launcher: Launcher
+    let launcher: any AppLauncher
     /// Background App Refresh: policy, scheduled tasks, persistence (SPEC §5, §6).
     private(set) var refresh: RefreshController!
 
@@ -63,7 +63,8 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
     let clock: DaemonClock
 
     init(queue: DispatchQueue, config: LoadedConfiguration, journal: JournalSink, logger: Logger, options: DaemonOptions,
-         freezer: any Freezer, clock: DaemonClock = .system, powerSupplyPath: String? = "/sys/class/power_supply")
+         freezer: any Freezer, launcher: (any AppLauncher)? = nil, clock: DaemonClock = .system,
+         powerSupplyPath: String? = "/sys/class/power_supply")
     {
         self.queue = queue
         self.config = config
@@ -73,10 +74,10 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
         self.freezer = freezer
         self.clock = clock
         self.machine = LifecycleMachine(config: config.lifecycle)
-        self.launcher = Launcher(queue: queue)
+        self.launcher = launcher ?? Launcher(queue: queue)
         journalBudget = JournalBudgetGate(config: config.daemon, sink: journal, now: clock.monotonic)
-        launcher.onExit = { [weak self] pid, status in self?.processExited(pid: pid, status: status) }
-        launcher.start()
+        self.launcher.onExit = { [weak self] pid, status in self?.processExited(pid: pid, status: status) }
+        self.launcher.start()
         refresh = RefreshController(
             host: self, queue: queue, logger: logger, clock: clock, config: config, stateDirectory: options.stateDir,
             powerSupplyPath: powerSupplyPath)

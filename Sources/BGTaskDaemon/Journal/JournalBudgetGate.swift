@@ -12,6 +12,8 @@ final class JournalBudgetGate: @unchecked Sendable {
     private let now: @Sendable () -> Instant
     /// Decisions counted in summaries rather than journaled one by one (for tests and figures).
     private(set) var coalesced = 0
+    /// `coalesced` summaries journaled (for tests and figures).
+    private(set) var summaries = 0
 
     init(config: DaemonConfig, sink: JournalSink, now: @escaping @Sendable () -> Instant) {
         budget = JournalBudget(limits: Self.limits(config))
@@ -53,6 +55,7 @@ final class JournalBudgetGate: @unchecked Sendable {
     }
 
     private func journal(_ summaries: [JournalBudget.Summary]) {
+        self.summaries += summaries.count
         for s in summaries {
             let span = TimeSpan.microseconds(s.intervalEnd.microseconds - s.intervalStart.microseconds)
             let who = s.app.map { "\($0)" } ?? "\(s.apps) more apps"
