@@ -511,7 +511,7 @@ def test_kill9_at_random_moments_loses_no_acknowledged_change(daemon):
                     acknowledged_total += 1
                 in_flight = None
             # Sometimes let the in-flight call reach the daemon, sometimes not.
-            time.sleep(rng.choice([0.0, 0.0, 0.0005, 0.002]))
+            time.sleep(rng.choice([0.0, 0.0, 0.0005, 0.002]))  # the random moment of the kill is the scenario, not a wait
             d.proc.send_signal(signal.SIGKILL)
             d.proc.wait()
         if (root / "state" / ".refresh.json.tmp").exists():
