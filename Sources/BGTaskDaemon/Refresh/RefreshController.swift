@@ -134,8 +134,8 @@ final class RefreshController: @unchecked Sendable {
     // MARK: - Driving the machine
 
     private func feed(_ input: RefreshInput, call: VarlinkRequest? = nil, payload: Payload? = nil) {
-        let facts: RefreshMachine.Facts = { [weak host] app in host?.refreshFacts(app) }
-        let actions = machine.handle(input, now: clock.both(), facts: facts)
+        // A non-escaping closure: no allocation per input (every decision the service records is one).
+        let actions = machine.handle(input, now: clock.both(), facts: { self.host?.refreshFacts($0) })
         for action in actions { perform(action, call: call, payload: payload) }
     }
 
