@@ -65,7 +65,9 @@ private final class FakeLauncher: AppLauncher, @unchecked Sendable {
 /// Both clocks, stepped by hand.
 private final class HandClock: Sendable {
     let monotonicUSec = Atomic<Int64>(1_000_000_000)
-    let realtimeUSec = Atomic<Int64>(1_700_000_000_000_000)
+    // From the real wall clock's now: the service's one wall-clock Dispatch timer is real, and armed for a
+    // date in the past it would fire at once, again and again, while the test steps time by hand.
+    let realtimeUSec = Atomic<Int64>(Int64(Date().timeIntervalSince1970 * 1_000_000))
     var clock: DaemonClock {
         DaemonClock(
             monotonic: { Instant(microseconds: self.monotonicUSec.load(ordering: .relaxed)) },
@@ -303,6 +305,8 @@ private final class ServiceHarness: @unchecked Sendable {
         #expect(h.processes.first?.hasPrefix("spawn \(mail) ") == true)
         let pending = h.call(app, "io.bgtaskd.App.PendingTaskRequests", ["appId": .string(mail.rawValue)])
         #expect(pending.first?.parameters["requests"] == .array([]))
+        // Looked at on start, at the submission and at each wake-up: nothing spins.
+        #expect(h.queue.sync { h.service.refresh.plans } < 10)
     }
 
     @Test func theJournalBudgetsIntervalEndIsServedByTheServicesOneTimer() throws {
