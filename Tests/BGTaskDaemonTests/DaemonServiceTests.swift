@@ -309,6 +309,25 @@ private final class ServiceHarness: @unchecked Sendable {
         #expect(h.queue.sync { h.service.refresh.plans } < 10)
     }
 
+    @Test func aRefreshPolicyChangeIsJournaledAndAnsweredOnceSavedAndDeniesAWake() throws {
+        let h = try ServiceHarness()
+        defer { h.removeStateDirectory() }
+        let monitor = h.connect()
+        h.call(monitor, "io.bgtaskd.Manager.Monitor", more: true)
+        let ctl = h.connect()
+        let direct = h.call(ctl, "io.bgtaskd.Manager.SetLowPowerMode", ["enabled": true])
+        #expect(direct.isEmpty, "answered before the state file was written")
+        #expect(h.awaitReply(ctl, after: 0)?.error == nil)
+        #expect(FileManager.default.fileExists(atPath: h.stateDir + "/" + StateStore.fileName))
+        #expect(h.decisions(monitor).map { "\($0.decision)/\($0.reason)" } == ["policy/user-request"])
+
+        let wake = h.call(ctl, "io.bgtaskd.Manager.WakeForRemoteNotification", ["appId": .string(mail.rawValue)])
+        #expect(wake.map(\.error) == ["io.bgtaskd.Manager.Unavailable"])
+        #expect(wake.first?.parameters["reason"] == "low-power-mode")
+        #expect(h.decisions(monitor).last.map { "\($0.decision)/\($0.reason)" } == "deny/low-power-mode")
+        #expect(h.processes.isEmpty)
+    }
+
     @Test func theJournalBudgetsIntervalEndIsServedByTheServicesOneTimer() throws {
         var d = ServiceHarness.daemonConfig
         d.journalAssertionBurst = 1
