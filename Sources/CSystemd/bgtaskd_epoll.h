@@ -59,6 +59,9 @@ static inline void bgtaskd_eventfd_signal(int fd) {
     (void)!write(fd, &one, sizeof one);
 }
 
+/* The calling thread's id (gettid(2)). */
+static inline int bgtaskd_gettid(void) { return (int)syscall(SYS_gettid); }
+
 /* Names the calling thread (comm, 15 bytes at most): shown by top -H, perf and /proc/PID/task. */
 static inline void bgtaskd_set_thread_name(const char *name) { prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0); }
 

@@ -37,6 +37,7 @@ final class SocketThread: @unchecked Sendable {
     private let resumed = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     private var paused = false
     private var stopping = false
+    private var threadID: Int32 = 0
     /// The token of `wakeFD`; connections and listeners get tokens from 1.
     static let wakeToken: UInt64 = 0
 
@@ -71,6 +72,7 @@ final class SocketThread: @unchecked Sendable {
             guard let raw else { return nil }
             let context = Unmanaged<Context>.fromOpaque(raw).takeRetainedValue()
             bgtaskd_set_thread_name("bgtaskd-sockets")
+            context.thread.setThreadID(bgtaskd_gettid())
             context.thread.run(queue: context.queue, turn: context.turn)
             return nil
         }, context)
@@ -109,6 +111,19 @@ final class SocketThread: @unchecked Sendable {
             let goOn = queue.sync { turn(Int(n)) }
             if !goOn || !waitWhilePaused() { return }
         }
+    }
+
+    private func setThreadID(_ tid: Int32) {
+        pthread_mutex_lock(lock)
+        threadID = tid
+        pthread_mutex_unlock(lock)
+    }
+
+    /// The thread's id once it runs (0 before): tests find it in /proc/self/task.
+    var tid: Int32 {
+        pthread_mutex_lock(lock)
+        defer { pthread_mutex_unlock(lock) }
+        return threadID
     }
 
     private func isStopping() -> Bool {
