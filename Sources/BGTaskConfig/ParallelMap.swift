@@ -1,5 +1,3 @@
-import Dispatch
-
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -7,23 +5,51 @@ import Glibc
 /// `items.map(transform)` with the work spread over the online CPUs (issue 15: ten thousand manifests
 /// or desktop entries are read and parsed in parallel at start-up). The order of the results is the
 /// order of `items`; small inputs stay on the calling thread.
-func parallelMap<Item: Sendable, T: Sendable>(_ items: [Item], minimumPerThread: Int = 64, _ transform: @Sendable (Item) -> T) -> [T] {
+///
+/// Plain threads, joined before returning, rather than `DispatchQueue.concurrentPerform`: libdispatch's
+/// global (non-overcommit) pool starts its worker monitor on first use, a 1 Hz timer on its event
+/// thread for the rest of the process's life, which would wake an idle daemon once a second.
+func parallelMap<Item: Sendable, T: Sendable>(_ items: [Item], minimumPerThread: Int = 64,
+                                              _ transform: @escaping @Sendable (Item) -> T) -> [T] {
     let cpus = max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
     let workers = min(cpus, items.count / minimumPerThread)
     guard workers > 1 else { return items.map(transform) }
     let results = UnsafeMutableBufferPointer<T?>.allocate(capacity: items.count)
     results.initialize(repeating: nil)
     defer { results.deallocate() }
-    // Each index is written by exactly one iteration, and read after concurrentPerform returned.
+    // Each index is written by exactly one chunk, and read after every thread was joined.
     nonisolated(unsafe) let slots = results
     let chunk = (items.count + workers - 1) / workers
-    DispatchQueue.concurrentPerform(iterations: workers) { w in
-        let end = min(items.count, (w + 1) * chunk)
+    let run: @Sendable (Int) -> Void = { w in
         var i = w * chunk
+        let end = min(items.count, (w + 1) * chunk)
         while i < end {
             slots[i] = transform(items[i])
             i += 1
         }
     }
+    // Chunks 1... on threads of their own, chunk 0 here; a thread that cannot be made runs its chunk here.
+    var threads: [pthread_t] = []
+    for w in 1..<workers {
+        let box = Unmanaged.passRetained(ChunkJob { run(w) }).toOpaque()
+        var tid = pthread_t()
+        if pthread_create(&tid, nil, { raw in
+            guard let raw else { return nil }
+            Unmanaged<ChunkJob>.fromOpaque(raw).takeRetainedValue().body()
+            return nil
+        }, box) == 0 {
+            threads.append(tid)
+        } else {
+            Unmanaged<ChunkJob>.fromOpaque(box).release()
+            run(w)
+        }
+    }
+    run(0)
+    for tid in threads { pthread_join(tid, nil) }
     return results.map { $0! }
+}
+
+private final class ChunkJob: @unchecked Sendable {
+    let body: @Sendable () -> Void
+    init(_ body: @escaping @Sendable () -> Void) { self.body = body }
 }
