@@ -109,12 +109,16 @@ public final class Daemon: @unchecked Sendable {
             self.service = service
             updateMemoryPressure(config)  // issue 5
             self.server = server
-            server.listen(fd: fd)
             startWatchdog()
             // READY=1 only once the signal sources are registered: a SIGTERM sent right after READY
             // must stop the daemon, not fall into the SIG_IGN set before registration.
             let freezerName = freezer.name
             installSignalHandlers { [self] in
+                // issue 15: serving starts here, once the signal sources are registered. The socket
+                // thread answers calls without libdispatch's event thread, so a client could otherwise
+                // be answered before SIGTERM/SIGHUP are taken (still SIG_IGN then: lost). Connections
+                // made before wait in the listening socket's backlog. READY=1 follows at once.
+                server.listen(fd: fd)
                 let socket = boundPath ?? "the socket passed by systemd"
                 let freezerText = "freezer backend \(freezerName): \(freezerReason)"
                 logger.info("bgtaskd started, listening on \(socket); \(freezerText)")
