@@ -30,6 +30,10 @@ public struct VarlinkInterfaceSignature: Sendable {
     public let types: [String: VarlinkType]
     /// Method name → input fields, in declaration order.
     public let methods: [String: [VarlinkField]]
+    /// Method name → output fields, in declaration order.
+    public let outputs: [String: [VarlinkField]]
+    /// Error name (without the interface) → its fields, in declaration order.
+    public let errors: [String: [VarlinkField]]
 
     public struct ParseError: Error, Sendable, Equatable, CustomStringConvertible {
         public let description: String
@@ -41,6 +45,8 @@ public struct VarlinkInterfaceSignature: Sendable {
         guard p.keyword() == "interface", let name = p.word() else { throw ParseError(description: "no interface declaration") }
         var types: [String: VarlinkType] = [:]
         var methods: [String: [VarlinkField]] = [:]
+        var outputs: [String: [VarlinkField]] = [:]
+        var errors: [String: [VarlinkField]] = [:]
         while let keyword = p.keyword() {
             guard let member = p.word() else { throw ParseError(description: "\(keyword) without a name") }
             switch keyword {
@@ -51,10 +57,16 @@ public struct VarlinkInterfaceSignature: Sendable {
                     throw ParseError(description: "method \(member): input is not a struct")
                 }
                 guard p.arrow() else { throw ParseError(description: "method \(member): no ->") }
-                _ = try p.structOrEnum()
+                guard case .structure(let output) = try p.structOrEnum() else {
+                    throw ParseError(description: "method \(member): output is not a struct")
+                }
                 methods[member] = input
+                outputs[member] = output
             case "error":
-                _ = try p.structOrEnum()
+                guard case .structure(let fields) = try p.structOrEnum() else {
+                    throw ParseError(description: "error \(member): not a struct")
+                }
+                errors[member] = fields
             default:
                 throw ParseError(description: "unknown keyword \(keyword)")
             }
@@ -62,6 +74,8 @@ public struct VarlinkInterfaceSignature: Sendable {
         self.name = name
         self.types = types
         self.methods = methods
+        self.outputs = outputs
+        self.errors = errors
     }
 
     /// Checks a call's parameters against `method`'s input: the name of the first one that does not fit,

@@ -1,0 +1,102 @@
+/// The methods of `org.varlink.service` (raw value: the Varlink method name).
+public enum ServiceMethod: String, CaseIterable, Sendable, WireMethod {
+    case getInfo = "GetInfo"
+    case getInterfaceDescription = "GetInterfaceDescription"
+
+    public static let interface = Interfaces.serviceName
+    public var qualifiedName: String { Self.interface + "." + rawValue }
+
+    public init?(_ call: VarlinkCall) {
+        guard call.interface == Self.interface[...] else { return nil }
+        self.init(rawValue: String(call.methodName))
+    }
+
+    public var parametersType: any WireMessage.Type {
+        switch self {
+        case .getInfo: return WireEmpty.self
+        case .getInterfaceDescription: return ServiceWire.GetInterfaceDescription.self
+        }
+    }
+
+    public var replyType: any WireMessage.Type {
+        switch self {
+        case .getInfo: return ServiceWire.GetInfoReply.self
+        case .getInterfaceDescription: return ServiceWire.GetInterfaceDescriptionReply.self
+        }
+    }
+}
+
+/// Parameter and reply structs of `org.varlink.service`; its errors are `VarlinkError`'s constructors.
+public enum ServiceWire: Sendable {
+    public struct GetInfoReply: WireMessage {
+        public static let fields = ["vendor", "product", "version", "url", "interfaces"]
+        public var vendor: String
+        public var product: String
+        public var version: String
+        public var url: String
+        public var interfaces: [String]
+        public init(vendor: String, product: String, version: String, url: String, interfaces: [String]) {
+            self.vendor = vendor
+            self.product = product
+            self.version = version
+            self.url = url
+            self.interfaces = interfaces
+        }
+        public init(json: [String: JSON]) throws(WireFieldError) {
+            let r = WireReader(json)
+            self.init(
+                vendor: try r.string("vendor"), product: try r.string("product"), version: try r.string("version"),
+                url: try r.string("url"), interfaces: try r.optionalStrings("interfaces") ?? [])
+        }
+        public var json: [String: JSON] {
+            [
+                "vendor": .string(vendor), "product": .string(product), "version": .string(version), "url": .string(url),
+                "interfaces": .array(interfaces.map { .string($0) }),
+            ]
+        }
+    }
+
+    public struct GetInterfaceDescription: WireMessage {
+        public static let fields = ["interface"]
+        public var interface: String
+        public init(interface: String) { self.interface = interface }
+        public init(json: [String: JSON]) throws(WireFieldError) { interface = try WireReader(json).string("interface") }
+        public var json: [String: JSON] { ["interface": .string(interface)] }
+    }
+
+    public struct GetInterfaceDescriptionReply: WireMessage {
+        public static let fields = ["description"]
+        public var description: String
+        public init(description: String) { self.description = description }
+        public init(json: [String: JSON]) throws(WireFieldError) { description = try WireReader(json).string("description") }
+        public var json: [String: JSON] { ["description": .string(description)] }
+    }
+
+    /// Error names of `org.varlink.service` → their parameters.
+    public static let declaredErrors: [String: [String]] = [
+        "InterfaceNotFound": ["interface"], "MethodNotFound": ["method"], "MethodNotImplemented": ["method"],
+        "InvalidParameter": ["parameter"], "PermissionDenied": [], "ExpectedMore": [],
+    ]
+}
+
+extension VarlinkCall {
+    /// A call of a typed method with its parameters.
+    public init(_ method: some WireMethod, _ parameters: some WireMessage, more: Bool = false, oneway: Bool = false) {
+        self.init(method: method.qualifiedName, parameters: parameters.json, more: more, oneway: oneway)
+    }
+
+    /// The call's parameters as `T` (`InvalidParameter` naming the first that does not fit).
+    public func decode<T: WireMessage>(_: T.Type = T.self) throws(VarlinkError) -> T {
+        do { return try T(json: parameters) } catch { throw error.varlinkError }
+    }
+}
+
+extension VarlinkReply {
+    /// A reply from a typed struct.
+    public init(_ message: some WireMessage, continues: Bool = false) {
+        self.init(parameters: message.json, continues: continues)
+    }
+
+    /// The reply's parameters as `T`.
+    public func decode<T: WireMessage>(_: T.Type = T.self) throws(WireFieldError) -> T { try T(json: parameters) }
+}
