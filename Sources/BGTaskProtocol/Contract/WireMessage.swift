@@ -1,4 +1,3 @@
-public import BGTaskModel
 
 // The typed wire contract (issue 13): every method of bgtaskd's interfaces is a case of a method enum
 // (`AppMethod`, `ManagerMethod`, `ServiceMethod`) whose raw value is its Varlink name, with a parameter
@@ -153,5 +152,21 @@ extension Dictionary where Key == String, Value == JSON {
     /// Sets `key` only when `value` is not nil (a field left out when absent).
     @inlinable mutating func put(_ key: String, _ value: JSON?) {
         if let value { self[key] = value }
+    }
+}
+
+/// The `appId` every call about one app carries, read before the rest of the call (the daemon checks
+/// the app and the caller first).
+public enum WireAppID: Sendable {
+    public static let key = "appId"
+
+    /// The call's `appId`: a string, else `InvalidParameter`.
+    public static func of(_ parameters: [String: JSON]) throws(WireFieldError) -> String {
+        try WireReader(parameters).string(key)
+    }
+
+    /// The call's `appId` when it has one that is a string (null and absent are nil).
+    public static func optional(_ parameters: [String: JSON]) -> String? {
+        try? WireReader(parameters).optionalString(key)
     }
 }
