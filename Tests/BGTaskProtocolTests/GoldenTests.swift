@@ -232,6 +232,10 @@ import Testing
             (.expectedMore, #"{"error":"org.varlink.service.ExpectedMore","parameters":{}}"#),
         ]
         #expect(Set(cases.map { String($0.0.name.split(separator: ".").last ?? "") }) == Set(ServiceWire.declaredErrors.keys))
-        for (e, text) in cases { #expect(try Self.error(e, text) == e) }
+        for (e, text) in cases {
+            let back = try Self.error(e, text)
+            #expect(back == e)
+            #expect(ServiceError(back)?.varlinkError == e)
+        }
     }
 }

@@ -100,3 +100,42 @@ extension VarlinkReply {
     /// The reply's parameters as `T`.
     public func decode<T: WireMessage>(_: T.Type = T.self) throws(WireFieldError) -> T { try T(json: parameters) }
 }
+
+/// The errors of `org.varlink.service`, as a client reads them (`VarlinkError`'s constructors make them).
+public enum ServiceError: Error, Sendable, Equatable {
+    case interfaceNotFound(interface: String)
+    case methodNotFound(method: String)
+    case methodNotImplemented(method: String)
+    case invalidParameter(parameter: String)
+    case permissionDenied
+    case expectedMore
+
+    /// The error a reply names; nil for another interface's or an unknown one.
+    public init?(_ error: VarlinkError) {
+        let prefix = ServiceMethod.interface + "."
+        guard error.name.hasPrefix(prefix) else { return nil }
+        let r = WireReader(error.parameters)
+        func s(_ key: String) -> String { (try? r.string(key)) ?? "" }
+        switch String(error.name.dropFirst(prefix.count)) {
+        case "InterfaceNotFound": self = .interfaceNotFound(interface: s("interface"))
+        case "MethodNotFound": self = .methodNotFound(method: s("method"))
+        case "MethodNotImplemented": self = .methodNotImplemented(method: s("method"))
+        case "InvalidParameter": self = .invalidParameter(parameter: s("parameter"))
+        case "PermissionDenied": self = .permissionDenied
+        case "ExpectedMore": self = .expectedMore
+        default: return nil
+        }
+    }
+
+    /// The error as sent.
+    public var varlinkError: VarlinkError {
+        switch self {
+        case .interfaceNotFound(let i): return .interfaceNotFound(i)
+        case .methodNotFound(let m): return .methodNotFound(m)
+        case .methodNotImplemented(let m): return .methodNotImplemented(m)
+        case .invalidParameter(let p): return .invalidParameter(p)
+        case .permissionDenied: return .permissionDenied
+        case .expectedMore: return .expectedMore
+        }
+    }
+}
