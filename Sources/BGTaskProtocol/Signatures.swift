@@ -146,6 +146,9 @@ public struct VarlinkInterfaceSignature: Sendable {
 /// sees it (the server and the fuzz target run exactly this).
 public struct VarlinkInterfaceRegistry: Sendable {
     public private(set) var interfaces: [String: VarlinkInterfaceSignature] = [:]
+    /// The methods the fast path decodes whose registered declaration is the contract's: their calls
+    /// were checked field by field as they were decoded.
+    private var fastMethods: Set<AppMethod> = []
 
     public init() {}
 
@@ -153,12 +156,21 @@ public struct VarlinkInterfaceRegistry: Sendable {
     public mutating func register(description: String) throws(VarlinkInterfaceSignature.ParseError) {
         let signature = try VarlinkInterfaceSignature(parsing: description)
         interfaces[signature.name] = signature
+        fastMethods = []
+        if let app = interfaces[AppMethod.interface] {
+            for m in [AppMethod.beginBackgroundTask, .endBackgroundTask, .acknowledge]
+            where app.methods[m.rawValue]?.map(\.name) == m.parametersType.fields {
+                fastMethods.insert(m)
+            }
+        }
     }
 
     /// Why `call` cannot be served, nil when it can: an unknown interface or method, an upgrade (not
     /// supported: no method here speaks another protocol afterwards), or a parameter that does not fit
     /// the method's declaration.
     public func check(_ call: VarlinkCall) -> VarlinkError? {
+        // Decoded by the fast path: every field was read as its declared type (and `upgrade` is false).
+        if call.typedParameters != nil, let m = call.appMethod, fastMethods.contains(m) { return nil }
         guard let interface = interfaces[String(call.interface)] else { return .interfaceNotFound(call.interface) }
         guard interface.methods[String(call.methodName)] != nil else { return .methodNotFound(call.method) }
         if call.upgrade { return .invalidParameter("upgrade") }
@@ -198,6 +210,8 @@ public struct VarlinkInboundDecoder: Sendable {
         let message: ArraySlice<UInt8>?
         do { message = try framer.next() } catch { return .close }
         guard let message else { return nil }
+        // The common calls without a JSON tree; anything else (or anything unusual) the full way.
+        if let call = VarlinkFastDecoder.decode(message) { return .call(call) }
         do {
             return .call(try VarlinkCall.decode(message))
         } catch {

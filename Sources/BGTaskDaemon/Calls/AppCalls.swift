@@ -35,7 +35,7 @@ extension DaemonService {
     func appParameter(_ request: VarlinkRequest, prefix: String = "") -> AppID? {
         let raw: String
         do {
-            raw = try WireAppID.of(request.call.parameters)
+            raw = try WireAppID.of(request.call)
         } catch {
             request.fail(error.varlinkError)
             return nil

@@ -21,6 +21,10 @@ public enum AppMethod: String, CaseIterable, Sendable, WireMethod {
 
     /// The method a call names, nil for another interface or an unknown method.
     public init?(_ call: VarlinkCall) {
+        if let known = call.appMethod {
+            self = known
+            return
+        }
         guard call.interface == Self.interface[...] else { return nil }
         self.init(rawValue: String(call.methodName))
     }
@@ -61,7 +65,7 @@ public enum AppMethod: String, CaseIterable, Sendable, WireMethod {
 /// Parameter, reply and type structs of `io.bgtaskd.App`.
 public enum AppWire: Sendable {
     /// A call that names only the app.
-    public protocol AppOnly: WireMessage {
+    public protocol AppOnly: WireAppNamed {
         var appId: String { get }
         init(appId: String)
     }
@@ -126,6 +130,48 @@ public enum AppWire: Sendable {
             o.put("deadlineUSec", deadlineUSec.map { .int($0) })
             return o
         }
+
+        /// Keys in sorted order, as `JSON.write` puts them, from preformatted parts.
+        public func write(into out: inout [UInt8]) {
+            out.append(UInt8(ascii: "{"))
+            if let deadlineUSec {
+                out.append(contentsOf: #""deadlineUSec":"#.utf8)
+                JSON.writeInt(deadlineUSec, into: &out)
+                out.append(UInt8(ascii: ","))
+            }
+            out.append(contentsOf: #""id":"#.utf8)
+            JSON.writeInt(id, into: &out)
+            if let identifier {
+                out.append(contentsOf: #","identifier":"#.utf8)
+                JSON.writeString(identifier, into: &out)
+            }
+            out.append(contentsOf: #","kind":"#.utf8)
+            JSON.writeString(kind.rawValue, into: &out)
+            if let launchReason {
+                out.append(contentsOf: #","launchReason":"#.utf8)
+                JSON.writeString(launchReason.rawValue, into: &out)
+            }
+            if let name {
+                out.append(contentsOf: #","name":"#.utf8)
+                JSON.writeString(name, into: &out)
+            }
+            out.append(contentsOf: needsAck ? #","needsAck":true"#.utf8 : #","needsAck":false"#.utf8)
+            if let payload {
+                out.append(contentsOf: #","payload":"#.utf8)
+                payload.write(into: &out)
+            }
+            out.append(contentsOf: #","state":"#.utf8)
+            JSON.writeString(state.rawValue, into: &out)
+            if let taskId {
+                out.append(contentsOf: #","taskId":"#.utf8)
+                JSON.writeInt(taskId, into: &out)
+            }
+            if let taskName {
+                out.append(contentsOf: #","taskName":"#.utf8)
+                JSON.writeString(taskName, into: &out)
+            }
+            out.append(UInt8(ascii: "}"))
+        }
     }
 
     /// `type TaskRequest`: a pending scheduled task request.
@@ -185,7 +231,7 @@ public enum AppWire: Sendable {
         public var json: [String: JSON] { ["eventId": .int(eventId)] }
     }
 
-    public struct BeginBackgroundTask: WireMessage {
+    public struct BeginBackgroundTask: WireAppNamed {
         public static let fields = ["appId", "name"]
         public var appId: String
         public var name: String?
@@ -204,7 +250,7 @@ public enum AppWire: Sendable {
         }
     }
 
-    public struct EndBackgroundTask: WireMessage {
+    public struct EndBackgroundTask: WireAppNamed {
         public static let fields = ["appId", "taskId"]
         public var appId: String
         /// 0 is the invalid identifier (ending it is harmless); negative is not an identifier.
@@ -382,6 +428,23 @@ public enum AppWire: Sendable {
             o.put("event", event.map { .object($0.json) })
             return o
         }
+        /// Keys in sorted order (event, refreshStatus, state), as `JSON.write` puts them.
+        public func write(into out: inout [UInt8]) {
+            out.append(UInt8(ascii: "{"))
+            if let event {
+                out.append(contentsOf: #""event":"#.utf8)
+                event.write(into: &out)
+                out.append(UInt8(ascii: ","))
+            }
+            if let refreshStatus {
+                out.append(contentsOf: #""refreshStatus":"#.utf8)
+                JSON.writeString(refreshStatus.rawValue, into: &out)
+                out.append(UInt8(ascii: ","))
+            }
+            out.append(contentsOf: #""state":"#.utf8)
+            JSON.writeString(state.rawValue, into: &out)
+            out.append(UInt8(ascii: "}"))
+        }
     }
 
     public struct BeginBackgroundTaskReply: WireMessage {
@@ -391,6 +454,11 @@ public enum AppWire: Sendable {
         public init(taskId: Int64) { self.taskId = taskId }
         public init(json: [String: JSON]) throws(WireFieldError) { taskId = try WireReader(json).int("taskId") }
         public var json: [String: JSON] { ["taskId": .int(taskId)] }
+        public func write(into out: inout [UInt8]) {
+            out.append(contentsOf: #"{"taskId":"#.utf8)
+            JSON.writeInt(taskId, into: &out)
+            out.append(UInt8(ascii: "}"))
+        }
     }
 
     public struct BackgroundTimeRemainingReply: WireMessage {
@@ -408,6 +476,11 @@ public enum AppWire: Sendable {
         public init(activityId: Int64) { self.activityId = activityId }
         public init(json: [String: JSON]) throws(WireFieldError) { activityId = try WireReader(json).int("activityId") }
         public var json: [String: JSON] { ["activityId": .int(activityId)] }
+        public func write(into out: inout [UInt8]) {
+            out.append(contentsOf: #"{"activityId":"#.utf8)
+            JSON.writeInt(activityId, into: &out)
+            out.append(UInt8(ascii: "}"))
+        }
     }
 
     public struct PendingTaskRequestsReply: WireMessage {

@@ -696,6 +696,11 @@ public enum ManagerWire: Sendable {
         public init(holdId: Int64) { self.holdId = holdId }
         public init(json: [String: JSON]) throws(WireFieldError) { holdId = try WireReader(json).int("holdId") }
         public var json: [String: JSON] { ["holdId": .int(holdId)] }
+        public func write(into out: inout [UInt8]) {
+            out.append(contentsOf: #"{"holdId":"#.utf8)
+            JSON.writeInt(holdId, into: &out)
+            out.append(UInt8(ascii: "}"))
+        }
     }
 }
 

@@ -87,16 +87,20 @@ extension VarlinkCall {
 
     /// The call's parameters as `T` (`InvalidParameter` naming the first that does not fit).
     public func decode<T: WireMessage>(_: T.Type = T.self) throws(VarlinkError) -> T {
+        // Decoded by the fast path: already the struct (a type comparison, no dynamic cast).
+        if let fast {
+            switch fast {
+            case .begin(let p) where T.self == AppWire.BeginBackgroundTask.self: return unsafeBitCast(p, to: T.self)
+            case .end(let p) where T.self == AppWire.EndBackgroundTask.self: return unsafeBitCast(p, to: T.self)
+            case .acknowledge(let p) where T.self == AppWire.Acknowledge.self: return unsafeBitCast(p, to: T.self)
+            default: break
+            }
+        }
         do { return try T(json: parameters) } catch { throw error.varlinkError }
     }
 }
 
 extension VarlinkReply {
-    /// A reply from a typed struct.
-    public init(_ message: some WireMessage, continues: Bool = false) {
-        self.init(parameters: message.json, continues: continues)
-    }
-
     /// The reply's parameters as `T`.
     public func decode<T: WireMessage>(_: T.Type = T.self) throws(WireFieldError) -> T { try T(json: parameters) }
 }

@@ -26,6 +26,13 @@ public protocol WireMessage: Sendable, Equatable {
     init(json: [String: JSON]) throws(WireFieldError)
     /// The struct as a JSON object (the daemon's bytes: absent optionals left out or null, per field).
     var json: [String: JSON] { get }
+    /// Appends the JSON text of `json` (keys sorted, as `JSON.write`); the replies of the common calls
+    /// write it from preformatted parts, without building the object.
+    func write(into out: inout [UInt8])
+}
+
+extension WireMessage {
+    public func write(into out: inout [UInt8]) { JSON.object(json).write(into: &out) }
 }
 
 extension WireMessage {
@@ -50,6 +57,7 @@ public struct WireEmpty: WireMessage {
     public init() {}
     public init(json: [String: JSON]) throws(WireFieldError) {}
     public var json: [String: JSON] { [:] }
+    public func write(into out: inout [UInt8]) { out.append(contentsOf: [UInt8(ascii: "{"), UInt8(ascii: "}")]) }
 }
 
 // MARK: - Reading and writing fields
@@ -157,8 +165,25 @@ extension Dictionary where Key == String, Value == JSON {
 
 /// The `appId` every call about one app carries, read before the rest of the call (the daemon checks
 /// the app and the caller first).
+/// A struct that names one app (`appId: string`).
+public protocol WireAppNamed: WireMessage {
+    var appId: String { get }
+}
+
 public enum WireAppID: Sendable {
     public static let key = "appId"
+
+    /// The call's `appId` (without building its parameters when the fast path decoded it).
+    public static func of(_ call: VarlinkCall) throws(WireFieldError) -> String {
+        if let fast = call.fast {
+            switch fast {
+            case .begin(let p): return p.appId
+            case .end(let p): return p.appId
+            case .acknowledge: break
+            }
+        }
+        return try of(call.parameters)
+    }
 
     /// The call's `appId`: a string, else `InvalidParameter`.
     public static func of(_ parameters: [String: JSON]) throws(WireFieldError) -> String {
