@@ -55,6 +55,7 @@ public enum VarlinkFastDecoder: Sendable {
         var s = Scanner(buf: message)
         guard s.take(UInt8(ascii: "{")) else { return nil }
         var method: AppMethod?
+        var parsed: Parameters?
         var sawParameters = false
         var more: Bool?
         var oneway: Bool?
@@ -70,9 +71,15 @@ public enum VarlinkFastDecoder: Sendable {
             case .parameters:
                 guard !sawParameters else { return nil }
                 sawParameters = true
-                parametersStart = s.i
-                guard s.skipFlatObject() else { return nil }
-                parametersEnd = s.i
+                if let method {
+                    // The method came first (as clients write it): read the parameters in place.
+                    guard let p = s.parameters(of: method) else { return nil }
+                    parsed = p
+                } else {
+                    parametersStart = s.i
+                    guard s.skipFlatObject() else { return nil }
+                    parametersEnd = s.i
+                }
             case .more:
                 guard more == nil, let b = s.bool() else { return nil }
                 more = b
@@ -84,24 +91,17 @@ public enum VarlinkFastDecoder: Sendable {
             }
         } while s.take(UInt8(ascii: ","))
         guard s.take(UInt8(ascii: "}")), s.atEnd(), let method, sawParameters else { return nil }
-        var p = Scanner(buf: UnsafeBufferPointer(rebasing: message[parametersStart..<parametersEnd]))
-        let parameters: Parameters
+        if parsed == nil {
+            var p = Scanner(buf: UnsafeBufferPointer(rebasing: message[parametersStart..<parametersEnd]))
+            guard let later = p.parameters(of: method), p.atEnd() else { return nil }
+            parsed = later
+        }
+        guard let parameters = parsed else { return nil }
         let names: Names
-        switch method {
-        case .beginBackgroundTask:
-            guard let b = p.beginParameters() else { return nil }
-            parameters = .begin(b)
-            names = begin
-        case .endBackgroundTask:
-            guard let e = p.endParameters() else { return nil }
-            parameters = .end(e)
-            names = end
-        case .acknowledge:
-            guard let a = p.acknowledgeParameters() else { return nil }
-            parameters = .acknowledge(a)
-            names = acknowledge
-        default:
-            return nil
+        switch parameters {
+        case .begin: names = begin
+        case .end: names = end
+        case .acknowledge: names = acknowledge
         }
         return VarlinkCall(fast: parameters, names: names, more: more ?? false, oneway: oneway ?? false)
     }
@@ -256,6 +256,16 @@ private struct Scanner {
 
     static func string(_ b: UnsafeBufferPointer<UInt8>) -> String { String(decoding: b, as: UTF8.self) }
 
+    /// The parameters object of `method` at the scanner's position.
+    mutating func parameters(of method: AppMethod) -> VarlinkFastDecoder.Parameters? {
+        switch method {
+        case .beginBackgroundTask: return beginParameters().map { .begin($0) }
+        case .endBackgroundTask: return endParameters().map { .end($0) }
+        case .acknowledge: return acknowledgeParameters().map { .acknowledge($0) }
+        default: return nil
+        }
+    }
+
     /// `{"appId": string, "name": string|null}` in any order, name optional.
     mutating func beginParameters() -> AppWire.BeginBackgroundTask? {
         guard take(UInt8(ascii: "{")) else { return nil }
@@ -280,7 +290,7 @@ private struct Scanner {
             } while take(UInt8(ascii: ","))
             guard take(UInt8(ascii: "}")) else { return nil }
         }
-        guard atEnd(), let appId else { return nil }
+        guard let appId else { return nil }
         return AppWire.BeginBackgroundTask(appId: appId, name: name ?? nil)
     }
 
@@ -300,13 +310,13 @@ private struct Scanner {
             default: return nil
             }
         } while take(UInt8(ascii: ","))
-        guard take(UInt8(ascii: "}")), atEnd(), let appId, let taskId else { return nil }
+        guard take(UInt8(ascii: "}")), let appId, let taskId else { return nil }
         return AppWire.EndBackgroundTask(appId: appId, taskId: taskId)
     }
 
     /// `{"eventId": int > 0}`.
     mutating func acknowledgeParameters() -> AppWire.Acknowledge? {
-        guard take(UInt8(ascii: "{")), key() == .eventId, let v = integer(), v > 0, take(UInt8(ascii: "}")), atEnd() else {
+        guard take(UInt8(ascii: "{")), key() == .eventId, let v = integer(), v > 0, take(UInt8(ascii: "}")) else {
             return nil
         }
         return AppWire.Acknowledge(eventId: v)

@@ -148,7 +148,9 @@ public struct VarlinkInterfaceRegistry: Sendable {
     public private(set) var interfaces: [String: VarlinkInterfaceSignature] = [:]
     /// The methods the fast path decodes whose registered declaration is the contract's: their calls
     /// were checked field by field as they were decoded.
-    private var fastMethods: Set<AppMethod> = []
+    private var fastBegin = false
+    private var fastEnd = false
+    private var fastAcknowledge = false
 
     public init() {}
 
@@ -156,13 +158,11 @@ public struct VarlinkInterfaceRegistry: Sendable {
     public mutating func register(description: String) throws(VarlinkInterfaceSignature.ParseError) {
         let signature = try VarlinkInterfaceSignature(parsing: description)
         interfaces[signature.name] = signature
-        fastMethods = []
-        if let app = interfaces[AppMethod.interface] {
-            for m in [AppMethod.beginBackgroundTask, .endBackgroundTask, .acknowledge]
-            where app.methods[m.rawValue]?.map(\.name) == m.parametersType.fields {
-                fastMethods.insert(m)
-            }
-        }
+        let app = interfaces[AppMethod.interface]
+        func declared(_ m: AppMethod) -> Bool { app?.methods[m.rawValue]?.map(\.name) == m.parametersType.fields }
+        fastBegin = declared(.beginBackgroundTask)
+        fastEnd = declared(.endBackgroundTask)
+        fastAcknowledge = declared(.acknowledge)
     }
 
     /// Why `call` cannot be served, nil when it can: an unknown interface or method, an upgrade (not
@@ -170,7 +170,10 @@ public struct VarlinkInterfaceRegistry: Sendable {
     /// the method's declaration.
     public func check(_ call: VarlinkCall) -> VarlinkError? {
         // Decoded by the fast path: every field was read as its declared type (and `upgrade` is false).
-        if call.typedParameters != nil, let m = call.appMethod, fastMethods.contains(m) { return nil }
+        switch call.fast {
+        case .begin? where fastBegin, .end? where fastEnd, .acknowledge? where fastAcknowledge: return nil
+        default: break
+        }
         guard let interface = interfaces[String(call.interface)] else { return .interfaceNotFound(call.interface) }
         guard interface.methods[String(call.methodName)] != nil else { return .methodNotFound(call.method) }
         if call.upgrade { return .invalidParameter("upgrade") }
