@@ -75,7 +75,10 @@ extension DaemonService {
             run(.holdRequested(app, connection: ConnectionID(request.connection.id), name: call.name), for: request)
         case .setRefreshPolicy, .setGlobalRefresh, .setLowPowerMode, .setConditions, .wakeForRemoteNotification, .runTaskNow:
             // Background App Refresh (RefreshController) owns the policy and the scheduled tasks.
-            if !refresh.handleManager(request) { request.fail(.methodNotImplemented(request.call.method)) }
+            let appParameter = { [unowned self] (r: VarlinkRequest) in self.appParameter(r) }
+            if !refresh.handleManager(request, appParameter: appParameter) {
+                request.fail(.methodNotImplemented(request.call.method))
+            }
         }
     }
 }
