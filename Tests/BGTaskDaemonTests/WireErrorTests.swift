@@ -22,4 +22,24 @@ import Testing
         #expect(DaemonService.wireError(.modeNotDeclared, manager: false, appId: "a", mode: "audio", state: "").name
             == "io.bgtaskd.App.ModeNotDeclared")
     }
+
+    @Test func everyRefreshRefusalIsADeclaredErrorOfItsInterface() throws {
+        let app = try #require(AppID("org.example.Mail"))
+        let refusals: [RefreshCallError] = [
+            .noSuchApp(app), .notPermitted("x"), .modeNotDeclared(.fetch), .unavailable("low-power-mode"),
+            .tooManyPendingTaskRequests(.refresh),
+        ]
+        for manager in [false, true] {
+            let signature = try VarlinkInterfaceSignature(parsing: manager ? Interfaces.manager : Interfaces.app)
+            for refusal in refusals {
+                let e = RefreshController.wireError(refusal, manager: manager)
+                let prefix = signature.name + "."
+                #expect(e.name.hasPrefix(prefix), "\(refusal)")
+                let declared = try #require(signature.errors[String(e.name.dropFirst(prefix.count))], "\(refusal) → \(e.name)")
+                #expect(Set(e.parameters.keys) == Set(declared.map(\.name)), "\(e.name)")
+            }
+        }
+        #expect(RefreshController.wireError(.tooManyPendingTaskRequests(.processing), manager: false)
+            == AppError.tooManyPendingTaskRequests(kind: "processing").varlinkError)
+    }
 }

@@ -328,13 +328,17 @@ public enum AppWire: Sendable {
             self.requiresExternalPower = requiresExternalPower
         }
         public init(json: [String: JSON]) throws(WireFieldError) {
+            // Field by field in declaration order: the first that does not fit is the one named.
             let r = WireReader(json)
-            self.init(
-                appId: try r.string("appId"), identifier: try r.string("identifier"), kind: try r.value("kind"),
-                earliestBeginUSec: try r.optionalInt("earliestBeginUSec"), requiresNetwork: try r.optionalBool("requiresNetwork"),
-                requiresExternalPower: try r.optionalBool("requiresExternalPower"))
+            let appId = try r.string("appId")
+            let identifier = try r.string("identifier")
             guard !identifier.isEmpty else { throw WireFieldError("identifier") }
-            if let e = earliestBeginUSec, e < 0 { throw WireFieldError("earliestBeginUSec") }
+            let kind: TaskKind = try r.value("kind")
+            let begin = try r.optionalInt("earliestBeginUSec")
+            if let begin, begin < 0 { throw WireFieldError("earliestBeginUSec") }
+            self.init(
+                appId: appId, identifier: identifier, kind: kind, earliestBeginUSec: begin,
+                requiresNetwork: try r.optionalBool("requiresNetwork"), requiresExternalPower: try r.optionalBool("requiresExternalPower"))
         }
         public var json: [String: JSON] {
             var o: [String: JSON] = ["appId": .string(appId), "identifier": .string(identifier), "kind": .raw(kind)]
