@@ -142,8 +142,6 @@ extension DaemonService {
         return (try? ManagerWire.Settings(json: json)) ?? settings
     }
 
-    func settingsJSON() -> [String: JSON] { settings().json }
-
     func stats() -> ManagerWire.DaemonStats {
         ManagerWire.DaemonStats(
             uptimeUSec: Monotonic.nowUSec() - startedUSec, apps: Int64(machine.appIDs.count),
@@ -152,6 +150,4 @@ extension DaemonService {
             journalEntries: Int64(journal.sent), journalDropped: Int64(journal.dropped), freezerBackend: freezer.name,
             freezerBackendReason: freezerReason, dryRun: dryRun)
     }
-
-    func statsJSON() -> [String: JSON] { stats().json }
 }
