@@ -107,6 +107,7 @@ public struct LifecycleMachine: Sendable {
         case .deadlineReached: break
         case .instanceAppeared(let app, let instance, let pid): instanceAppeared(app, instance, pid: pid)
         case .instanceVanished(let app, let instance): instanceVanished(app, instance)
+        case .instanceReleased(let app, let instance): instanceReleased(app, instance)
         case .focusChanged(let app, let reason): focusChanged(app, reason: reason)
         }
     }
@@ -192,7 +193,9 @@ public struct LifecycleMachine: Sendable {
         records[i].removed = true
         if records[i].state == .notRunning, records[i].launch == nil {
             removals.insert(app)
-        } else if records[i].termination == nil {
+        } else if records[i].termination == nil,
+            !releaseAdopted(i, .manifestRemoved, "its manifest or desktop entry was removed")
+        {
             beginTermination(i, .manifestRemoved, detail: "its manifest was removed")
         }
     }

@@ -107,8 +107,11 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
         register(newConfig.manifests)
         for id in old.manifests.keys.sorted() where newConfig.manifests[id] == nil {
             feed(.appUnregistered(id))
+            // Instances others started were released by the core (thawed, app forgotten): no longer ours.
+            if machine.app(id, now: now()) == nil { adoption?.release(id) }
         }
         adoption?.remap()
+        adoptionSettingsChanged(from: old.daemon.apps)
         refresh.configurationChanged(newConfig)
     }
 

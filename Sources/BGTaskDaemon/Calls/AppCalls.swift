@@ -57,13 +57,18 @@ extension DaemonService {
             ? AppError.noSuchApp(appId: raw).varlinkError : ManagerError.noSuchApp(appId: raw).varlinkError
     }
 
-    /// The uid an app's calls must come from (besides root): its `User=`, else the daemon's own.
-    func expectedUID(_ app: AppID) -> UInt32 {
-        if let cached = uidByApp[app] { return cached }
+    /// The uids an app's calls may come from (besides root), and the uid it is shown and journaled with
+    /// (the first): the owners of its adopted instances (SPEC §13: the user manager each unit runs under,
+    /// from its cgroup path), else its `User=`, else the daemon's own.
+    func appUIDs(_ app: AppID) -> [UInt32] {
+        if let owners = adoption?.ownerUIDs(of: app), !owners.isEmpty { return owners }
+        if let cached = uidByApp[app] { return [cached] }
         let uid = config.manifests[app].flatMap { resolveUser($0.user)?.uid } ?? getuid()
         uidByApp[app] = uid
-        return uid
+        return [uid]
     }
+
+    func expectedUID(_ app: AppID) -> UInt32 { appUIDs(app)[0] }
 
     private func handleApp(_ request: VarlinkRequest, _ method: AppMethod) {
         let conn = ConnectionID(request.connection.id)
@@ -74,7 +79,7 @@ extension DaemonService {
             let event = EventID(UInt64(call.eventId))
             // issue 11: event ids are small and sequential; only the app's own user (whose processes
             // alone can hold its event stream) or root may acknowledge its events.
-            if let app = machine.appAwaitingAcknowledgement(of: event), peer.uid != 0, peer.uid != expectedUID(app) {
+            if let app = machine.appAwaitingAcknowledgement(of: event), peer.uid != 0, !appUIDs(app).contains(peer.uid) {
                 record(Decision(kind: .deny, reason: .permissionDenied, app: app, severity: .warning,
                                 message: "Denied Acknowledge of event \(call.eventId) of \(app) to \(peer): not the app's user"),
                        peer: peer)
@@ -85,7 +90,7 @@ extension DaemonService {
         // Every other method names the app: known, and called by its user (or root), before the rest
         // of its parameters are looked at.
         guard let app = appParameter(request) else { return }
-        guard peer.uid == 0 || peer.uid == expectedUID(app) else {
+        guard peer.uid == 0 || appUIDs(app).contains(peer.uid) else {
             record(Decision(kind: .deny, reason: .permissionDenied, app: app, severity: .warning,
                             message: "Denied \(method.rawValue) for \(app) to \(peer): not the app's user"),
                    peer: peer)
