@@ -929,12 +929,8 @@ public final class VarlinkConnection: @unchecked Sendable, Hashable, CustomStrin
 /// "Source finalized twice" under rapid churn). Not reusing the number at once avoids it. (The Varlink
 /// server's sockets have no Dispatch source of their own and are closed directly.)
 func closeDeferred(_ fd: Int32) {
-    // A serial queue of its own, not DispatchQueue.global(): the global pool's first use starts
-    // libdispatch's 1 Hz worker monitor for the rest of the process (an idle daemon woken every second).
-    deferredCloses.asyncAfter(deadline: .now() + .milliseconds(250)) { _ = Glibc.close(fd) }
+    DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(250)) { _ = Glibc.close(fd) }
 }
-
-private let deferredCloses = DispatchQueue(label: "bgtaskd.deferred-close")
 
 func setNonBlocking(_ fd: Int32) { FileIO.setNonBlocking(fd) }
 
