@@ -1,0 +1,53 @@
+// SPEC §3: an assertion, an activity and an event stream live no longer than their connection.
+extension LifecycleMachine {
+    mutating func connectionClosed(_ connection: ConnectionID) {
+        var affected: Set<AppID> = []
+        if let held = holdings.removeValue(forKey: connection) {
+            for task in held.tasks.sorted() {
+                guard let assertion = assertionTable[task], let i = slots[assertion.app] else { continue }
+                releaseAssertion(task)
+                if assertion.managerHold {
+                    record(
+                        .end, .managerHold, i, taskID: task, taskName: assertion.name,
+                        "manager hold \(task) on \(assertion.app) ended: its connection closed")
+                } else {
+                    record(
+                        .end, .clientDisconnected, i, taskID: task, taskName: assertion.name, remaining: remaining(i),
+                        "released background task \(task) of \(assertion.app): its connection closed")
+                }
+                affected.insert(assertion.app)
+            }
+            for activity in held.activities.sorted() {
+                guard let owned = activityTable[activity], let i = slots[owned.app] else { continue }
+                releaseActivity(activity)
+                record(
+                    .end, .clientDisconnected, i, activityID: activity,
+                    "released \(owned.mode.rawValue) activity \(activity) of \(owned.app): its connection closed")
+                affected.insert(owned.app)
+            }
+        }
+        if let app = streams.removeValue(forKey: connection), let i = slots[app] {
+            records[i].connection = nil
+            if records[i].termination == nil, records[i].state != .notRunning {
+                if records[i].launchedByDaemon {
+                    // The daemon's own child may check in again; if it does not, launch-timeout.
+                    if records[i].manifest.lifecycleAware {
+                        deadlines.arm(.launch(app), at: now + nonNegative(config.launchTimeout))
+                    }
+                } else if records[i].instances.isEmpty {
+                    // Started by hand: its event stream was all we knew of it.
+                    let previous = records[i].state
+                    if previous == .suspended { thaw(i, reason: .clientDisconnected) }
+                    resetToNotRunning(i)
+                    record(
+                        .terminate, .clientDisconnected, i, previous: previous,
+                        "\(app) closed its event stream and is considered gone")
+                }
+            }
+            affected.insert(app)
+        }
+        for app in affected.sorted() {
+            if let i = slots[app] { maybeSuspend(i) }
+        }
+    }
+}

@@ -1,0 +1,128 @@
+// SPEC §2 sequence 7: termination and its escalation, exits, the daemon stopping.
+extension LifecycleMachine {
+    mutating func terminateRequested(_ app: AppID) {
+        guard let i = slots[app] else { return reply(.failure(.noSuchApp)) }
+        if records[i].termination != nil { return reply(.ok) }
+        guard records[i].state != .notRunning || records[i].launch != nil else {
+            return reply(.failure(.invalidState))
+        }
+        beginTermination(i, .userRequest, detail: "requested")
+        reply(.ok)
+    }
+
+    mutating func beginTermination(_ i: Int, _ reason: Reason, detail: String) {
+        let app = records[i].id
+        let previous = records[i].state
+        // Only the escalation counts from now on.
+        cancelAllTimers(i)
+        clearGrace(i)
+        endWake(i)
+        records[i].tasks = [:]
+        if previous == .notRunning {
+            records[i].launch = nil
+            if records[i].pid == nil {
+                // Never spawned (or never reported): nothing to signal, the launch is just cancelled.
+                emit(.kill(app, decision(.terminate, reason, i, previous: previous, severity: .notice, "cancelled the launch of \(app): \(detail)")))
+                resetToNotRunning(i)
+                return
+            }
+        }
+        records[i].launch = nil
+        if previous == .suspended {
+            records[i].termination = Termination(reason: reason, phase: .killed)
+            emit(.kill(app, decision(.terminate, reason, i, previous: previous, severity: .notice, "killed suspended \(app) without events: \(detail)")))
+            return
+        }
+        if records[i].manifest.lifecycleAware, records[i].connection != nil {
+            let deadline = now + nonNegative(config.willTerminateTimeout)
+            records[i].termination = Termination(reason: reason, phase: .willTerminate)
+            deliver(i, .willTerminate, deadline: deadline)
+            record(
+                .terminate, reason, i, previous: previous, severity: .notice,
+                "terminating \(app): \(detail); will-terminate sent, SIGTERM in \(span(nonNegative(config.willTerminateTimeout)))")
+            deadlines.arm(.escalation(app), at: deadline)
+        } else {
+            records[i].termination = Termination(reason: reason, phase: .sigterm)
+            emit(
+                .terminate(
+                    app,
+                    decision(
+                        .terminate, reason, i, previous: previous, severity: .notice,
+                        "terminating \(app): \(detail); SIGTERM, SIGKILL in \(span(nonNegative(config.killTimeout)))")))
+            deadlines.arm(.escalation(app), at: now + nonNegative(config.killTimeout))
+        }
+    }
+
+    mutating func escalate(_ i: Int) {
+        guard let termination = records[i].termination else { return }
+        let app = records[i].id
+        switch termination.phase {
+        case .willTerminate:
+            records[i].termination?.phase = .sigterm
+            emit(
+                .terminate(
+                    app,
+                    decision(
+                        .terminate, termination.reason, i, severity: .notice,
+                        "\(app) did not exit within \(span(nonNegative(config.willTerminateTimeout))) of will-terminate: SIGTERM")))
+            deadlines.arm(.escalation(app), at: now + nonNegative(config.killTimeout))
+        case .sigterm:
+            records[i].termination?.phase = .killed
+            emit(
+                .kill(
+                    app,
+                    decision(
+                        .terminate, termination.reason, i, severity: .notice,
+                        "\(app) did not exit within \(span(nonNegative(config.killTimeout))) of SIGTERM: SIGKILL")))
+        case .killed:
+            break
+        }
+    }
+
+    mutating func processExited(_ app: AppID, pid: Int32?) {
+        guard let i = slots[app] else { return }
+        if let pid, let current = records[i].pid, pid != current { return }
+        let r = records[i]
+        guard r.state != .notRunning || r.launch != nil || r.termination != nil else { return }
+        let previous = records[i].state
+        let oldPID = records[i].pid
+        let termination = records[i].termination
+        let held = records[i].assertions.count + records[i].activities.count
+        resetToNotRunning(i)
+        let releasing = held > 0 ? "; released \(held) assertion\(held == 1 ? "" : "s")/activit\(held == 1 ? "y" : "ies")" : ""
+        let message =
+            termination.map { "\(app) exited after termination (\($0.reason.rawValue))\(releasing)" }
+            ?? "\(app) exited by itself\(releasing)"
+        emit(
+            .record(
+                Decision(
+                    kind: .terminate, reason: termination?.reason ?? .appExited, app: app, state: .notRunning,
+                    previousState: previous, pid: oldPID, severity: termination == nil ? .notice : .info, message: message)))
+    }
+
+    /// Forgets everything about the app's process: assertions, activities, tasks, queue, timers.
+    mutating func resetToNotRunning(_ i: Int) {
+        let app = records[i].id
+        cancelAllTimers(i)
+        clearGrace(i)
+        endWake(i)
+        for task in records[i].assertions { releaseAssertion(task) }
+        for activity in records[i].activities { releaseActivity(activity) }
+        if let connection = records[i].connection { streams[connection] = nil }
+        var fresh = AppRecord(manifest: records[i].manifest, lastUsed: records[i].lastUsed)
+        fresh.lastDecision = records[i].lastDecision
+        fresh.removed = records[i].removed
+        fresh.instances = records[i].instances
+        records[i] = fresh
+        if fresh.removed { removals.insert(app) }
+    }
+
+    /// SIGTERM: terminates every app the daemon started (SPEC §9); apps that checked in by themselves are left.
+    mutating func stopRequested() {
+        for i in records.indices.sorted(by: { records[$0].id < records[$1].id }) {
+            let r = records[i]
+            guard r.launchedByDaemon, r.termination == nil, r.state != .notRunning || r.launch != nil else { continue }
+            beginTermination(i, .daemonStopping, detail: "the daemon is stopping")
+        }
+    }
+}
