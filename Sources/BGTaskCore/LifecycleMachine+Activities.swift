@@ -2,18 +2,18 @@
 extension LifecycleMachine {
     mutating func activityRequested(_ app: AppID, connection: ConnectionID, mode: BackgroundMode) {
         guard let i = slots[app] else { return reply(.failure(.noSuchApp)) }
-        func deny(_ reason: Reason, _ error: CoreError, _ why: String) {
-            record(.deny, reason, i, severity: .notice, "denied a \(mode.rawValue) activity to \(app): \(why)")
+        func deny(_ reason: Reason, _ error: CoreError) {
+            record(.deny, reason, i, severity: .notice, .activityDenied(mode))
             reply(.failure(error))
         }
         guard records[i].manifest.backgroundModes.contains(mode) else {
-            return deny(.modeNotDeclared, .modeNotDeclared, "its manifest does not declare \(mode.rawValue)")
+            return deny(.modeNotDeclared, .modeNotDeclared)
         }
         guard mode.isContinuous else {
-            return deny(.modeNotContinuous, .modeNotContinuous, "\(mode.rawValue) is not a continuous mode")
+            return deny(.modeNotContinuous, .modeNotContinuous)
         }
-        if records[i].termination != nil { return deny(.terminating, .invalidState, "it is being terminated") }
-        if records[i].state == .notRunning { return deny(.notRunning, .invalidState, "it is not running") }
+        if records[i].termination != nil { return deny(.terminating, .invalidState) }
+        if records[i].state == .notRunning { return deny(.notRunning, .invalidState) }
         if records[i].state == .suspended { resumeHeld(i, reason: .activityHeld) }
         let activity = ActivityID(nextActivityNumber)
         nextActivityNumber += 1
@@ -21,7 +21,7 @@ extension LifecycleMachine {
             id: activity, app: records[i].id, connection: connection, mode: mode, begun: now)
         records[i].activities.append(activity)
         holdings[connection, default: Holdings()].activities.insert(activity)
-        record(.grant, .appRequest, i, activityID: activity, "granted \(mode.rawValue) activity \(activity) to \(app)")
+        record(.grant, .appRequest, i, activityID: activity, .activityGranted(mode))
         reply(.activityID(activity))
     }
 
@@ -30,11 +30,11 @@ extension LifecycleMachine {
         guard let record = activityTable[activity], record.app == app else {
             self.record(
                 .end, .unknownIdentifier, i, activityID: activity, severity: .warning,
-                "\(app) ended activity \(activity), which is unknown or already ended")
+                .unknownActivityEnded)
             return reply(.ok)
         }
         releaseActivity(activity)
-        self.record(.end, .appRequest, i, activityID: activity, "\(app) ended \(record.mode.rawValue) activity \(activity)")
+        self.record(.end, .appRequest, i, activityID: activity, .activityEnded(record.mode))
         reply(.ok)
         maybeSuspend(i)
     }

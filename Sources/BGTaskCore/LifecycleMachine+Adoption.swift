@@ -19,7 +19,7 @@ extension LifecycleMachine {
         if let termination = records[i].termination {
             emit(.kill(app, decision(
                 .terminate, termination.reason, i, severity: .notice,
-                "\(app) is being terminated: its new instance \(instance) goes with it")))
+                .newInstanceTerminated(instance))))
             return
         }
         switch records[i].state {
@@ -30,11 +30,11 @@ extension LifecycleMachine {
             records[i].pid = pid
             records[i].launchedByDaemon = false
             records[i].lastUsed = now
-            record(.launch, .adopted, i, previous: .notRunning, "adopted \(app), started by others (\(instance))")
+            record(.launch, .adopted, i, previous: .notRunning, .adopted(instance))
         case .active, .inactive:
-            record(.launch, .adopted, i, "adopted another instance of \(app) (\(instance))")
+            record(.launch, .adopted, i, .adoptedAnotherInstance(instance, backToForeground: false))
         case .background, .suspended:
-            record(.launch, .adopted, i, "adopted another instance of \(app) (\(instance)): back to the foreground")
+            record(.launch, .adopted, i, .adoptedAnotherInstance(instance, backToForeground: true))
             bringToForeground(i, exclusive: false, reason: .adopted)
         }
     }
@@ -48,16 +48,15 @@ extension LifecycleMachine {
         guard r.instances.isEmpty, !r.launchedByDaemon, r.state != .notRunning || r.termination != nil else { return }
         let previous = r.state
         resetToNotRunning(i)
-        let message = r.termination.map { "\(app) exited after termination (\($0.reason.rawValue)): its last instance \(instance) is gone" }
-            ?? "\(app) exited by itself: its last instance \(instance) is gone"
         emit(.record(Decision(
             kind: .terminate, reason: r.termination?.reason ?? .appExited, app: app, state: .notRunning,
-            previousState: previous, pid: r.pid, severity: r.termination == nil ? .notice : .info, message: message)))
+            previousState: previous, pid: r.pid, severity: r.termination == nil ? .notice : .info,
+            detail: .lastInstanceGone(instance, terminated: r.termination != nil))))
     }
 
     /// An exempt app stays in the background unfrozen; the decision is recorded once per stay.
     mutating func keepExempt(_ i: Int) {
         guard records[i].lastDecision?.reason != .exempt else { return }
-        record(.policy, .exempt, i, remaining: remaining(i), "did not suspend \(records[i].id): it is exempt from freezing")
+        record(.policy, .exempt, i, remaining: remaining(i), .exemptFromFreezing)
     }
 }

@@ -2,20 +2,20 @@
 extension LifecycleMachine {
     mutating func assertionRequested(_ app: AppID, connection: ConnectionID, name: String?) {
         guard let i = slots[app] else { return reply(.failure(.noSuchApp)) }
-        func deny(_ reason: Reason, _ why: String) {
+        func deny(_ reason: Reason) {
             record(
                 .deny, reason, i, taskName: name, remaining: remaining(i), severity: .notice,
-                "denied a background task\(name.map { " (\($0))" } ?? "") to \(app): \(why)")
+                .assertionDenied(live: records[i].assertions.count))
             reply(.taskID(.invalid))
         }
-        if records[i].termination != nil { return deny(.terminating, "it is being terminated") }
-        if records[i].state == .notRunning { return deny(.notRunning, "it is not running") }
+        if records[i].termination != nil { return deny(.terminating) }
+        if records[i].state == .notRunning { return deny(.notRunning) }
         if records[i].assertions.count >= config.maxBackgroundTasksPerApp {
-            return deny(.tooManyAssertions, "it already holds \(records[i].assertions.count) live background tasks")
+            return deny(.tooManyAssertions)
         }
         // Suspended or not: resuming it for an assertion gives it no fresh budget (SPEC §3).
         if records[i].state == .background || records[i].state == .suspended, let left = remaining(i), left <= .zero {
-            return deny(.budgetExhausted, "its background time is spent")
+            return deny(.budgetExhausted)
         }
         if records[i].state == .suspended { resumeHeld(i, reason: .assertionHeld) }
         let task = TaskID(nextTaskNumber)
@@ -28,7 +28,7 @@ extension LifecycleMachine {
         let left = remaining(i)
         record(
             .grant, .appRequest, i, taskID: task, taskName: name, remaining: left,
-            "granted background task \(task)\(name.map { " (\($0))" } ?? "") to \(app)\(left.map { ", \(span($0)) of background time left" } ?? "")")
+            .assertionGranted)
         reply(.taskID(task))
         // Begun after the warning point: warn it at once, it will not see the budget's warning.
         if records[i].state == .background, let left, left <= nonNegative(config.expirationWarning) {
@@ -40,12 +40,12 @@ extension LifecycleMachine {
     /// the shell). Refused for an app that is not running or is being terminated.
     mutating func holdRequested(_ app: AppID, connection: ConnectionID, name: String?) {
         guard let i = slots[app] else { return reply(.failure(.noSuchApp)) }
-        func deny(_ reason: Reason, _ why: String) {
-            record(.deny, reason, i, taskName: name, severity: .notice, "denied a manager hold on \(app): \(why)")
+        func deny(_ reason: Reason) {
+            record(.deny, reason, i, taskName: name, severity: .notice, .holdDenied)
             reply(.failure(.invalidState))
         }
-        if records[i].termination != nil { return deny(.terminating, "it is being terminated") }
-        if records[i].state == .notRunning { return deny(.notRunning, "it is not running") }
+        if records[i].termination != nil { return deny(.terminating) }
+        if records[i].state == .notRunning { return deny(.notRunning) }
         if records[i].state == .suspended { resumeHeld(i, reason: .managerHold) }
         let task = TaskID(nextTaskNumber)
         nextTaskNumber += 1
@@ -57,7 +57,7 @@ extension LifecycleMachine {
         holdings[connection, default: Holdings()].tasks.insert(task)
         record(
             .grant, .managerHold, i, taskID: task, taskName: name,
-            "granted manager hold \(task)\(name.map { " (\($0))" } ?? "") on \(app): it runs without a time budget until the hold ends")
+            .holdGranted)
         reply(.taskID(task))
     }
 
@@ -69,7 +69,7 @@ extension LifecycleMachine {
         deliver(i, .backgroundTaskWillExpire, taskID: task, taskName: assertion.name, deadline: end)
         record(
             .expire, .budgetEnding, i, taskID: task, taskName: assertion.name, remaining: left,
-            "background task \(task)\(assertion.name.map { " (\($0))" } ?? "") of \(records[i].id) expires in \(span(left))")
+            .assertionExpiring(in: left))
     }
 
     mutating func assertionEndRequested(_ app: AppID, _ task: TaskID) {
@@ -77,14 +77,14 @@ extension LifecycleMachine {
         guard let assertion = assertionTable[task], assertion.app == app else {
             record(
                 .end, .unknownIdentifier, i, taskID: task, severity: .warning,
-                "\(app) ended background task \(task), which is unknown or already ended")
+                .unknownAssertionEnded)
             return reply(.ok)
         }
         releaseAssertion(task)
         record(
             .end, assertion.managerHold ? .managerHold : .appRequest, i, taskID: task, taskName: assertion.name,
             remaining: remaining(i),
-            "\(app) ended background task \(task)\(assertion.name.map { " (\($0))" } ?? "")")
+            .assertionEnded)
         reply(.ok)
         maybeSuspend(i)
     }

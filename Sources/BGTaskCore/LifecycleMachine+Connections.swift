@@ -9,11 +9,11 @@ extension LifecycleMachine {
                 if assertion.managerHold {
                     record(
                         .end, .managerHold, i, taskID: task, taskName: assertion.name,
-                        "manager hold \(task) on \(assertion.app) ended: its connection closed")
+                        .holdEndedByDisconnect)
                 } else {
                     record(
                         .end, .clientDisconnected, i, taskID: task, taskName: assertion.name, remaining: remaining(i),
-                        "released background task \(task) of \(assertion.app): its connection closed")
+                        .assertionReleasedByDisconnect)
                 }
                 affected.insert(assertion.app)
             }
@@ -22,7 +22,7 @@ extension LifecycleMachine {
                 releaseActivity(activity)
                 record(
                     .end, .clientDisconnected, i, activityID: activity,
-                    "released \(owned.mode.rawValue) activity \(activity) of \(owned.app): its connection closed")
+                    .activityReleasedByDisconnect(owned.mode))
                 affected.insert(owned.app)
             }
         }
@@ -41,7 +41,7 @@ extension LifecycleMachine {
                     resetToNotRunning(i)
                     record(
                         .terminate, .clientDisconnected, i, previous: previous,
-                        "\(app) closed its event stream and is considered gone")
+                        .eventStreamClosed)
                 }
             }
             affected.insert(app)

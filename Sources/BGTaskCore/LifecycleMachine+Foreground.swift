@@ -32,7 +32,7 @@ extension LifecycleMachine {
             records[i].state = .active
             records[i].lastUsed = now
             deliver(i, .didBecomeActive)
-            record(.foreground, reason, i, previous: .inactive, "\(app) is active")
+            record(.foreground, reason, i, previous: .inactive, .becameActive)
         case .background:
             enterForeground(i, reason: reason, previous: .background)
         case .suspended:
@@ -55,7 +55,7 @@ extension LifecycleMachine {
         records[i].state = .active
         records[i].lastUsed = now
         deliver(i, .didBecomeActive)
-        record(.foreground, reason, i, previous: previous, "\(app) came to the foreground")
+        record(.foreground, reason, i, previous: previous, .cameToForeground)
     }
 
     mutating func backgroundRequested(_ app: AppID) {
@@ -90,7 +90,7 @@ extension LifecycleMachine {
         enterBackground(i)
         record(
             .background, reason, i, previous: previous, remaining: remaining(i),
-            "\(records[i].id) went to the background with \(span(nonNegative(config.backgroundTimeBudget))) of background time")
+            .wentToBackground(budget: nonNegative(config.backgroundTimeBudget)))
         startWaitingTasks(i)
     }
 
@@ -127,7 +127,7 @@ extension LifecycleMachine {
             records[i].state = .inactive
             records[i].interrupted = true
             deliver(i, .willResignActive)
-            record(.foreground, .interruption, i, previous: .active, "\(app) was interrupted")
+            record(.foreground, .interruption, i, previous: .active, .interrupted)
             reply(.ok)
         case .inactive where records[i].interrupted:
             reply(.ok)
@@ -145,7 +145,7 @@ extension LifecycleMachine {
             records[i].state = .active
             records[i].lastUsed = now
             deliver(i, .didBecomeActive)
-            record(.foreground, .interruptionEnded, i, previous: .inactive, "\(app)'s interruption ended")
+            record(.foreground, .interruptionEnded, i, previous: .inactive, .interruptionEnded)
             reply(.ok)
         case .active:
             reply(.ok)

@@ -21,7 +21,7 @@ extension LifecycleMachine {
         if records[i].state == .notRunning, records[i].launch == nil {
             removals.insert(app)
         } else if records[i].termination == nil {
-            beginTermination(i, .manifestRemoved, detail: "its manifest was removed")
+            beginTermination(i, .manifestRemoved, .manifestRemoved)
         }
     }
 
@@ -65,7 +65,7 @@ extension LifecycleMachine {
                 app, reason,
                 decision(
                     .launch, cause, i, previous: .notRunning,
-                    "launching \(app) into the \(foreground ? "foreground" : "background") (\(reason.rawValue))")))
+                    .launching(foreground: foreground, reason))))
         if records[i].manifest.lifecycleAware {
             deadlines.arm(.launch(app), at: now + nonNegative(config.launchTimeout))
         }
@@ -80,7 +80,7 @@ extension LifecycleMachine {
     mutating func launchFailed(_ app: AppID, message: String) {
         guard let i = slots[app], records[i].launch != nil, records[i].state == .notRunning else { return }
         resetToNotRunning(i)
-        record(.launch, .launchFailed, i, previous: .notRunning, severity: .warning, "could not launch \(app): \(message)")
+        record(.launch, .launchFailed, i, previous: .notRunning, severity: .warning, .launchFailed(error: message))
     }
 
     /// Delivers the launch sequence: on check-in for a lifecycle-aware app, at spawn for an unaware one.
@@ -98,10 +98,9 @@ extension LifecycleMachine {
         } else {
             enterBackground(i)
         }
-        let pidText = records[i].pid.map { " (pid \($0))" } ?? ""
         record(
             .launch, launch.cause, i, previous: .notRunning, remaining: remaining(i),
-            "\(app)\(pidText) launched into the \(launch.foreground ? "foreground" : "background") (\(launch.reason.rawValue))")
+            .launched(foreground: launch.foreground, launch.reason))
         for work in launch.work {
             switch work {
             case .task(let identifier, let kind, let reason):

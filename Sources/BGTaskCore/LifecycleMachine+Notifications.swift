@@ -9,32 +9,31 @@ extension LifecycleMachine {
             targets = records.indices.sorted { records[$0].id < records[$1].id }
         }
         for i in targets {
-            let app = records[i].id
             guard records[i].manifest.lifecycleAware else {
                 if target != nil {
-                    record(.notify, .notLifecycleAware, i, "did not deliver notification \(name) to \(app): it is not lifecycle-aware")
+                    record(.notify, .notLifecycleAware, i, .notificationNotDelivered(name: name))
                 }
                 continue
             }
             guard records[i].termination == nil, records[i].state != .notRunning else {
                 if target != nil {
-                    record(.notify, .notRunning, i, "did not deliver notification \(name) to \(app): it is not running")
+                    record(.notify, .notRunning, i, .notificationNotDelivered(name: name))
                 }
                 continue
             }
             if records[i].state == .suspended {
                 switch records[i].notifications.post(name: name, payload: payload, limit: config.maxQueuedNotificationsPerApp) {
                 case .queued:
-                    record(.notify, .notificationQueued, i, "queued notification \(name) for suspended \(app)")
+                    record(.notify, .notificationQueued, i, .notificationQueued(name: name, replaced: false))
                 case .coalesced:
-                    record(.notify, .notificationQueued, i, "queued notification \(name) for suspended \(app), replacing the one queued earlier")
+                    record(.notify, .notificationQueued, i, .notificationQueued(name: name, replaced: true))
                 case .queuedDroppingOldest(let dropped):
                     record(
                         .notify, .queueFull, i, severity: .warning,
-                        "queued notification \(name) for suspended \(app); its queue was full, dropped the oldest (\(dropped))")
+                        .notificationQueuedDroppingOldest(name: name, dropped: dropped))
                 }
             } else if deliver(i, .notification, name: name, payload: payload) != nil {
-                record(.notify, .notificationPosted, i, "delivered notification \(name) to \(app)")
+                record(.notify, .notificationPosted, i, .notificationDelivered(name: name))
             }
         }
         reply(.ok)
@@ -52,7 +51,7 @@ extension LifecycleMachine {
             let state = records[i].state
             guard records[i].termination == nil, state != .notRunning, state != .suspended else { continue }
             if deliver(i, .memoryWarning) != nil {
-                record(.notify, .memoryPressure, i, "sent memory-warning to \(records[i].id)")
+                record(.notify, .memoryPressure, i, .memoryWarningSent)
             }
         }
         reply(.ok)
@@ -66,7 +65,7 @@ extension LifecycleMachine {
                 .map { records[$0].id }
         }
         for app in (victims(.suspended) + victims(.background)).prefix(Swift.max(0, count)) {
-            if let i = slots[app] { beginTermination(i, .memoryPressure, detail: "memory pressure") }
+            if let i = slots[app] { beginTermination(i, .memoryPressure, .memoryPressure) }
         }
         reply(.ok)
     }

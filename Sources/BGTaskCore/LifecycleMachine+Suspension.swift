@@ -14,14 +14,14 @@ extension LifecycleMachine {
                 app,
                 decision(
                     .suspend, .noAssertions, i, previous: .background, remaining: remaining(i),
-                    "suspended \(app): no background task, activity or scheduled task holds it")))
+                    .suspended)))
     }
 
     /// Thaws a suspended app into the background and delivers its queued notifications (SPEC §7).
     mutating func thaw(_ i: Int, reason: Reason) {
         let app = records[i].id
         records[i].state = .background
-        emit(.thaw(app, decision(.resume, reason, i, previous: .suspended, "resumed \(app) (\(reason.rawValue))")))
+        emit(.thaw(app, decision(.resume, reason, i, previous: .suspended, .resumed)))
         for notification in records[i].notifications.drain() {
             deliver(i, .notification, name: notification.name, payload: notification.payload)
         }

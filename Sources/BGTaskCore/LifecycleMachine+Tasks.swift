@@ -2,18 +2,18 @@
 extension LifecycleMachine {
     mutating func taskRunRequested(_ app: AppID, identifier: String, kind: TaskKind, reason: Reason) {
         guard let i = slots[app] else { return reply(.failure(.noSuchApp)) }
-        func deny(_ denial: Reason, _ why: String) {
-            record(.deny, denial, i, taskName: identifier, severity: .notice, "did not run task \(identifier) of \(app): \(why)")
+        func deny(_ denial: Reason) {
+            record(.deny, denial, i, taskName: identifier, severity: .notice, .taskDenied)
             reply(.failure(.invalidState))
         }
-        guard records[i].manifest.lifecycleAware else { return deny(.notLifecycleAware, "it is not lifecycle-aware") }
-        guard records[i].termination == nil else { return deny(.terminating, "it is being terminated") }
+        guard records[i].manifest.lifecycleAware else { return deny(.notLifecycleAware) }
+        guard records[i].termination == nil else { return deny(.terminating) }
         let alreadyPending = ((records[i].launch?.work ?? []) + records[i].waitingTasks).contains { work in
             if case .task(identifier, _, _) = work { return true }
             return false
         }
         guard records[i].tasks[identifier] == nil, !alreadyPending else {
-            return deny(.invalidState, "that task is already running")
+            return deny(.invalidState)
         }
         switch records[i].state {
         case .notRunning:
@@ -32,7 +32,7 @@ extension LifecycleMachine {
             records[i].waitingTasks.append(.task(identifier: identifier, kind: kind, reason: reason))
             record(
                 .runTask, .waitingForBackground, i, taskName: identifier,
-                "\(kind.rawValue) task \(identifier) of \(app) is due and waits until \(app) enters the background")
+                .taskWaiting(kind))
         case .background:
             startTask(i, identifier: identifier, kind: kind, reason: reason)
         }
@@ -56,7 +56,7 @@ extension LifecycleMachine {
         deliver(i, .performTask, identifier: identifier, deadline: end)
         record(
             .runTask, reason, i, taskName: identifier, remaining: budget,
-            "running \(kind.rawValue) task \(identifier) of \(app) for at most \(span(budget))")
+            .taskStarted(kind, budget: budget))
         deadlines.arm(.taskWarning(app, identifier), at: Swift.max(now, end - nonNegative(config.expirationWarning)))
         deadlines.arm(.taskEnd(app, identifier), at: end)
     }
@@ -66,7 +66,7 @@ extension LifecycleMachine {
         guard let run = records[i].tasks.removeValue(forKey: identifier) else {
             record(
                 .completeTask, .unknownIdentifier, i, taskName: identifier, severity: .warning,
-                "\(app) completed task \(identifier), which is not running")
+                .unknownTaskCompleted)
             return reply(.ok)
         }
         deadlines.cancel(.taskWarning(app, identifier))
@@ -74,7 +74,7 @@ extension LifecycleMachine {
         record(
             .completeTask, success ? .taskCompleted : .taskFailed, i, taskName: identifier,
             remaining: nonNegative(run.deadline - now),
-            "\(app) completed \(run.kind.rawValue) task \(identifier)\(success ? "" : " unsuccessfully")")
+            .taskCompleted(run.kind, success: success))
         reply(.ok)
         maybeSuspend(i)
     }
@@ -83,7 +83,7 @@ extension LifecycleMachine {
         guard let i = slots[app] else { return reply(.failure(.noSuchApp)) }
         guard records[i].manifest.lifecycleAware, records[i].termination == nil else {
             let why: Reason = records[i].termination == nil ? .notLifecycleAware : .terminating
-            record(.deny, why, i, severity: .notice, "did not wake \(app) for a remote notification (\(why.rawValue))")
+            record(.deny, why, i, severity: .notice, .wakeDenied)
             return reply(.failure(.invalidState))
         }
         switch records[i].state {
@@ -116,7 +116,7 @@ extension LifecycleMachine {
         deadlines.arm(.wakeEnd(app), at: end)
         record(
             .notify, .remoteNotification, i, remaining: budget,
-            "delivered a remote notification to \(app), which may run for \(span(budget))")
+            .wakeDelivered(budget: budget))
     }
 
     mutating func endWake(_ i: Int) {

@@ -6,11 +6,11 @@ extension LifecycleMachine {
         guard records[i].state != .notRunning || records[i].launch != nil else {
             return reply(.failure(.invalidState))
         }
-        beginTermination(i, .userRequest, detail: "requested")
+        beginTermination(i, .userRequest, .requested)
         reply(.ok)
     }
 
-    mutating func beginTermination(_ i: Int, _ reason: Reason, detail: String) {
+    mutating func beginTermination(_ i: Int, _ reason: Reason, _ cause: TerminationCause) {
         let app = records[i].id
         let previous = records[i].state
         // Only the escalation counts from now on.
@@ -22,7 +22,7 @@ extension LifecycleMachine {
             records[i].launch = nil
             if records[i].pid == nil {
                 // Never spawned (or never reported): nothing to signal, the launch is just cancelled.
-                emit(.kill(app, decision(.terminate, reason, i, previous: previous, severity: .notice, "cancelled the launch of \(app): \(detail)")))
+                emit(.kill(app, decision(.terminate, reason, i, previous: previous, severity: .notice, .launchCancelled(cause))))
                 resetToNotRunning(i)
                 return
             }
@@ -30,7 +30,7 @@ extension LifecycleMachine {
         records[i].launch = nil
         if previous == .suspended {
             records[i].termination = Termination(reason: reason, phase: .killed)
-            emit(.kill(app, decision(.terminate, reason, i, previous: previous, severity: .notice, "killed suspended \(app) without events: \(detail)")))
+            emit(.kill(app, decision(.terminate, reason, i, previous: previous, severity: .notice, .killedSuspended(cause))))
             return
         }
         if records[i].manifest.lifecycleAware, records[i].connection != nil {
@@ -39,7 +39,7 @@ extension LifecycleMachine {
             deliver(i, .willTerminate, deadline: deadline)
             record(
                 .terminate, reason, i, previous: previous, severity: .notice,
-                "terminating \(app): \(detail); will-terminate sent, SIGTERM in \(span(nonNegative(config.willTerminateTimeout)))")
+                .willTerminateSent(cause, sigtermIn: nonNegative(config.willTerminateTimeout)))
             deadlines.arm(.escalation(app), at: deadline)
         } else {
             records[i].termination = Termination(reason: reason, phase: .sigterm)
@@ -48,7 +48,7 @@ extension LifecycleMachine {
                     app,
                     decision(
                         .terminate, reason, i, previous: previous, severity: .notice,
-                        "terminating \(app): \(detail); SIGTERM, SIGKILL in \(span(nonNegative(config.killTimeout)))")))
+                        .sigtermSent(cause, killIn: nonNegative(config.killTimeout)))))
             deadlines.arm(.escalation(app), at: now + nonNegative(config.killTimeout))
         }
     }
@@ -64,7 +64,7 @@ extension LifecycleMachine {
                     app,
                     decision(
                         .terminate, termination.reason, i, severity: .notice,
-                        "\(app) did not exit within \(span(nonNegative(config.willTerminateTimeout))) of will-terminate: SIGTERM")))
+                        .noExitAfterWillTerminate(within: nonNegative(config.willTerminateTimeout)))))
             deadlines.arm(.escalation(app), at: now + nonNegative(config.killTimeout))
         case .sigterm:
             records[i].termination?.phase = .killed
@@ -73,7 +73,7 @@ extension LifecycleMachine {
                     app,
                     decision(
                         .terminate, termination.reason, i, severity: .notice,
-                        "\(app) did not exit within \(span(nonNegative(config.killTimeout))) of SIGTERM: SIGKILL")))
+                        .noExitAfterSigterm(within: nonNegative(config.killTimeout)))))
         case .killed:
             break
         }
@@ -89,15 +89,12 @@ extension LifecycleMachine {
         let termination = records[i].termination
         let held = records[i].assertions.count + records[i].activities.count
         resetToNotRunning(i)
-        let releasing = held > 0 ? "; released \(held) assertion\(held == 1 ? "" : "s")/activit\(held == 1 ? "y" : "ies")" : ""
-        let message =
-            termination.map { "\(app) exited after termination (\($0.reason.rawValue))\(releasing)" }
-            ?? "\(app) exited by itself\(releasing)"
         emit(
             .record(
                 Decision(
                     kind: .terminate, reason: termination?.reason ?? .appExited, app: app, state: .notRunning,
-                    previousState: previous, pid: oldPID, severity: termination == nil ? .notice : .info, message: message)))
+                    previousState: previous, pid: oldPID, severity: termination == nil ? .notice : .info,
+                    detail: .exited(terminated: termination != nil, released: held))))
     }
 
     /// Forgets everything about the app's process: assertions, activities, tasks, queue, timers.
@@ -122,7 +119,7 @@ extension LifecycleMachine {
         for i in records.indices.sorted(by: { records[$0].id < records[$1].id }) {
             let r = records[i]
             guard r.launchedByDaemon, r.termination == nil, r.state != .notRunning || r.launch != nil else { continue }
-            beginTermination(i, .daemonStopping, detail: "the daemon is stopping")
+            beginTermination(i, .daemonStopping, .daemonStopping)
         }
     }
 }

@@ -117,9 +117,9 @@ public struct LifecycleMachine: Sendable {
             guard let i = slots[app], records[i].termination == nil else { return }
             let r = records[i]
             if r.launch != nil {
-                beginTermination(i, .launchTimeout, detail: "it did not check in within \(span(config.launchTimeout))")
+                beginTermination(i, .launchTimeout, .noCheckIn(within: config.launchTimeout, again: false))
             } else if r.state != .notRunning, r.connection == nil {
-                beginTermination(i, .launchTimeout, detail: "it did not check in again within \(span(config.launchTimeout))")
+                beginTermination(i, .launchTimeout, .noCheckIn(within: config.launchTimeout, again: true))
             }
         case .grace(let app):
             guard let i = slots[app], records[i].termination == nil, records[i].state == .background else { return }
@@ -127,8 +127,7 @@ public struct LifecycleMachine: Sendable {
             case .awaitingAck:
                 records[i].grace = .none
                 beginTermination(
-                    i, .didEnterBackgroundTimeout,
-                    detail: "did-enter-background was not acknowledged within \(span(config.didEnterBackgroundTimeout))")
+                    i, .didEnterBackgroundTimeout, .notAcknowledged(within: config.didEnterBackgroundTimeout))
             case .window:
                 records[i].grace = .none
                 maybeSuspend(i)
@@ -145,8 +144,7 @@ public struct LifecycleMachine: Sendable {
             let live = records[i].assertions.count - holds
             if live > 0, holds == 0 {
                 beginTermination(
-                    i, .expirationNotHandled,
-                    detail: "\(live) background task\(live == 1 ? " was" : "s were") still live when its budget of \(span(config.backgroundTimeBudget)) ended")
+                    i, .expirationNotHandled, .budgetEnded(live: live, budget: config.backgroundTimeBudget))
             }
         case .escalation(let app):
             guard let i = slots[app] else { return }
@@ -159,10 +157,10 @@ public struct LifecycleMachine: Sendable {
             deliver(i, .backgroundTaskWillExpire, identifier: identifier, deadline: run.deadline)
             record(
                 .expire, .budgetEnding, i, taskName: identifier, remaining: nonNegative(run.deadline - now),
-                "\(run.kind.rawValue) task \(identifier) of \(app) expires in \(span(nonNegative(run.deadline - now)))")
+                .taskExpiring(run.kind, in: nonNegative(run.deadline - now)))
         case .taskEnd(let app, let identifier):
             guard let i = slots[app], records[i].termination == nil, records[i].tasks[identifier] != nil else { return }
-            beginTermination(i, .taskNotCompleted, detail: "task \(identifier) was not completed in time")
+            beginTermination(i, .taskNotCompleted, .taskNotCompleted(identifier: identifier))
         case .wakeEnd(let app):
             guard let i = slots[app], records[i].wake != nil else { return }
             endWake(i)
@@ -203,24 +201,24 @@ public struct LifecycleMachine: Sendable {
     func decision(
         _ kind: DecisionKind, _ reason: Reason, _ i: Int, previous: AppState? = nil, taskID: TaskID? = nil,
         taskName: String? = nil, activityID: ActivityID? = nil, remaining: TimeSpan? = nil, severity: Severity = .info,
-        _ message: String
+        _ detail: DecisionDetail
     ) -> Decision {
         Decision(
             kind: kind, reason: reason, app: records[i].id, state: records[i].state, previousState: previous,
             taskID: taskID, taskName: taskName, activityID: activityID, remaining: remaining, pid: records[i].pid,
-            severity: severity, message: message)
+            severity: severity, detail: detail)
     }
 
     mutating func record(
         _ kind: DecisionKind, _ reason: Reason, _ i: Int, previous: AppState? = nil, taskID: TaskID? = nil,
         taskName: String? = nil, activityID: ActivityID? = nil, remaining: TimeSpan? = nil, severity: Severity = .info,
-        _ message: String
+        _ detail: DecisionDetail
     ) {
         emit(
             .record(
                 decision(
                     kind, reason, i, previous: previous, taskID: taskID, taskName: taskName, activityID: activityID,
-                    remaining: remaining, severity: severity, message)))
+                    remaining: remaining, severity: severity, detail)))
     }
 
     mutating func emit(_ action: Action) {
@@ -237,4 +235,3 @@ public struct LifecycleMachine: Sendable {
 
 func nonNegative(_ span: TimeSpan) -> TimeSpan { Swift.max(.zero, span) }
 
-func span(_ value: TimeSpan) -> String { value.description }

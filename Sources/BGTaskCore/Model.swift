@@ -151,14 +151,14 @@ public struct Decision: Hashable, Sendable {
     public var pid: Int32?
     /// The journal priority.
     public var severity: Severity
-    /// `MESSAGE`: one human sentence.
-    public var message: String
+    /// The facts the shell renders `MESSAGE` from (the core holds no English).
+    public var detail: DecisionDetail
 
     /// A decision; optional fields default to `nil`, severity to `info`.
     public init(
         kind: DecisionKind, reason: Reason, app: AppID?, state: AppState? = nil, previousState: AppState? = nil,
         taskID: TaskID? = nil, taskName: String? = nil, activityID: ActivityID? = nil, remaining: TimeSpan? = nil,
-        pid: Int32? = nil, severity: Severity = .info, message: String
+        pid: Int32? = nil, severity: Severity = .info, detail: DecisionDetail
     ) {
         self.kind = kind
         self.reason = reason
@@ -171,7 +171,19 @@ public struct Decision: Hashable, Sendable {
         self.remaining = remaining
         self.pid = pid
         self.severity = severity
-        self.message = message
+        self.detail = detail
+    }
+
+    /// A decision taken by a shell component, with its sentence (``DecisionDetail/note(_:)``).
+    public init(
+        kind: DecisionKind, reason: Reason, app: AppID?, state: AppState? = nil, previousState: AppState? = nil,
+        taskID: TaskID? = nil, taskName: String? = nil, activityID: ActivityID? = nil, remaining: TimeSpan? = nil,
+        pid: Int32? = nil, severity: Severity = .info, message: String
+    ) {
+        self.init(
+            kind: kind, reason: reason, app: app, state: state, previousState: previousState, taskID: taskID,
+            taskName: taskName, activityID: activityID, remaining: remaining, pid: pid, severity: severity,
+            detail: .note(message))
     }
 }
 

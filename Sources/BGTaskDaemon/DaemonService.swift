@@ -595,17 +595,17 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
     // MARK: - Decisions: journal, Monitor, history
 
     func record(_ decision: Decision, peer: PeerCredentials?) {
-        var marked = decision
-        if dryRun, [.suspend, .resume, .terminate].contains(marked.kind) {
-            marked.message += " (dry run: FreezerBackend=none, not enforced)"
+        let d = decision
+        var message = d.message
+        if dryRun, [.suspend, .resume, .terminate].contains(d.kind) {
+            message += " (dry run: FreezerBackend=none, not enforced)"
         }
-        let d = marked
         if d.kind == .terminate, let app = d.app, let calls = holdCalls.removeValue(forKey: app) {
             // SPEC §12: a manager hold does not outlive its app; `bgtaskctl hold` reports it.
             for call in calls {
                 call.fail(VarlinkError(
                     Interfaces.managerName + ".HoldLost",
-                    ["appId": .string(app.rawValue), "reason": .string(d.reason.rawValue), "message": .string(d.message)]))
+                    ["appId": .string(app.rawValue), "reason": .string(d.reason.rawValue), "message": .string(message)]))
             }
         }
         decisionCount += 1
@@ -614,7 +614,7 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
         if let app = d.app {
             // In place: no copy of the app's history per decision.
             history[app, default: DecisionHistory()].append(
-                realtimeUSec: realtime, kind: d.kind, reason: d.reason, message: d.message, app: app,
+                realtimeUSec: realtime, kind: d.kind, reason: d.reason, message: message, app: app,
                 limit: Self.historyLimit)
         }
         let priority: JournalPriority = d.severity == .warning ? .warning : (d.severity == .notice ? .notice : .info)
@@ -622,13 +622,13 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
         let uid = d.app.map { expectedUID($0) }
         let peerPID = peer?.pid
         if journalBudget.admit(d.kind, app: d.app) {
-            journal.send(d.message, priority: priority, essential: JournalBudget.isAlwaysJournaled(d.kind)) {
+            journal.send(message, priority: priority, essential: JournalBudget.isAlwaysJournaled(d.kind)) {
                 Self.journalFields(d, uid: uid, peerPID: peerPID)
             }
         }
         if !monitors.isEmpty {
             let json = decisionJSON(
-                DecisionRecord(realtimeUSec: realtime, app: d.app, kind: d.kind, reason: d.reason, message: d.message))
+                DecisionRecord(realtimeUSec: realtime, app: d.app, kind: d.kind, reason: d.reason, message: message))
             for m in monitors.values { m.reply(["decision": json], continues: true) }
         }
     }
