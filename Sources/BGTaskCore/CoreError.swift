@@ -14,6 +14,8 @@ public enum CoreError: String, Error, CaseIterable, Hashable, Sendable {
     case modeNotContinuous = "mode-not-continuous"
     /// The request does not fit the app's state (not running, terminating, not lifecycle-aware…).
     case invalidState = "invalid-state"
+    /// The caller may not make this call (not root, not the app's user, not in `ControlGroup=`).
+    case permissionDenied = "permission-denied"
 
     /// The error's short Varlink name, e.g. `NoSuchApp` (prefix with the interface name).
     public var varlinkName: String {
@@ -24,6 +26,7 @@ public enum CoreError: String, Error, CaseIterable, Hashable, Sendable {
         case .modeNotDeclared: return "ModeNotDeclared"
         case .modeNotContinuous: return "ModeNotContinuous"
         case .invalidState: return "InvalidState"
+        case .permissionDenied: return "PermissionDenied"
         }
     }
 }

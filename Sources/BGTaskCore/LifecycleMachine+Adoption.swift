@@ -17,7 +17,7 @@ extension LifecycleMachine {
         guard let i = slots[app], !records[i].instances.contains(instance) else { return }
         records[i].instances.append(instance)
         if let termination = records[i].termination {
-            emit(.kill(app, decision(
+            emit(.kill(app, processes(i), decision(
                 .terminate, termination.reason, i, severity: .notice,
                 .newInstanceTerminated(instance))))
             return

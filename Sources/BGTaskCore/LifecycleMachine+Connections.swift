@@ -27,6 +27,7 @@ extension LifecycleMachine {
             }
         }
         if let app = streams.removeValue(forKey: connection), let i = slots[app] {
+            let streamPID = records[i].pid
             records[i].connection = nil
             if records[i].termination == nil, records[i].state != .notRunning {
                 if records[i].launchedByDaemon {
@@ -39,12 +40,15 @@ extension LifecycleMachine {
                     let previous = records[i].state
                     if previous == .suspended { thaw(i, reason: .clientDisconnected) }
                     resetToNotRunning(i)
-                    record(
-                        .terminate, .clientDisconnected, i, previous: previous,
-                        .eventStreamClosed)
+                    record(.terminate, .clientDisconnected, i, previous: previous, .eventStreamClosed)
                 }
             }
             affected.insert(app)
+            // An app the daemon spawned that now counts as gone must not live on unmanaged: kill what is
+            // left of its process.
+            if let pid = streamPID, spawned[pid] == app, records[i].state == .notRunning, records[i].launch == nil {
+                emit(.kill(app, Processes(pid: pid), decision(.terminate, .clientDisconnected, i, severity: .notice, .orphanKilled(pid: pid))))
+            }
         }
         for app in affected.sorted() {
             if let i = slots[app] { maybeSuspend(i) }

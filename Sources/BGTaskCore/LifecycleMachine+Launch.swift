@@ -60,6 +60,7 @@ extension LifecycleMachine {
         records[i].launchedByDaemon = true
         records[i].lastUsed = now
         let app = records[i].id
+        spawnsAwaited.insert(app)
         emit(
             .launch(
                 app, reason,
@@ -72,15 +73,49 @@ extension LifecycleMachine {
     }
 
     mutating func appLaunched(_ app: AppID, pid: Int32) {
-        guard let i = slots[app], records[i].launch != nil, records[i].state == .notRunning else { return }
+        spawned[pid] = app
+        let awaited = spawnsAwaited.remove(app) != nil
+        guard let i = slots[app] else {
+            // A fact about an app never launched is ignored; one whose manifest went while the launcher
+            // worked is killed: nothing may run unmanaged.
+            guard awaited else { return }
+            return emit(.kill(app, Processes(pid: pid), Decision(
+                kind: .terminate, reason: .manifestRemoved, app: app, pid: pid, severity: .notice,
+                detail: .lateLaunchKilled(pid: pid))))
+        }
+        guard records[i].launch != nil, records[i].state == .notRunning else {
+            // Already checked in with this very process: nothing to do. Else the launch was called off (a
+            // termination, an unregistration) before the launcher answered: end what it started.
+            if records[i].pid == pid { return }
+            let reason = records[i].termination?.reason ?? records[i].lastDecision?.reason ?? .launchFailed
+            return emit(.kill(app, Processes(pid: pid), Decision(
+                kind: .terminate, reason: reason, app: app, state: records[i].state, pid: pid, severity: .notice,
+                detail: .lateLaunchKilled(pid: pid))))
+        }
         records[i].pid = pid
         if !records[i].manifest.lifecycleAware { finishLaunch(i) }
     }
 
+    /// The launch failed: the app's own cgroup is emptied (a launcher that answered too late may still have
+    /// started something there), with the launch-failed decision; an answer for a launch already called
+    /// off does the same when the app has no process.
     mutating func launchFailed(_ app: AppID, message: String) {
-        guard let i = slots[app], records[i].launch != nil, records[i].state == .notRunning else { return }
+        let awaited = spawnsAwaited.remove(app) != nil
+        guard let i = slots[app] else {
+            guard awaited else { return }
+            return emit(.kill(app, Processes(pid: nil), Decision(
+                kind: .terminate, reason: .manifestRemoved, app: app, severity: .notice, detail: .lateLaunchKilled(pid: nil))))
+        }
+        guard records[i].launch != nil, records[i].state == .notRunning else {
+            if records[i].pid == nil {
+                let reason = records[i].termination?.reason ?? records[i].lastDecision?.reason ?? .launchFailed
+                emit(.kill(app, Processes(pid: nil), decision(.terminate, reason, i, severity: .notice, .lateLaunchKilled(pid: nil))))
+            }
+            return
+        }
         resetToNotRunning(i)
-        record(.launch, .launchFailed, i, previous: .notRunning, severity: .warning, .launchFailed(error: message))
+        emit(.kill(app, Processes(pid: nil), decision(
+            .launch, .launchFailed, i, previous: .notRunning, severity: .warning, .launchFailed(error: message))))
     }
 
     /// Delivers the launch sequence: on check-in for a lifecycle-aware app, at spawn for an unaware one.
@@ -139,7 +174,13 @@ extension LifecycleMachine {
         }
     }
 
-    mutating func acknowledge(_ event: EventID) {
+    mutating func acknowledge(_ event: EventID, caller: Caller) {
+        if let app = pendingAcks[event], let i = slots[app], !mayAct(caller, for: i) {
+            // issue 11: event ids are small and sequential; only the app's own user (whose processes alone
+            // can hold its event stream) or root may acknowledge its events.
+            record(.deny, .permissionDenied, i, severity: .warning, .acknowledgeNotAppUser(event: event, caller: caller))
+            return reply(.failure(.permissionDenied))
+        }
         reply(.ok)
         guard let app = pendingAcks.removeValue(forKey: event), let i = slots[app] else { return }
         if records[i].grace == .awaitingAck(event) {

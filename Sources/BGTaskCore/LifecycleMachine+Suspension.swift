@@ -11,7 +11,7 @@ extension LifecycleMachine {
         records[i].state = .suspended
         emit(
             .freeze(
-                app,
+                app, processes(i),
                 decision(
                     .suspend, .noAssertions, i, previous: .background, remaining: remaining(i),
                     .suspended)))
@@ -21,7 +21,7 @@ extension LifecycleMachine {
     mutating func thaw(_ i: Int, reason: Reason) {
         let app = records[i].id
         records[i].state = .background
-        emit(.thaw(app, decision(.resume, reason, i, previous: .suspended, .resumed)))
+        emit(.thaw(app, processes(i), decision(.resume, reason, i, previous: .suspended, .resumed)))
         for notification in records[i].notifications.drain() {
             deliver(i, .notification, name: notification.name, payload: notification.payload)
         }

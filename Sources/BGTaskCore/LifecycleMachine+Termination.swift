@@ -22,7 +22,7 @@ extension LifecycleMachine {
             records[i].launch = nil
             if records[i].pid == nil {
                 // Never spawned (or never reported): nothing to signal, the launch is just cancelled.
-                emit(.kill(app, decision(.terminate, reason, i, previous: previous, severity: .notice, .launchCancelled(cause))))
+                emit(.kill(app, processes(i), decision(.terminate, reason, i, previous: previous, severity: .notice, .launchCancelled(cause))))
                 resetToNotRunning(i)
                 return
             }
@@ -30,7 +30,7 @@ extension LifecycleMachine {
         records[i].launch = nil
         if previous == .suspended {
             records[i].termination = Termination(reason: reason, phase: .killed)
-            emit(.kill(app, decision(.terminate, reason, i, previous: previous, severity: .notice, .killedSuspended(cause))))
+            emit(.kill(app, processes(i), decision(.terminate, reason, i, previous: previous, severity: .notice, .killedSuspended(cause))))
             return
         }
         if records[i].manifest.lifecycleAware, records[i].connection != nil {
@@ -45,7 +45,7 @@ extension LifecycleMachine {
             records[i].termination = Termination(reason: reason, phase: .sigterm)
             emit(
                 .terminate(
-                    app,
+                    app, processes(i),
                     decision(
                         .terminate, reason, i, previous: previous, severity: .notice,
                         .sigtermSent(cause, killIn: nonNegative(config.killTimeout)))))
@@ -61,7 +61,7 @@ extension LifecycleMachine {
             records[i].termination?.phase = .sigterm
             emit(
                 .terminate(
-                    app,
+                    app, processes(i),
                     decision(
                         .terminate, termination.reason, i, severity: .notice,
                         .noExitAfterWillTerminate(within: nonNegative(config.willTerminateTimeout)))))
@@ -70,7 +70,7 @@ extension LifecycleMachine {
             records[i].termination?.phase = .killed
             emit(
                 .kill(
-                    app,
+                    app, processes(i),
                     decision(
                         .terminate, termination.reason, i, severity: .notice,
                         .noExitAfterSigterm(within: nonNegative(config.killTimeout)))))
@@ -80,6 +80,7 @@ extension LifecycleMachine {
     }
 
     mutating func processExited(_ app: AppID, pid: Int32?) {
+        if let pid { spawned[pid] = nil }
         guard let i = slots[app] else { return }
         if let pid, let current = records[i].pid, pid != current { return }
         let r = records[i]

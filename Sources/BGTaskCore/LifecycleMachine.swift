@@ -33,6 +33,14 @@ public struct LifecycleMachine: Sendable {
     var now: Instant = .zero
     var out: [Action] = []
     var removals: Set<AppID> = []
+    /// The request the input being handled carries: its reply names it.
+    var replyTo: RequestID?
+    /// Processes the shell reported spawned (`appLaunched`) that have not exited: the daemon's children.
+    /// A stream closing on one that the core no longer runs gets it killed (never left unmanaged).
+    var spawned: [Int32: AppID] = [:]
+    /// Apps whose `.launch` the shell has not answered yet (`appLaunched` / `launchFailed`): an answer for
+    /// one forgotten meanwhile still gets its process killed.
+    var spawnsAwaited: Set<AppID> = []
 
     /// A machine with no apps.
     public init(config: LifecycleConfig = .default) {
@@ -44,14 +52,16 @@ public struct LifecycleMachine: Sendable {
 
     /// Applies one input at `now` and returns what the shell must do, in order.
     ///
-    /// Requests produce exactly one ``Action/reply(_:)``; facts (`appRegistered`, `appUnregistered`,
-    /// `configurationChanged`, `appLaunched`, `launchFailed`, `connectionClosed`, `processExited`,
-    /// `deadlineReached`) produce none.
-    public mutating func handle(_ input: Input, now: Instant) -> [Action] {
+    /// Requests produce exactly one ``Action/reply(_:to:)``, naming `request` (the shell's handle on the
+    /// call the input came from); facts (`appRegistered`, `appUnregistered`, `configurationChanged`,
+    /// `appLaunched`, `launchFailed`, `connectionClosed`, `processExited`, `deadlineReached`) produce none.
+    public mutating func handle(_ input: Input, now: Instant, request: RequestID? = nil) -> [Action] {
         clock = Swift.max(clock, now)
         out = []
         fireDueDeadlines()
+        replyTo = request
         apply(input)
+        replyTo = nil
         fireDueDeadlines()
         for app in removals.sorted() { forget(app) }
         removals = []
@@ -80,7 +90,9 @@ public struct LifecycleMachine: Sendable {
         case .appLaunched(let app, let pid): appLaunched(app, pid: pid)
         case .launchFailed(let app, let message): launchFailed(app, message: message)
         case .appCheckedIn(let app, let connection, let pid): checkIn(app, connection: connection, pid: pid)
-        case .eventAcknowledged(let event): acknowledge(event)
+        case .eventAcknowledged(let event, let caller): acknowledge(event, caller: caller)
+        case .appCallReceived(let app, let method, let caller): appCallReceived(app, method: method, caller: caller)
+        case .controlCallReceived(let caller, let groups): controlCallReceived(caller: caller, groups: groups)
         case .foregroundRequested(let app, let exclusive): foregroundRequested(app, exclusive: exclusive)
         case .backgroundRequested(let app): backgroundRequested(app)
         case .interruptionBegan(let app): interruptionBegan(app)
@@ -229,7 +241,12 @@ public struct LifecycleMachine: Sendable {
     }
 
     mutating func reply(_ reply: Reply) {
-        out.append(.reply(reply))
+        out.append(.reply(reply, to: replyTo))
+    }
+
+    /// What a freeze, thaw, terminate or kill of the app acts on.
+    func processes(_ i: Int) -> Processes {
+        Processes(pid: records[i].pid, instances: records[i].instances)
     }
 }
 

@@ -37,16 +37,14 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
     /// Event streams: the CheckIn call of each connection that checked in.
     private var streams: [ConnectionID: VarlinkRequest] = [:]
     private var monitors: [ConnectionID: VarlinkRequest] = [:]
-    /// The request whose reply the input being handled produces.
-    private var pendingRequest: VarlinkRequest?
     /// Recent decisions per app (for Explain and status), newest last, packed (DecisionHistory.swift).
     private var history: [AppID: DecisionHistory] = [:]
     private static let historyLimit = 32
     private(set) var decisionCount = 0
     /// Launch/Foreground calls whose reply waits for the spawn's result (issue 12), by app.
     private var launchReplies: [AppID: [VarlinkRequest]] = [:]
-    /// Set while a `.launch` for the request being handled is performed: its `.ok` waits for the spawn.
-    private var deferredLaunch: AppID?
+    /// Launch/Foreground requests whose `.ok` waits for the spawn their input caused, by request.
+    private var deferredLaunches: [RequestID: AppID] = [:]
     /// Manager holds (SPEC §12): the `Hold` call of each, open while the hold lives, by app.
     private var holdCalls: [AppID: [VarlinkRequest]] = [:]
     /// Called once every app the daemon started has exited (SIGTERM, `stopApps`).
@@ -55,6 +53,7 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
     var appByPid: [Int32: AppID] = [:]
     /// SPEC §13: apps started by others, adopted from their systemd cgroups (DaemonService+Adoption.swift).
     var adoption: AppAdoption?
+    /// The uid of each app's `User=`, resolved at (re)registration: for the journal's `BGTASKD_UID`.
     private var uidByApp: [AppID: UInt32] = [:]
     /// SPEC §11's journal budget (issue 11): which grant/end entries are journaled, which are counted.
     private(set) var journalBudget: JournalBudgetGate!
@@ -80,10 +79,16 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
         startAdoption()
     }
 
-    /// Registers (or re-registers, keeping state) every manifest with the core, in app-id order.
+    /// Registers (or re-registers, keeping state) every manifest with the core, in app-id order, each with
+    /// the uid its `User=` resolves to now (issue 13: a reload that changes `User=` changes who may call).
     private func register(_ manifests: [AppID: AppManifestFile]) {
+        uidByApp = [:]
+        var resolved: [Account?: UInt32] = [:]
         for (id, manifest) in manifests.sorted(by: { $0.key < $1.key }) {
-            if let m = LoadedConfiguration.coreManifest(manifest, exempt: config.exempt.contains(id)) {
+            let uid = resolved[manifest.user] ?? resolveUser(manifest.user)?.uid ?? getuid()
+            resolved[manifest.user] = uid
+            uidByApp[id] = uid
+            if let m = LoadedConfiguration.coreManifest(manifest, exempt: config.exempt.contains(id), uid: uid) {
                 feed(.appRegistered(m))
             }
         }
@@ -117,21 +122,14 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
 
     func connectionClosed(_ connection: VarlinkConnection) {
         let id = ConnectionID(connection.id)
-        let streamApp = streams.removeValue(forKey: id)?.call.parameters["appId"]?.stringValue.flatMap(AppID.init)
-        let pid = streamApp.flatMap { machine.app($0, now: now())?.pid }
+        streams[id] = nil
         monitors[id] = nil
         for (app, calls) in holdCalls {
             let left = calls.filter { $0.connection.id != connection.id }
             holdCalls[app] = left.isEmpty ? nil : left
         }
+        // The core kills what is left of an app it spawned that now counts as gone (issue 13).
         feed(.connectionClosed(id))
-        // An app the daemon started that the core now counts as gone (its stream closed during
-        // termination) must not live on unmanaged: kill what is left of it.
-        if let app = streamApp, let pid, launcher.isRunningChild(pid),
-            let snap = machine.app(app, now: now()), snap.state == .notRunning, !snap.launching
-        {
-            freezer.kill(app: app, pid: pid)
-        }
     }
 
     // MARK: - Calls
@@ -157,12 +155,21 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
         return id
     }
 
-    /// The uid an app's calls must come from (besides root): its `User=`, else the daemon's own.
-    private func expectedUID(_ app: AppID) -> UInt32 {
-        if let cached = uidByApp[app] { return cached }
-        let uid = config.manifests[app].flatMap { resolveUser($0.user)?.uid } ?? getuid()
-        uidByApp[app] = uid
-        return uid
+    /// The uid of the app's `User=` (else the daemon's own), as registered with the core.
+    private func expectedUID(_ app: AppID) -> UInt32 { uidByApp[app] ?? getuid() }
+
+    /// Asks the core whether `request`'s caller may make it (issue 13: the core decides on the credentials
+    /// and journals a denial); a refused request is failed here.
+    private func permitted(_ input: Input, _ request: VarlinkRequest) -> Bool {
+        let id = openRequest(request)
+        checks.insert(id)
+        feed(input, request: id)
+        checks.remove(id)
+        openRequests[id] = nil
+        guard let verdict = verdicts.removeValue(forKey: id) else { return false }
+        if case .ok = verdict { return true }
+        send(verdict, to: request)
+        return false
     }
 
     private func handleApp(_ request: VarlinkRequest) {
@@ -173,27 +180,12 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
 
         if call.methodName == "Acknowledge" {
             guard let raw = p["eventId"]?.intValue, raw > 0 else { return request.fail(.invalidParameter("eventId")) }
-            let event = EventID(UInt64(raw))
-            // issue 11: event ids are small and sequential; only the app's own user (whose processes
-            // alone can hold its event stream) or root may acknowledge its events.
-            if let app = machine.appAwaitingAcknowledgement(of: event), request.peer.uid != 0,
-                request.peer.uid != expectedUID(app)
-            {
-                record(Decision(kind: .deny, reason: .permissionDenied, app: app, severity: .warning,
-                                message: "Denied Acknowledge of event \(raw) of \(app) to \(request.peer): not the app's user"),
-                       peer: request.peer)
-                return request.fail(VarlinkError(prefix + ".PermissionDenied"))
-            }
-            return run(.eventAcknowledged(event), for: request)
+            // The core refuses an event of an app acknowledged by another uid (issue 11).
+            return run(.eventAcknowledged(EventID(UInt64(raw)), caller: request.peer.caller), for: request)
         }
         guard let app = appParameter(request, prefix: prefix) else { return }
         let peer = request.peer
-        guard peer.uid == 0 || peer.uid == expectedUID(app) else {
-            record(Decision(kind: .deny, reason: .permissionDenied, app: app, severity: .warning,
-                            message: "Denied \(call.methodName) for \(app) to \(peer): not the app's user"),
-                   peer: peer)
-            return request.fail(VarlinkError(prefix + ".PermissionDenied"))
-        }
+        guard permitted(.appCallReceived(app, method: String(call.methodName), caller: peer.caller), request) else { return }
 
         switch call.methodName {
         case "CheckIn":
@@ -204,9 +196,7 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
                 freezer.attach(app: app, pid: peer.pid)
             }
             launcher.watch(pid: peer.pid)
-            pendingStream = (conn, request)
             run(.appCheckedIn(app, connection: conn, pid: peer.pid), for: request)
-            pendingStream = nil
         case "BeginBackgroundTask":
             let name = p["name"]?.stringValue
             run(.assertionRequested(app, connection: conn, name: name), for: request)
@@ -235,9 +225,7 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
         let prefix = Interfaces.managerName
         let p = call.parameters
         let readOnly: Set<Substring> = ["ListApps", "GetApp", "ListAssertions", "GetSettings", "Explain", "Monitor", "Stats"]
-        if !readOnly.contains(call.methodName) && !mayControl(request.peer) {
-            return request.fail(VarlinkError(prefix + ".PermissionDenied"))
-        }
+        if !readOnly.contains(call.methodName) && !mayControl(request) { return }
         let t = now()
         switch call.methodName {
         case "ListApps":
@@ -313,34 +301,52 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
 
     // MARK: - Driving the core
 
-    private var pendingStream: (ConnectionID, VarlinkRequest)?
+    private var nextRequestNumber: UInt64 = 0
+    /// Requests fed to the core and not yet answered, by the ID its `.reply` echoes.
+    private var openRequests: [RequestID: VarlinkRequest] = [:]
+    /// Holds back the reply of a request (see `run(_:for:answer:)`).
+    private var replyGates: [RequestID: (@escaping () -> Void) -> Void] = [:]
+    /// Permission checks under way (`permitted`) and the core's verdicts on them.
+    private var checks: Set<RequestID> = []
+    private var verdicts: [RequestID: Reply] = [:]
+    /// The request being fed: its caller is the peer of the decisions it causes (`BGTASKD_PEER_PID`).
+    private var feeding: (id: RequestID, peer: PeerCredentials)?
 
-    /// Holds back the reply of the request being run (see `run(_:for:answer:)`).
-    private var replyGate: ((@escaping () -> Void) -> Void)?
+    private func openRequest(_ request: VarlinkRequest) -> RequestID {
+        nextRequestNumber += 1
+        let id = RequestID(nextRequestNumber)
+        openRequests[id] = request
+        return id
+    }
 
     /// Feeds a request's input and answers the request from the core's reply. `answer`, if given, gets the
     /// reply to send when it is ready (issue 11: a RunTaskNow is answered once the state file has it).
     func run(_ input: Input, for request: VarlinkRequest, answer gate: ((@escaping () -> Void) -> Void)? = nil) {
-        pendingRequest = request
-        replyGate = gate
-        defer { replyGate = nil }
-        feed(input)
-        if let still = pendingRequest, still.isOpen, !still.call.more {
+        let id = openRequest(request)
+        if let gate { replyGates[id] = gate }
+        feed(input, request: id)
+        replyGates[id] = nil
+        if let still = openRequests.removeValue(forKey: id), still.isOpen, !still.call.more {
             // Every request input yields one reply; this is a safety net for invariants.
             still.reply()
         }
-        pendingRequest = nil
     }
 
     /// Feeds one input (and the inputs its actions cause), performs the actions, re-arms the timer.
-    func feed(_ first: Input) {
+    func feed(_ first: Input) { feed(first, request: nil) }
+
+    /// The same for the input of a request: the core's reply names `request`.
+    private func feed(_ first: Input, request: RequestID?) {
+        let outer = feeding
+        feeding = request.flatMap { id in openRequests[id].map { (id, $0.peer) } }
+        defer { feeding = outer }
         var inputs = [first]
         var i = 0
         while i < inputs.count {
             let input = inputs[i]
             i += 1
             let t = now()
-            for action in machine.handle(input, now: t) {
+            for action in machine.handle(input, now: t, request: i == 1 ? request : nil) {
                 if let follow = perform(action) { inputs.append(follow) }
             }
             switch input {
@@ -349,7 +355,7 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
             default: break
             }
         }
-        deferredLaunch = nil
+        if let request { deferredLaunches[request] = nil }
         armTimer()
         if let stopCompletion, machine.appsStartedByDaemon.isEmpty {
             self.stopCompletion = nil
@@ -405,18 +411,21 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
         return out
     }
 
+    /// Performs one action of the core. Every case is spelled out (no `default:`): a new action does not
+    /// compile until the shell knows how to perform it.
     private func perform(_ action: Action) -> Input? {
-        if let d = action.decision { record(d, peer: pendingRequest?.peer) }
+        if let d = action.decision { record(d, peer: feeding?.peer) }
         switch action {
         case .deliver(_, let conn, let event):
             guard let stream = streams[conn] else { return nil }
             stream.reply(checkInReply(app: nil, state: event.state, event: event), continues: true)
             return nil
         case .launch(let app, _, _):
-            if let request = pendingRequest, ["Launch", "Foreground"].contains(request.call.methodName),
+            if let (id, _) = feeding, let request = openRequests[id], ["Launch", "Foreground"].contains(request.call.methodName),
                 request.call.parameters["appId"]?.stringValue == app.rawValue
             {
-                deferredLaunch = app
+                // The reply says whether the program could start (issue 12): it comes with the spawn's result.
+                deferredLaunches[id] = app
             }
             guard let manifest = config.manifests[app] else { return .launchFailed(app, message: "no manifest") }
             let cgroupFD = freezer.prepareLaunch(app: app)
@@ -437,35 +446,39 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
             case .failure(let error):
                 return .launchFailed(app, message: error.description)
             }
-        case .freeze(let app, _):
-            let pid = machine.app(app, now: now())?.pid
-            if ownsProcess(app, pid: pid) { freezer.freeze(app: app, pid: pid) }
-            adoption?.freeze(app)
-        case .thaw(let app, _):
-            let pid = machine.app(app, now: now())?.pid
-            if ownsProcess(app, pid: pid) { freezer.thaw(app: app, pid: pid) }
-            adoption?.thaw(app)
-        case .terminate(let app, _):
-            let pid = machine.app(app, now: now())?.pid
-            if ownsProcess(app, pid: pid) { freezer.signal(app: app, pid: pid, SIGTERM) }
-            adoption?.signal(app, SIGTERM)
-        case .kill(let app, _):
-            let pid = machine.app(app, now: now())?.pid
-            if ownsProcess(app, pid: pid) { freezer.kill(app: app, pid: pid) }
-            adoption?.kill(app)
-        case .reply(let reply):
-            answer(reply)
+        case .freeze(let app, let processes, _):
+            if ownsProcess(app, pid: processes.pid) { freezer.freeze(app: app, pid: processes.pid) }
+            if !processes.instances.isEmpty { adoption?.freeze(app) }
+        case .thaw(let app, let processes, _):
+            if ownsProcess(app, pid: processes.pid) { freezer.thaw(app: app, pid: processes.pid) }
+            if !processes.instances.isEmpty { adoption?.thaw(app) }
+        case .terminate(let app, let processes, _):
+            if ownsProcess(app, pid: processes.pid) { freezer.signal(app: app, pid: processes.pid, SIGTERM) }
+            if !processes.instances.isEmpty { adoption?.signal(app, SIGTERM) }
+        case .kill(let app, let processes, _):
+            if ownsProcess(app, pid: processes.pid) { freezer.kill(app: app, pid: processes.pid) }
+            if !processes.instances.isEmpty { adoption?.kill(app) }
+        case .reply(let reply, let id):
+            answer(reply, to: id)
         case .record:
             break
         }
         return nil
     }
 
-    private func answer(_ reply: Reply) {
-        guard let request = pendingRequest else { return }
-        if let gate = replyGate {
-            pendingRequest = nil
-            replyGate = nil
+    /// Sends the core's reply to the request it names (none: a fact's, or an input fed without a request).
+    private func answer(_ reply: Reply, to id: RequestID?) {
+        guard let id else { return }
+        if checks.contains(id) {
+            verdicts[id] = reply
+            return
+        }
+        guard let request = openRequests.removeValue(forKey: id) else { return }
+        if case .ok = reply, let app = deferredLaunches.removeValue(forKey: id) {
+            launchReplies[app, default: []].append(request)
+            return
+        }
+        if let gate = replyGates.removeValue(forKey: id) {
             return gate { [weak self] in self?.send(reply, to: request) }
         }
         send(reply, to: request)
@@ -476,26 +489,17 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
         let prefix = String(call.interface)
         switch reply {
         case .ok:
-            if let app = deferredLaunch {
-                // The reply says whether the program could start (issue 12): it comes with the spawn's result.
-                deferredLaunch = nil
-                launchReplies[app, default: []].append(request)
-                pendingRequest = nil
-                return
-            }
             request.reply()
         case .checkedIn(let state):
-            guard let (conn, stream) = pendingStream else { return request.reply() }
-            streams[conn] = stream
+            // The CheckIn call stays open: it is the app's event stream.
+            streams[ConnectionID(request.connection.id)] = request
             let app = AppID(call.parameters["appId"]?.stringValue ?? "")
-            stream.reply(checkInReply(app: app, state: state, event: nil), continues: true)
-            pendingRequest = nil
+            request.reply(checkInReply(app: app, state: state, event: nil), continues: true)
         case .taskID(let id):
             if call.methodName == "Hold" {
                 let app = AppID(call.parameters["appId"]?.stringValue ?? "")
                 if let app { holdCalls[app, default: []].append(request) }
                 request.reply(["holdId": .int(Int64(id.rawValue))], continues: true)
-                pendingRequest = nil
                 return
             }
             request.reply(["taskId": .int(Int64(id.rawValue))])
@@ -504,6 +508,8 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
         case .failure(let error):
             var params: [String: JSON] = [:]
             switch error {
+            case .permissionDenied:
+                break
             case .noSuchApp, .notCheckedIn, .alreadyCheckedIn:
                 params["appId"] = call.parameters["appId"] ?? .null
             case .modeNotDeclared, .modeNotContinuous:
@@ -565,22 +571,14 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
     }
 
     /// The launcher's answer to a `.launch`. The core may have moved on meanwhile (terminated or
-    /// unregistered the app): a process it no longer expects is ended rather than left unmanaged.
+    /// unregistered the app): it decides to kill a process it no longer expects (issue 13).
     private func remoteLaunchFinished(_ app: AppID, _ result: Result<Int32, Launcher.LaunchError>) {
         switch result {
         case .success(let pid):
             appByPid[pid] = app
             feed(.appLaunched(app, pid: pid))
-            if machine.app(app, now: now())?.pid != pid {
-                logger.notice("\(app) was started (pid \(pid)) after its launch was called off: ending it")
-                freezer.kill(app: app, pid: pid)
-            }
         case .failure(let error):
             feed(.launchFailed(app, message: error.description))
-            // A launcher that answered too late may still have started it: nothing stays in the
-            // app's cgroup unmanaged (the cgroup freezer ends what is there; without one there is nothing
-            // to find it by).
-            if machine.app(app, now: now())?.pid == nil { freezer.kill(app: app, pid: nil) }
         }
     }
 
@@ -744,13 +742,12 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
         ]
     }
 
-    /// Control methods: root, or a member of `ControlGroup=` (primary or supplementary group of the
-    /// calling process, read from /proc at call time).
-    func mayControl(_ peer: PeerCredentials) -> Bool {
-        if peer.uid == 0 { return true }
-        guard let gid = config.controlGroupID else { return false }
-        if peer.gid == gid { return true }
-        return ProcessInfoReader.supplementaryGroups(pid: peer.pid).contains(gid)
+    /// Control methods: the core decides (root, or a member of `ControlGroup=`) on the caller's credentials
+    /// and its supplementary groups, read from /proc at call time; a refused request is failed.
+    func mayControl(_ request: VarlinkRequest) -> Bool {
+        let peer = request.peer
+        let groups = ProcessInfoReader.supplementaryGroups(pid: peer.pid)
+        return permitted(.controlCallReceived(caller: peer.caller, groups: groups), request)
     }
 }
 
@@ -767,3 +764,8 @@ enum ProcessInfoReader {
 
 /// Reads a whole (small) file, nil on any error.
 func readFile(_ path: String) -> String? { FileIO.read(path) }
+
+extension PeerCredentials {
+    /// The core's view of a caller.
+    var caller: Caller { Caller(pid: pid, uid: uid, gid: gid) }
+}
