@@ -1,4 +1,24 @@
 // SPEC §4: continuous background activities.
+
+/// The live activities; only this file touches its storage.
+struct ActivityTable: Sendable {
+    fileprivate var records: [ActivityID: ActivityRecord] = [:]
+    fileprivate var next: UInt64 = 1
+
+    /// The live activity `id`.
+    subscript(id: ActivityID) -> ActivityRecord? { records[id] }
+
+    /// Begins an activity with the next identifier.
+    mutating func begin(app: AppID, connection: ConnectionID, mode: BackgroundMode, at begun: Instant) -> ActivityID {
+        let id = ActivityID(next)
+        next += 1
+        records[id] = ActivityRecord(id: id, app: app, connection: connection, mode: mode, begun: begun)
+        return id
+    }
+
+    /// Ends it; `nil` when it was not live.
+    mutating func remove(_ id: ActivityID) -> ActivityRecord? { records.removeValue(forKey: id) }
+}
 extension LifecycleMachine {
     mutating func activityRequested(_ app: AppID, connection: ConnectionID, mode: BackgroundMode) {
         guard let i = slots[app] else { return reply(.failure(.noSuchApp)) }
@@ -15,12 +35,9 @@ extension LifecycleMachine {
         if records[i].termination != nil { return deny(.terminating, .invalidState) }
         if records[i].state == .notRunning { return deny(.notRunning, .invalidState) }
         if records[i].state == .suspended { resumeHeld(i, reason: .activityHeld) }
-        let activity = ActivityID(nextActivityNumber)
-        nextActivityNumber += 1
-        activityTable[activity] = ActivityRecord(
-            id: activity, app: records[i].id, connection: connection, mode: mode, begun: now)
+        let activity = activityTable.begin(app: records[i].id, connection: connection, mode: mode, at: now)
         records[i].activities.append(activity)
-        holdings[connection, default: Holdings()].activities.insert(activity)
+        connections.hold(activity, on: connection)
         record(.grant, .appRequest, i, activityID: activity, .activityGranted(mode))
         reply(.activityID(activity))
     }
@@ -40,9 +57,8 @@ extension LifecycleMachine {
     }
 
     mutating func releaseActivity(_ activity: ActivityID) {
-        guard let record = activityTable.removeValue(forKey: activity) else { return }
+        guard let record = activityTable.remove(activity) else { return }
         if let i = slots[record.app] { records[i].activities.removeAll { $0 == activity } }
-        holdings[record.connection]?.activities.remove(activity)
-        if holdings[record.connection]?.isEmpty == true { holdings[record.connection] = nil }
+        connections.release(activity, on: record.connection)
     }
 }

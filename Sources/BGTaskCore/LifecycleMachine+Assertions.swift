@@ -24,7 +24,7 @@ extension LifecycleMachine {
         assertionTable.insert(
             AssertionRecord(id: task, app: records[i].id, connection: connection, name: name, begun: now, warned: false))
         records[i].assertions.append(task)
-        holdings[connection, default: Holdings()].tasks.insert(task)
+        connections.hold(task, on: connection)
         let left = remaining(i)
         record(
             .grant, .appRequest, i, taskID: task, taskName: name, remaining: left,
@@ -54,7 +54,7 @@ extension LifecycleMachine {
                 id: task, app: records[i].id, connection: connection, name: name, begun: now, warned: false,
                 managerHold: true))
         records[i].assertions.append(task)
-        holdings[connection, default: Holdings()].tasks.insert(task)
+        connections.hold(task, on: connection)
         record(
             .grant, .managerHold, i, taskID: task, taskName: name,
             .holdGranted)
@@ -92,7 +92,6 @@ extension LifecycleMachine {
     mutating func releaseAssertion(_ task: TaskID) {
         guard let assertion = assertionTable.remove(task) else { return }
         if let i = slots[assertion.app] { records[i].assertions.removeAll { $0 == task } }
-        holdings[assertion.connection]?.tasks.remove(task)
-        if holdings[assertion.connection]?.isEmpty == true { holdings[assertion.connection] = nil }
+        connections.release(task, on: assertion.connection)
     }
 }

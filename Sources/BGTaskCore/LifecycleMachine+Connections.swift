@@ -1,8 +1,44 @@
 // SPEC §3: an assertion, an activity and an event stream live no longer than their connection.
+/// What each client connection holds; only this file touches its storage.
+struct ConnectionTable: Sendable {
+    fileprivate var holdings: [ConnectionID: Holdings] = [:]
+    /// Event streams: the connection an app checked in on.
+    fileprivate var streams: [ConnectionID: AppID] = [:]
+
+    mutating func hold(_ task: TaskID, on connection: ConnectionID) {
+        holdings[connection, default: Holdings()].tasks.insert(task)
+    }
+
+    mutating func hold(_ activity: ActivityID, on connection: ConnectionID) {
+        holdings[connection, default: Holdings()].activities.insert(activity)
+    }
+
+    mutating func release(_ task: TaskID, on connection: ConnectionID) {
+        holdings[connection]?.tasks.remove(task)
+        if holdings[connection]?.isEmpty == true { holdings[connection] = nil }
+    }
+
+    mutating func release(_ activity: ActivityID, on connection: ConnectionID) {
+        holdings[connection]?.activities.remove(activity)
+        if holdings[connection]?.isEmpty == true { holdings[connection] = nil }
+    }
+
+    /// Everything `connection` held, forgotten.
+    mutating func removeHoldings(of connection: ConnectionID) -> Holdings? { holdings.removeValue(forKey: connection) }
+
+    /// The app whose event stream `connection` is.
+    func stream(_ connection: ConnectionID) -> AppID? { streams[connection] }
+
+    mutating func setStream(_ connection: ConnectionID, _ app: AppID) { streams[connection] = app }
+
+    /// Forgets the stream; the app it was.
+    mutating func removeStream(_ connection: ConnectionID) -> AppID? { streams.removeValue(forKey: connection) }
+}
+
 extension LifecycleMachine {
     mutating func connectionClosed(_ connection: ConnectionID) {
         var affected: Set<AppID> = []
-        if let held = holdings.removeValue(forKey: connection) {
+        if let held = connections.removeHoldings(of: connection) {
             for task in held.tasks.sorted() {
                 guard let assertion = assertionTable[task], let i = slots[assertion.app] else { continue }
                 releaseAssertion(task)
@@ -26,7 +62,7 @@ extension LifecycleMachine {
                 affected.insert(owned.app)
             }
         }
-        if let app = streams.removeValue(forKey: connection), let i = slots[app] {
+        if let app = connections.removeStream(connection), let i = slots[app] {
             let streamPID = records[i].pid
             records[i].connection = nil
             if records[i].termination == nil, records[i].state != .notRunning {

@@ -153,12 +153,12 @@ extension LifecycleMachine {
 
     mutating func checkIn(_ app: AppID, connection: ConnectionID, pid: Int32?) {
         guard let i = slots[app] else { return reply(.failure(.noSuchApp)) }
-        guard records[i].connection == nil, streams[connection] == nil else {
+        guard records[i].connection == nil, connections.stream(connection) == nil else {
             return reply(.failure(.alreadyCheckedIn))
         }
         guard records[i].termination == nil else { return reply(.failure(.invalidState)) }
         records[i].connection = connection
-        streams[connection] = app
+        connections.setStream(connection, app)
         if let pid { records[i].pid = pid }
         // The first reply of the stream carries the state before the launch events that follow it.
         reply(.checkedIn(state: records[i].state))

@@ -106,7 +106,7 @@ extension LifecycleMachine {
         endWake(i)
         for task in records[i].assertions { releaseAssertion(task) }
         for activity in records[i].activities { releaseActivity(activity) }
-        if let connection = records[i].connection { streams[connection] = nil }
+        if let connection = records[i].connection { _ = connections.removeStream(connection) }
         var fresh = AppRecord(manifest: records[i].manifest, lastUsed: records[i].lastUsed)
         fresh.lastDecision = records[i].lastDecision
         fresh.removed = records[i].removed

@@ -18,23 +18,21 @@ public struct LifecycleMachine: Sendable {
     var records: [AppRecord] = []
     var slots: [AppID: Int] = [:]
     var assertionTable = AssertionTable()
-    var activityTable: [ActivityID: ActivityRecord] = [:]
-    var holdings: [ConnectionID: Holdings] = [:]
-    /// Event streams: the connection an app checked in on.
-    var streams: [ConnectionID: AppID] = [:]
+    var activityTable = ActivityTable()
+    /// What each client connection holds: assertions, activities, an app's event stream.
+    var connections = ConnectionTable()
     var pendingAcks: [EventID: AppID] = [:]
     var deadlines = DeadlineQueue<TimerKey>()
     var nextTaskNumber: UInt64 = 1
-    var nextActivityNumber: UInt64 = 1
-    var nextEventNumber: UInt64 = 1
+    private var nextEventNumber: UInt64 = 1
     /// The latest instant seen.
-    var clock: Instant = .zero
+    private var clock: Instant = .zero
     /// The instant being processed: a deadline's own instant while it fires, else `clock`.
-    var now: Instant = .zero
-    var out: [Action] = []
+    private(set) var now: Instant = .zero
+    private var out: [Action] = []
     var removals: Set<AppID> = []
     /// The request the input being handled carries: its reply names it.
-    var replyTo: RequestID?
+    private var replyTo: RequestID?
     /// Processes the shell reported spawned (`appLaunched`) that have not exited: the daemon's children.
     /// A stream closing on one that the core no longer runs gets it killed (never left unmanaged).
     var spawned: [Int32: AppID] = [:]
