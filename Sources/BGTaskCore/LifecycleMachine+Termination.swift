@@ -117,6 +117,12 @@ extension LifecycleMachine {
 
     /// SIGTERM: terminates every app the daemon started (SPEC §9); apps that checked in by themselves are left.
     mutating func stopRequested() {
+        if !stopping {
+            stopping = true
+            let limit = nonNegative(config.willTerminateTimeout) + nonNegative(config.killTimeout)
+                + nonNegative(config.killTimeout) + .seconds(1)
+            deadlines.arm(.stopLimit, at: now + limit)
+        }
         for i in records.indices.sorted(by: { records[$0].id < records[$1].id }) {
             let r = records[i]
             guard r.launchedByDaemon, r.termination == nil, r.state != .notRunning || r.launch != nil else { continue }

@@ -39,6 +39,8 @@ public struct LifecycleMachine: Sendable {
     /// Apps whose `.launch` the shell has not answered yet (`appLaunched` / `launchFailed`): an answer for
     /// one forgotten meanwhile still gets its process killed.
     var spawnsAwaited: Set<AppID> = []
+    /// The daemon is stopping: ``Action/stopFinished(unexited:)`` is still to come.
+    var stopping = false
 
     /// A machine with no apps.
     public init(config: LifecycleConfig = .default) {
@@ -63,6 +65,11 @@ public struct LifecycleMachine: Sendable {
         fireDueDeadlines()
         for app in removals.sorted() { forget(app) }
         removals = []
+        if stopping, appsStartedByDaemon.isEmpty {
+            stopping = false
+            deadlines.cancel(.stopLimit)
+            out.append(.stopFinished(unexited: []))
+        }
         let actions = out
         out = []
         return actions
@@ -175,6 +182,10 @@ public struct LifecycleMachine: Sendable {
             guard let i = slots[app], records[i].wake != nil else { return }
             endWake(i)
             maybeSuspend(i)
+        case .stopLimit:
+            guard stopping else { return }
+            stopping = false
+            out.append(.stopFinished(unexited: appsStartedByDaemon))
         }
     }
 

@@ -257,6 +257,9 @@ public enum Action: Hashable, Sendable {
     case reply(Reply, to: RequestID?)
     /// Write a decision to the journal (and the `Monitor` stream) without any other effect.
     case record(Decision)
+    /// The daemon's stop (``Input/stopRequested``) is over: every app it started has exited (`unexited`
+    /// empty), or `WillTerminateTimeoutSec` + 2 × `KillTimeoutSec` + 1 s passed and these had not.
+    case stopFinished(unexited: [AppID])
 
     /// The decision this action carries, if any: every action that changes an app carries one.
     public var decision: Decision? {
@@ -264,7 +267,7 @@ public enum Action: Hashable, Sendable {
         case .launch(_, _, let d), .freeze(_, _, let d), .thaw(_, _, let d), .terminate(_, _, let d),
             .kill(_, _, let d), .record(let d):
             return d
-        case .deliver, .reply:
+        case .deliver, .reply, .stopFinished:
             return nil
         }
     }
@@ -320,7 +323,7 @@ public enum Input: Hashable, Sendable {
     /// time budget that lives as long as `connection`. Replies ``Reply/taskID(_:)`` or a failure.
     case holdRequested(AppID, connection: ConnectionID, name: String?)
     /// The daemon is stopping (SIGTERM): every app it started is terminated (will-terminate, SIGTERM, SIGKILL;
-    /// a suspended one is killed). No reply.
+    /// a suspended one is killed). No reply; ``Action/stopFinished(unexited:)`` says when it is over.
     case stopRequested
     /// `BeginActivity(appId, mode)` on `connection`, which owns the activity.
     case activityRequested(AppID, connection: ConnectionID, mode: BackgroundMode)

@@ -357,10 +357,6 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
         }
         if let request { deferredLaunches[request] = nil }
         armTimer()
-        if let stopCompletion, machine.appsStartedByDaemon.isEmpty {
-            self.stopCompletion = nil
-            stopCompletion([])
-        }
     }
 
     /// Answers the Launch/Foreground calls waiting for `app`'s spawn.
@@ -376,19 +372,11 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
         }
     }
 
-    /// SIGTERM (SPEC §9): terminates every app this daemon started and calls `completion` once all have
-    /// exited, or with those left when WillTerminateTimeoutSec + 2 × KillTimeoutSec have passed.
+    /// SIGTERM (SPEC §9): terminates every app this daemon started and calls `completion` when the core
+    /// says the stop is over: all have exited, or (with those left) its time limit passed.
     func stopApps(completion: @escaping ([AppID]) -> Void) {
         stopCompletion = completion
         feed(.stopRequested)
-        guard stopCompletion != nil else { return }
-        let lifecycle = config.lifecycle
-        let limit = lifecycle.willTerminateTimeout.microseconds + 2 * lifecycle.killTimeout.microseconds + 1_000_000
-        queue.asyncAfter(deadline: .now() + .microseconds(Int(limit))) { [weak self] in
-            guard let self, let completion = self.stopCompletion else { return }
-            self.stopCompletion = nil
-            completion(self.machine.appsStartedByDaemon)
-        }
     }
 
     /// Sentences on what, beside the recorded decisions, decides the app's fate (for Explain).
@@ -462,6 +450,10 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
             answer(reply, to: id)
         case .record:
             break
+        case .stopFinished(let unexited):
+            let completion = stopCompletion
+            stopCompletion = nil
+            completion?(unexited)
         }
         return nil
     }

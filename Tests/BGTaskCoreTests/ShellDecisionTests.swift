@@ -130,4 +130,25 @@ import Testing
         guard case .terminate(mail, let processes, _)? = escalated.first else { return #expect(Bool(false), "\(escalated)") }
         #expect(processes.pid == 321)
     }
+
+    /// The stop's time limit is a deadline of the core (the shell has one timer per clock): 5 s + 2 × 5 s + 1 s.
+    @Test func theStopIsOverWhenEveryStartedAppExitedOrAtItsLimit() {
+        var h = harness()
+        h.send(.launchRequested(terminal, background: false, exclusive: false))
+        h.send(.appLaunched(terminal, pid: 300))
+        let t0 = h.now
+        let stop = h.send(.stopRequested)
+        #expect(stop.sigterms == [terminal] && !stop.contains { if case .stopFinished = $0 { true } else { false } })
+        #expect(h.at(t0 + .seconds(16) - .oneMicrosecond).allSatisfy { if case .stopFinished = $0 { false } else { true } })
+        #expect(h.at(t0 + .seconds(16)).last == .stopFinished(unexited: [terminal]))
+
+        var quick = harness()
+        quick.send(.launchRequested(terminal, background: false, exclusive: false))
+        quick.send(.appLaunched(terminal, pid: 300))
+        quick.send(.stopRequested)
+        #expect(quick.send(.processExited(terminal, pid: 300)).last == .stopFinished(unexited: []))
+        #expect(quick.machine.nextDeadline == nil)
+        var idle = harness()
+        #expect(idle.send(.stopRequested) == [.stopFinished(unexited: [])])
+    }
 }
