@@ -80,11 +80,18 @@ extension LifecycleMachine {
     }
 
     mutating func processExited(_ app: AppID, pid: Int32?) {
-        if let pid { spawned[pid] = nil }
-        guard let i = slots[app] else { return }
+        let wasSpawned = pid.flatMap { spawned.removeValue(forKey: $0) } != nil
+        guard let i = slots[app] else {
+            // Forgotten meanwhile (its launch called off, its manifest gone): its cgroup still goes.
+            if wasSpawned { emit(.release(app)) }
+            return
+        }
         if let pid, let current = records[i].pid, pid != current { return }
         let r = records[i]
-        guard r.state != .notRunning || r.launch != nil || r.termination != nil else { return }
+        guard r.state != .notRunning || r.launch != nil || r.termination != nil else {
+            if r.pid == nil { emit(.release(app)) }
+            return
+        }
         let previous = records[i].state
         let oldPID = records[i].pid
         let termination = records[i].termination
@@ -96,6 +103,7 @@ extension LifecycleMachine {
                     kind: .terminate, reason: termination?.reason ?? .appExited, app: app, state: .notRunning,
                     previousState: previous, pid: oldPID, severity: termination == nil ? .notice : .info,
                     detail: .exited(terminated: termination != nil, released: held))))
+        emit(.release(app))
     }
 
     /// Forgets everything about the app's process: assertions, activities, tasks, queue, timers.

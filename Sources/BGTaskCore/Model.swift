@@ -257,6 +257,9 @@ public enum Action: Hashable, Sendable {
     case reply(Reply, to: RequestID?)
     /// Write a decision to the journal (and the `Monitor` stream) without any other effect.
     case record(Decision)
+    /// The app has no process the core knows of any more: end what its own cgroup still holds (frozen or
+    /// not) and drop the cgroup.
+    case release(AppID)
     /// The daemon's stop (``Input/stopRequested``) is over: every app it started has exited (`unexited`
     /// empty), or `WillTerminateTimeoutSec` + 2 × `KillTimeoutSec` + 1 s passed and these had not.
     case stopFinished(unexited: [AppID])
@@ -267,7 +270,7 @@ public enum Action: Hashable, Sendable {
         case .launch(_, _, let d), .freeze(_, _, let d), .thaw(_, _, let d), .terminate(_, _, let d),
             .kill(_, _, let d), .record(let d):
             return d
-        case .deliver, .reply, .stopFinished:
+        case .deliver, .reply, .release, .stopFinished:
             return nil
         }
     }

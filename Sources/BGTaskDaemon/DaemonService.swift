@@ -450,6 +450,8 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
             answer(reply, to: id)
         case .record:
             break
+        case .release(let app):
+            freezer.released(app: app)
         case .stopFinished(let unexited):
             let completion = stopCompletion
             stopCompletion = nil
@@ -577,7 +579,6 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
     private func processExited(pid: Int32, status: Int32?) {
         guard let app = appByPid.removeValue(forKey: pid) else { return }
         feed(.processExited(app, pid: pid))
-        if machine.app(app, now: now())?.pid == nil { freezer.released(app: app) }
     }
 
     func now() -> Instant { Instant(microseconds: Monotonic.nowUSec()) }

@@ -223,7 +223,7 @@ struct Driver {
                     case .background, .suspended: views[app] = .background
                     }
                 }
-            case .reply, .stopFinished:
+            case .reply, .release, .stopFinished:
                 break
             }
         }

@@ -151,4 +151,20 @@ import Testing
         var idle = harness()
         #expect(idle.send(.stopRequested) == [.stopFinished(unexited: [])])
     }
+
+    /// The shell drops an app's cgroup when the core says the app has no process left, not by asking it.
+    @Test func anExitReleasesTheAppsCgroupAStaleOneDoesNot() {
+        var h = harness()
+        h.launchActive(mail, pid: 9)
+        #expect(h.send(.processExited(mail, pid: 8)).isEmpty)
+        let exit = h.send(.processExited(mail, pid: 9))
+        #expect(exit.decisions.map(\.reason) == [.appExited])
+        #expect(exit.last == .release(mail))
+        // A spawned process of an app forgotten meanwhile: its cgroup goes too; a pid never spawned is ignored.
+        h.send(.launchRequested(mail, background: false, exclusive: false))
+        h.send(.appUnregistered(mail))
+        #expect(h.send(.appLaunched(mail, pid: 10)).kills == [mail])
+        #expect(h.send(.processExited(mail, pid: 10)) == [.release(mail)])
+        #expect(h.send(.processExited(mail, pid: 11)).isEmpty)
+    }
 }
