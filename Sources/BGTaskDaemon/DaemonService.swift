@@ -82,7 +82,7 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
     /// Registers (or re-registers, keeping state) every manifest with the core, in app-id order, each with
     /// the uid its `User=` resolves to now (issue 13: a reload that changes `User=` changes who may call).
     private func register(_ manifests: [AppID: AppManifestFile]) {
-        uidByApp = [:]
+        // Overwritten, not cleared: an app whose manifest went keeps its uid for its last decisions.
         var resolved: [Account?: UInt32] = [:]
         for (id, manifest) in manifests.sorted(by: { $0.key < $1.key }) {
             let uid = resolved[manifest.user] ?? resolveUser(manifest.user)?.uid ?? getuid()
