@@ -11,7 +11,7 @@ import Glibc
 /// Serves `io.bgtaskd.App` and `io.bgtaskd.Manager` on the daemon's queue: turns calls into the core's
 /// inputs, performs the core's actions (deliver, launch, freeze, thaw, terminate, kill, reply), journals
 /// every decision, and keeps the one timer armed for the core's next deadline.
-final class DaemonService: VarlinkService, @unchecked Sendable {
+final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
     // @unchecked: used only on `queue`.
     let queue: DispatchQueue
     private(set) var config: LoadedConfiguration
@@ -30,7 +30,7 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
     private var timer: (any DispatchSourceTimer)?
     private var armedDeadline: Instant?
     let freezer: any Freezer
-    let launcher: Launcher
+    let launcher: any AppLauncher
     /// Background App Refresh: policy, scheduled tasks, persistence (SPEC §5, §6).
     private(set) var refresh: RefreshController!
 
@@ -58,8 +58,12 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
     /// SPEC §11's journal budget (issue 11): which grant/end entries are journaled, which are counted.
     private(set) var journalBudget: JournalBudgetGate!
 
+    /// The clocks (tests step them by hand).
+    let clock: DaemonClock
+
     init(queue: DispatchQueue, config: LoadedConfiguration, journal: JournalSink, logger: Logger, options: DaemonOptions,
-         freezer: any Freezer)
+         freezer: any Freezer, launcher: (any AppLauncher)? = nil, clock: DaemonClock = .system,
+         powerSupplyPath: String? = "/sys/class/power_supply")
     {
         self.queue = queue
         self.config = config
@@ -67,14 +71,15 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
         self.logger = logger
         self.options = options
         self.freezer = freezer
+        self.clock = clock
         self.machine = LifecycleMachine(config: config.lifecycle)
-        self.launcher = Launcher(queue: queue)
-        journalBudget = JournalBudgetGate(config: config.daemon, sink: journal, queue: queue) {
-            Instant(microseconds: Monotonic.nowUSec())
-        }
-        launcher.onExit = { [weak self] pid, status in self?.processExited(pid: pid, status: status) }
-        launcher.start()
-        refresh = RefreshController(service: self, stateDirectory: options.stateDir)
+        self.launcher = launcher ?? Launcher(queue: queue)
+        journalBudget = JournalBudgetGate(config: config.daemon, sink: journal, now: clock.monotonic)
+        self.launcher.onExit = { [weak self] pid, status in self?.processExited(pid: pid, status: status) }
+        self.launcher.start()
+        refresh = RefreshController(
+            host: self, queue: queue, logger: logger, clock: clock, config: config, stateDirectory: options.stateDir,
+            powerSupplyPath: powerSupplyPath)
         register(config.manifests)
         startAdoption()
     }
@@ -109,7 +114,7 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
             feed(.appUnregistered(id))
         }
         adoption?.remap()
-        refresh.configurationChanged()
+        refresh.configurationChanged(newConfig)
     }
 
     /// SIGTERM: thaw every frozen app so that nothing stays frozen with nobody managing it.
@@ -118,6 +123,7 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
         freezer.thawAll()
         adoption?.thawAll()
         timer?.cancel()
+        refresh.stop()
     }
 
     func connectionClosed(_ connection: VarlinkConnection) {
@@ -295,7 +301,8 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
             let name = p["name"]?.stringValue
             run(.holdRequested(app, connection: ConnectionID(request.connection.id), name: name), for: request)
         default:
-            if !refresh.handleManager(request) { request.fail(.methodNotImplemented(call.method)) }
+            let appParameter = { [unowned self] (r: VarlinkRequest) in self.appParameter(r, prefix: prefix) }
+            if !refresh.handleManager(request, appParameter: appParameter) { request.fail(.methodNotImplemented(call.method)) }
         }
     }
 
@@ -390,7 +397,7 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
         }
         if let reason = refresh.denial(app) {
             out.append(
-                "Background App Refresh is \(refreshStatus(app)) (\(reason.rawValue)): \(RefreshController.explain(reason)); "
+                "Background App Refresh is \(refreshStatus(app)) (\(reason.rawValue)): \(RefreshMessages.explain(reason)); "
                     + "the daemon launches or wakes \(app) for no scheduled task or remote notification")
         }
         if dryRun {
@@ -536,8 +543,10 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
         return r
     }
 
+    /// Arms the one monotonic timer for the earliest of the core's and the journal budget's deadlines.
     private func armTimer() {
-        guard let deadline = machine.nextDeadline else {
+        let deadlines = [machine.nextDeadline, journalBudget.nextDeadline].compactMap { $0 }
+        guard let deadline = deadlines.min() else {
             if armedDeadline != nil {
                 timer?.suspend()
                 armedDeadline = nil
@@ -552,7 +561,7 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
                 guard let self else { return }
                 self.armedDeadline = nil
                 self.timer?.suspend()
-                self.feed(.deadlineReached)
+                self.deadlineReached()
             }
             timer = t
             t.schedule(deadline: .now() + .microseconds(Int(delay)), leeway: .microseconds(50))
@@ -562,6 +571,13 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
             if armedDeadline == nil { timer?.resume() }
         }
         armedDeadline = deadline
+    }
+
+    /// The monotonic timer fired (early or late is harmless to both): the journal budget's interval end and
+    /// the core's deadlines (tests call it by hand).
+    func deadlineReached() {
+        journalBudget.deadlineReached()
+        feed(.deadlineReached)
     }
 
     /// The launcher's answer to a `.launch`. The core may have moved on meanwhile (terminated or
@@ -581,7 +597,16 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
         feed(.processExited(app, pid: pid))
     }
 
-    func now() -> Instant { Instant(microseconds: Monotonic.nowUSec()) }
+    func now() -> Instant { clock.monotonic() }
+
+    /// The lifecycle core's facts about an app, for the refresh machine.
+    func refreshFacts(_ app: AppID) -> RefreshAppFacts? {
+        machine.app(app, now: now()).map {
+            RefreshAppFacts(
+                state: $0.state, lifecycleAware: $0.lifecycleAware, terminating: $0.terminating,
+                runningTasks: Set($0.runningTasks.map(\.identifier)))
+        }
+    }
 
     // MARK: - Decisions: journal, Monitor, history
 
@@ -601,7 +626,7 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
         }
         decisionCount += 1
         refresh?.observe(d)
-        let realtime = Monotonic.realtimeUSec()
+        let realtime = clock.realtime().microsecondsSinceEpoch
         if let app = d.app {
             // In place: no copy of the app's history per decision.
             history[app, default: DecisionHistory()].append(
@@ -617,6 +642,8 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
                 Self.journalFields(d, uid: uid, peerPID: peerPID)
             }
         }
+        // The budget's interval end is a deadline of the one monotonic timer.
+        if JournalBudget.isBudgeted(d.kind) { armTimer() }
         if !monitors.isEmpty {
             let json = decisionJSON(
                 DecisionRecord(realtimeUSec: realtime, app: d.app, kind: d.kind, reason: d.reason, message: message))

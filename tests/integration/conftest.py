@@ -101,7 +101,7 @@ def journald():
         if proc.poll() is not None or time.monotonic() > deadline:
             text = log_path.read_text(errors="replace")
             pytest.fail(f"{JOURNALD} did not come up (exit status {proc.poll()}); its output:\n{text}")
-        time.sleep(0.01)
+        time.sleep(0.01)  # poll interval: journald gives no notice of its socket coming up
     return {"started": True, "pid": proc.pid}
 
 
@@ -149,7 +149,7 @@ class Daemon:
                 last = reply
             except (OSError, Closed, TimeoutError) as e:
                 last = e
-            time.sleep(0.005)
+            time.sleep(0.005)  # poll interval of the readiness probe (GetInfo); tests that start bgtaskd under systemd use READY=1
         raise AssertionError(f"bgtaskd did not answer on {self.socket} within {timeout} s ({last!r}):\n{self.output()}")
 
     def send_signal(self, sig: int):
@@ -248,7 +248,7 @@ def daemon(bin_dir, journald):
             while not os.path.exists(sock):
                 if proc.poll() is not None or time.monotonic() > deadline:
                     raise AssertionError(f"systemd-socket-activate did not bind {sock}:\n{d.output()}")
-                time.sleep(0.005)
+                time.sleep(0.005)  # poll interval: the wrapper gives no notice of binding the path
         if wait:
             d.wait_ready()
         return d
@@ -289,7 +289,7 @@ def cert_server(bin_dir):
         except OSError:
             if time.monotonic() > deadline:
                 pytest.fail(f"varlink-certification did not listen on {path}:\n{log_path.read_text()}")
-            time.sleep(0.005)
+            time.sleep(0.005)  # poll interval: the certification server gives no notice of listening
     yield path
     proc.terminate()
     try:

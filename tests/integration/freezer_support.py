@@ -118,7 +118,7 @@ def wait_for(predicate, timeout: float, what: str, interval: float = 0.002):
             return value
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(interval)
+        time.sleep(interval)  # poll interval of a bounded wait on a condition that has no notification (cgroup files, /proc)
 
 
 # MARK: processes
@@ -197,8 +197,8 @@ TICKER = textwrap.dedent("""\
             with open(f"{out}/{name}.tmp", "w") as f:
                 f.write(str(n))
             os.replace(f"{out}/{name}.tmp", f"{out}/{name}")
-            time.sleep(0.01)
-    time.sleep(delay)
+            time.sleep(0.01)  # the app's own work (it ticks), not a wait
+    time.sleep(delay)  # the app's own start-up delay (the scenario), not a wait
     pid = os.fork()
     if pid == 0:
         with open(f"{out}/child.pid", "w") as f:
@@ -393,7 +393,7 @@ def memory_pressure(limit_mib: int = 32, file_mib: int = 256):
                 os.rmdir(cg)
                 break
             except OSError:
-                time.sleep(0.01)
+                time.sleep(0.01)  # retry interval: a cgroup can be removed only once the kernel has released its last process
         data.unlink(missing_ok=True)
         scratch.rmdir()
 
@@ -430,7 +430,7 @@ class DaemonInCgroup:
                 pass
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 raise AssertionError(f"bgtaskd did not start:\n{self.log_path.read_text(errors='replace')}")
-            time.sleep(0.01)
+            time.sleep(0.01)  # poll interval of the readiness probe (GetInfo)
 
     @property
     def pid(self) -> int:

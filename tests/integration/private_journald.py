@@ -74,7 +74,7 @@ class PrivateJournald:
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 raise AssertionError(f"private journald did not come up ({self.proc.poll()}): "
                                      f"{(self.dir / 'journald.log').read_text(errors='replace')}")
-            time.sleep(0.02)
+            time.sleep(0.02)  # poll interval: journald gives no notice of its socket coming up
         self.cgroup = Path(cgroup2_mount()) / f"bgtaskd-test-{uuid.uuid4().hex[:8]}.service"
         self.cgroup.mkdir()
 
@@ -120,7 +120,7 @@ class PrivateJournald:
             es = self.entries(*matches)
             if want(es) or time.monotonic() > deadline:
                 return es
-            time.sleep(0.1)
+            time.sleep(0.1)  # poll interval of the journal read-back (journald notifies no reader here)
 
     def stop(self):
         os.kill(self.pid, signal.SIGSTOP)
@@ -154,5 +154,5 @@ class PrivateJournald:
                     self.cgroup.rmdir()
                     break
                 except OSError:
-                    time.sleep(0.05)
+                    time.sleep(0.05)  # retry interval: the cgroup goes once the kernel has released its last process
         shutil.rmtree(self.dir, ignore_errors=True)

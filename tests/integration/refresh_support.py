@@ -78,6 +78,8 @@ def app_main() -> int:
         kind = event["kind"]
         if event.get("needsAck"):
             calls.call(f"{APP}.Acknowledge", {"eventId": event["id"]})
+            # Answered: the daemon has decided what the acknowledgement leads to (tests wait for this).
+            note({"acked": event["id"]})
         if kind == "perform-task" and complete:
             r = calls.call(f"{APP}.CompleteTask", {"appId": app_id, "identifier": event["identifier"], "success": True})
             note({"completed": event["identifier"], "reply": r})
@@ -161,7 +163,7 @@ class EventLog:
             if time.monotonic() > deadline:
                 raise AssertionError(f"timed out waiting for {what or predicate}; app log:\n"
                                      + "\n".join(json.dumps(e) for e in entries))
-            time.sleep(0.02)
+            time.sleep(0.02)  # poll interval of the app's own event log (written by another process)
 
     def wait_kind(self, kind: str, count: int = 1, timeout: float = 10.0) -> list[dict]:
         return self.wait_for(lambda es: sum(1 for e in es if e.get("kind") == kind) >= count, timeout,
@@ -176,7 +178,7 @@ def wait_state(socket_path: str, app_id: str, state: str, timeout: float = 10.0)
             return info
         if time.monotonic() > deadline:
             raise AssertionError(f"{app_id} is {info['state']}, not {state}, after {timeout} s: {info}")
-        time.sleep(0.02)
+        time.sleep(0.02)  # poll interval of GetApp: the state itself is the event awaited
 
 
 def _process_start_usec(pid: int) -> int:
@@ -204,7 +206,7 @@ def journal(pid: int, *matches: str, want=lambda entries: bool(entries), timeout
         entries = [e for e in entries if int(e.get("__REALTIME_TIMESTAMP", "0")) >= since]
         if want(entries) or time.monotonic() > deadline:
             return entries
-        time.sleep(0.05)
+        time.sleep(0.05)  # poll interval of the journal read-back
 
 
 def decisions(pid: int, app_id: str | None = None, decision: str | None = None, reason: str | None = None,

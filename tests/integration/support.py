@@ -165,7 +165,7 @@ def wait_for(predicate, timeout: float, describe=lambda: "condition"):
             pass
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} s: {describe()}")
-        time.sleep(0.005)
+        time.sleep(0.005)  # poll interval of a bounded wait on a condition that has no notification
 
 
 def journal_entries(**match) -> list:

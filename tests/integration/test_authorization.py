@@ -93,7 +93,7 @@ def test_acknowledge_of_another_apps_event_by_another_uid_is_refused(daemon, tmp
             for l in lines():
                 if pred(l):
                     return l
-            time.sleep(0.01)
+            time.sleep(0.01)  # poll interval of the app's own output (another process)
         raise AssertionError(f"no {what} in {lines()}")
 
     with RawClient(d.socket) as root:

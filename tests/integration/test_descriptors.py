@@ -59,7 +59,7 @@ class Lines:
         while time.monotonic() < deadline:
             line = self.f.readline()
             if not line:
-                time.sleep(0.0005)
+                time.sleep(0.0005)  # poll interval of the app's log (another process)
                 continue
             if word in line:
                 return line
@@ -120,6 +120,6 @@ def test_a_launched_app_holds_none_of_the_daemons_descriptors(daemon):
                     pass  # closed between listdir and readlink
             if sorted(links) == [0, 1, 2] or time.monotonic() > deadline:
                 break
-            time.sleep(0.02)
+            time.sleep(0.02)  # poll interval of /proc (no event exists for the app's descriptors, see above)
         ctl.call(f"{MANAGER}.Terminate", {"appId": app})
     assert sorted(links) == [0, 1, 2], links

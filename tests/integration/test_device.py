@@ -106,7 +106,7 @@ def test_desktop_entry_launches_with_field_codes_stripped(daemon, ctl, data_dirs
     one, _ = data_dirs
     out = one / "argv.json"
     script = one / "argv.py"
-    script.write_text(f"import json, sys, time\njson.dump(sys.argv[1:], open({str(out)!r}, 'w'))\ntime.sleep(1000)\n")
+    script.write_text(f"import json, sys, time\njson.dump(sys.argv[1:], open({str(out)!r}, 'w'))\ntime.sleep(1000)\n")  # the app idles (a script), not a wait
     (one / "applications" / "org.example.Args.desktop").write_text(
         entry("Args", f'{sys.executable} {script} %U "two words" 100%% %i --file=%f'))
     d = daemon(conf=f"[Apps]\nDataDirs={one}\nAdopt=no\n[Daemon]\nFreezerBackend=signal\n")

@@ -82,7 +82,7 @@ def sway():
             s.stop()
             shutil.rmtree(runtime, ignore_errors=True)
             pytest.skip(f"sway (headless) could not start here, exit status {compositor.poll()}:\n{log[-2000:]}")
-        time.sleep(0.02)
+        time.sleep(0.02)  # poll interval: sway gives no notice of its sockets
     yield s
     s.stop()
     shutil.rmtree(runtime, ignore_errors=True)

@@ -199,7 +199,7 @@ def test_connections_stop_short_of_the_descriptor_limit_root_keeps_room(daemon):
         # usually; bounded here, as the test cannot observe the daemon's turns).
         deadline = time.monotonic() + 5
         while refused(d.socket) and time.monotonic() < deadline:
-            time.sleep(0.01)
+            time.sleep(0.01)  # poll interval: the daemon's turns are not observable (see above)
         with RawClient(d.socket) as c:
             assert "error" not in c.call(f"{MANAGER}.Stats")
     finally:

@@ -17,7 +17,7 @@ def journal_entries(*matches: str, timeout: float = 5.0, want=lambda entries: bo
         if want(entries) or time.monotonic() > deadline:
             assert run.returncode in (0, 1), run.stderr
             return entries
-        time.sleep(0.05)
+        time.sleep(0.05)  # poll interval of the journal read-back
 
 
 def test_journald_is_running(journald):

@@ -51,7 +51,7 @@ def wait_state(c: RawClient, app: str, want: str, timeout: float = 20.0):
     deadline = time.monotonic() + timeout
     while (s := state(c, app)) != want:
         assert time.monotonic() < deadline, f"{app} is {s}, not {want}"
-        time.sleep(0.01)
+        time.sleep(0.01)  # poll interval of GetApp: the state itself is the event awaited
 
 
 def flood(c: RawClient, pairs: int, batch: int = 1000) -> int:

@@ -48,7 +48,7 @@ REPORTER = textwrap.dedent("""\
         json.dump(info, f)
     os.replace(out + ".tmp", out)
     while True:
-        time.sleep(0.01)
+        time.sleep(0.01)  # the app idles (a script), not a wait
 """)
 
 # PR_SET_MDWE(PR_MDWE_REFUSE_EXEC_GAIN): inherited across fork and exec, like systemd's MemoryDenyWriteExecute=.

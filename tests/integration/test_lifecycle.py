@@ -148,6 +148,7 @@ def launched(daemon, app_id):
 
 def test_killed_client_releases_its_assertions_at_once(daemon):
     d = launched(daemon, "org.test.Holder")
+    # The holder idles (time.sleep(60) below) while it holds its tasks: the scenario, not a wait.
     holder = subprocess.Popen([sys.executable, "-c", f"""
 import varlink, sys, time
 c = varlink.Client(address="unix:{d.socket}")

@@ -45,7 +45,7 @@ def wait_until(predicate, timeout: float, what: str):
     while not predicate():
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.02)
+        time.sleep(0.02)  # poll interval of a bounded wait on a condition that has no notification
 
 
 class Tour:

@@ -172,7 +172,7 @@ def test_client_that_never_reads_does_not_block_others(bgtaskd):
                     outcome = "blocked"
                     break
                 assert_answers(good)
-                time.sleep(0.01)
+                time.sleep(0.01)  # pacing of the hog's writes (the scenario), not a wait
                 continue
             except (BrokenPipeError, ConnectionResetError):
                 outcome = "dropped"  # disconnected for not reading: also fine
@@ -222,7 +222,7 @@ def test_flood_of_small_calls_does_not_stop_another_client(bgtaskd):
             s = time.monotonic()
             assert_answers(good)
             worst = max(worst, time.monotonic() - s)
-            time.sleep(0.002)
+            time.sleep(0.002)  # pacing of the probes that measure the answer time (the scenario)
         t.join(1.0)
         assert_answers(good)
     assert "error" not in result, result.get("error")

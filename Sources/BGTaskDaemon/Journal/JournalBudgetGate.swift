@@ -1,26 +1,32 @@
 import BGTaskConfig
 import BGTaskCore
-import Dispatch
 
 /// The shell of SPEC §11's journal budget (``JournalBudget`` decides): asks the budget about each decision's
-/// entry, keeps one timer armed for the end of an interval that has something to report, and journals the
-/// `coalesced` summaries. Runs on the daemon's queue.
+/// entry and journals the `coalesced` summaries. It has no timer of its own: the end of an interval that has
+/// something to report is ``nextDeadline``, served by the daemon's one monotonic timer, which calls
+/// ``deadlineReached()``. Runs on the daemon's queue.
 final class JournalBudgetGate: @unchecked Sendable {
     // @unchecked: used only on `queue`.
     private var budget: JournalBudget
     private let sink: JournalSink
-    private let queue: DispatchQueue
     private let now: @Sendable () -> Instant
-    private var timer: (any DispatchSourceTimer)?
-    private var armed: Instant?
     /// Decisions counted in summaries rather than journaled one by one (for tests and figures).
     private(set) var coalesced = 0
+    /// `coalesced` summaries journaled (for tests and figures).
+    private(set) var summaries = 0
 
-    init(config: DaemonConfig, sink: JournalSink, queue: DispatchQueue, now: @escaping @Sendable () -> Instant) {
+    init(config: DaemonConfig, sink: JournalSink, now: @escaping @Sendable () -> Instant) {
         budget = JournalBudget(limits: Self.limits(config))
         self.sink = sink
-        self.queue = queue
         self.now = now
+    }
+
+    /// When the current interval ends, if it has summaries to journal then.
+    var nextDeadline: Instant? { budget.nextDeadline }
+
+    /// The daemon's timer fired for ``nextDeadline`` (early or late is harmless).
+    func deadlineReached() {
+        journal(budget.deadlineReached(now: now()))
     }
 
     static func limits(_ config: DaemonConfig) -> JournalBudget.Limits {
@@ -40,42 +46,16 @@ final class JournalBudgetGate: @unchecked Sendable {
         let (verdict, summaries) = budget.admit(kind, app: app, now: now())
         journal(summaries)
         if verdict == .coalesce { coalesced += 1 }
-        arm()
         return verdict == .journal
     }
 
     /// Shutdown: the current interval's counts are journaled now rather than lost.
     func close() {
         journal(budget.closeWindow(now: now()))
-        timer?.cancel()
-        timer = nil
-    }
-
-    private func arm() {
-        let deadline = budget.nextDeadline
-        guard deadline != armed else { return }
-        armed = deadline
-        if timer == nil {
-            let t = DispatchSource.makeTimerSource(queue: queue)
-            t.setEventHandler { [weak self] in
-                guard let self else { return }
-                self.armed = nil
-                self.journal(self.budget.deadlineReached(now: self.now()))
-                self.arm()
-            }
-            t.schedule(deadline: .distantFuture)
-            t.resume()
-            timer = t
-        }
-        guard let deadline else {
-            timer?.schedule(deadline: .distantFuture)
-            return
-        }
-        let delay = max(0, deadline.microseconds - now().microseconds)
-        timer?.schedule(deadline: .now() + .microseconds(Int(delay)), leeway: .milliseconds(10))
     }
 
     private func journal(_ summaries: [JournalBudget.Summary]) {
+        self.summaries += summaries.count
         for s in summaries {
             let span = TimeSpan.microseconds(s.intervalEnd.microseconds - s.intervalStart.microseconds)
             let who = s.app.map { "\($0)" } ?? "\(s.apps) more apps"

@@ -159,8 +159,25 @@ final class SignalFreezer: Freezer {
     }
 }
 
+/// What the daemon's service needs to start apps and hear them exit (``Launcher``; tests pass a fake).
+protocol AppLauncher: AnyObject {
+    /// (pid, wait status) of every reaped child and (pid, nil) for watched non-children.
+    var onExit: ((Int32, Int32?) -> Void)? { get set }
+    /// Starts following exits.
+    func start()
+    /// A child this daemon started (itself or through bgtaskd-launcher) that has not exited.
+    func isRunningChild(_ pid: Int32) -> Bool
+    /// Reports the exit of a process that is not our child (an app that checked in on its own).
+    func watch(pid: Int32)
+    /// Starts the app itself; the pid or why not.
+    func spawn(_ manifest: AppManifestFile, socketPath: String, cgroupProcsFD: Int32?) -> Result<Int32, Launcher.LaunchError>
+    /// Asks bgtaskd-launcher to start the app; `completion` runs later on the daemon's queue.
+    func spawnRemotely(appID: String, socketPath: String, launcherSocket: String, cgroupProcsFD: Int32?,
+                       completion: @escaping @Sendable (Result<Int32, Launcher.LaunchError>) -> Void)
+}
+
 /// Starts apps and watches them exit.
-final class Launcher: @unchecked Sendable {
+final class Launcher: AppLauncher, @unchecked Sendable {
     // @unchecked: used only on `queue`.
     let queue: DispatchQueue
     /// (pid, wait status) of every reaped child and (pid, nil) for watched non-children.

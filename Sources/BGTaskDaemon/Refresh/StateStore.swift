@@ -7,23 +7,6 @@ import Dispatch
 import Glibc
 #endif
 
-/// What Background App Refresh keeps across restarts and crashes (SPEC §5, §6): the run-time settings,
-/// the last conditions set, each app's pending task requests and last refresh.
-struct RefreshState: Equatable, Sendable {
-    /// `SetGlobalRefresh`; `nil`: `BackgroundAppRefresh=` of the configuration.
-    var mode: RefreshMode?
-    /// `SetLowPowerMode`.
-    var lowPowerMode = false
-    /// The last `SetConditions(onExternalPower:)`; automatic detection overrides it where present.
-    var onExternalPower: Bool?
-    /// The last `SetConditions(network:)`.
-    var network: NetworkCondition?
-    /// `SetRefreshPolicy` per app; apps without an entry use their manifest or `DefaultAppRefresh=`.
-    var appSettings: [AppID: Bool] = [:]
-    /// Pending requests and last refreshes.
-    var schedule = TaskSchedule()
-}
-
 extension RefreshState {
     static let formatVersion: Int64 = 1
 

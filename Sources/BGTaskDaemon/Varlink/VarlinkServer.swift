@@ -567,6 +567,8 @@ public final class VarlinkConnection: @unchecked Sendable, Hashable, CustomStrin
     fileprivate var isRunnable = false
     fileprivate var isDirty = false
     public private(set) var isClosed = false
+    /// An in-memory connection (no socket) hands its replies here instead of writing them.
+    fileprivate var inMemoryReplies: ((VarlinkReply) -> Void)?
     /// Anything the service wants to remember about this connection (e.g. the app it checked in as).
     public var userInfo: [String: String] = [:]
     /// Since when part of a message waits for the rest (monotonic µs); nil: none does.
@@ -809,6 +811,10 @@ public final class VarlinkConnection: @unchecked Sendable, Hashable, CustomStrin
             current = nil
             currentSerial = nil
         }
+        if let inMemoryReplies {
+            if !call.oneway { inMemoryReplies(r) }
+            return
+        }
         if !call.oneway {
             r.append(to: &outBuffer)
             if server.inTurn {
@@ -899,7 +905,7 @@ public final class VarlinkConnection: @unchecked Sendable, Hashable, CustomStrin
         registered = 0
         isClosed = true
         // Out of the epoll set and with no Dispatch source on it, the descriptor can go at once.
-        _ = Glibc.close(fd)
+        if fd >= 0 { _ = Glibc.close(fd) }
         pending.removeAll()
         pendingHead = 0
         current = nil
@@ -918,3 +924,36 @@ func closeDeferred(_ fd: Int32) {
 }
 
 func setNonBlocking(_ fd: Int32) { FileIO.setNonBlocking(fd) }
+
+// MARK: - In memory: the service driven without sockets (tests)
+
+extension VarlinkServer {
+    /// A connection without a socket, as if `peer` had connected: its replies go to `replies`, its calls
+    /// come from ``serveInMemory(_:on:)``, and ``VarlinkConnection/close()`` ends it as a hang-up would.
+    func inMemoryConnection(peer: PeerCredentials, replies: @escaping (VarlinkReply) -> Void) -> VarlinkConnection {
+        let token = takeToken()
+        let c = VarlinkConnection(id: token, fd: -1, peer: peer, server: self)
+        c.inMemoryReplies = replies
+        connections[token] = c
+        connectionsByUID[peer.uid, default: 0] += 1
+        if peer.uid != 0 { unprivilegedConnections += 1 }
+        return c
+    }
+
+    /// Serves `call` on an in-memory connection as if it had been read from its socket: the server's own
+    /// checks (method known, parameter types), then the service. One call at a time per connection.
+    func serveInMemory(_ call: VarlinkCall, on connection: VarlinkConnection) {
+        dispatch(VarlinkRequest(call: call, connection: connection, serial: connection.beginInMemory(call)))
+    }
+}
+
+extension VarlinkConnection {
+    /// The call an in-memory connection serves now; its serial.
+    fileprivate func beginInMemory(_ call: VarlinkCall) -> UInt64 {
+        let serial = nextSerial
+        nextSerial += 1
+        current = call
+        currentSerial = serial
+        return serial
+    }
+}

@@ -1,0 +1,59 @@
+/// Planning (SPEC §6): what is due runs, what is due but denied is journaled once, and the wall-clock
+/// timer is armed for the earliest date at which a waiting request may become due by itself.
+extension RefreshMachine {
+    /// The scheduling context at `now`: conditions, the configured intervals and how long no app has been
+    /// in the foreground (monotonic).
+    func context(_ now: RefreshNow) -> TaskSchedulingContext {
+        let idleFor: TimeSpan? = foregroundApps.isEmpty ? now.monotonic - (foregroundEnded ?? now.monotonic) : nil
+        return TaskSchedulingContext(
+            now: now.wall, conditions: conditions, minimumRefreshInterval: config.minimumRefreshInterval,
+            processingIdle: config.processingIdle, idleFor: idleFor)
+    }
+
+    /// Runs what is due, journals what is due but denied, saves if a request left, arms the timer.
+    mutating func plan(now: RefreshNow, facts: Facts) -> [RefreshAction] {
+        plans += 1
+        let ctx = context(now)
+        let policy = self.policy, config = self.config, appSettings = state.appSettings
+        let plan = state.schedule.plan(context: ctx) { app in
+            policy.denial(
+                enabled: RefreshPolicy.appSetting(
+                    runTime: appSettings[app], manifest: config.apps[app]?.setting, defaultSetting: config.defaultAppRefresh),
+                restricted: config.apps[app]?.restricted ?? false)
+        }
+        var actions: [RefreshAction] = []
+        var watch = plan.waitsForIdle
+        var changed = false
+        for run in plan.runs {
+            let app = run.app, request = run.request
+            // An app whose manifest is gone keeps its requests for when it comes back.
+            guard config.apps[app] != nil, let f = facts(app) else { continue }
+            if f.terminating || f.runningTasks.contains(request.identifier) {
+                watch = true
+                continue
+            }
+            state.schedule.started(request.identifier, for: app, at: ctx.now)
+            changed = true
+            actions.append(.run(RefreshRun(app: app, identifier: request.identifier, kind: request.kind, reason: .taskScheduled)))
+        }
+        var notices: [AppID: [String: Reason]] = [:]
+        for denial in plan.denials where config.apps[denial.task.app] != nil {
+            let app = denial.task.app, request = denial.task.request
+            notices[app, default: [:]][request.identifier] = denial.reason
+            guard deniedNotices[app]?[request.identifier] != denial.reason else { continue }
+            actions.append(
+                .record(
+                    RefreshNotice(
+                        kind: .deny, reason: denial.reason, app: app, state: facts(app)?.state,
+                        subject: .taskNotRun(request.kind, identifier: request.identifier), byCall: false)))
+        }
+        deniedNotices = notices
+        watchLifecycle = watch
+        if changed { actions.append(.save(state, reply: nil)) }
+        if plan.nextWake != nextWallDeadline {
+            nextWallDeadline = plan.nextWake
+            actions.append(.armWallTimer(plan.nextWake))
+        }
+        return actions
+    }
+}

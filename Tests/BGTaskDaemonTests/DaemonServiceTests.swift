@@ -1,0 +1,360 @@
+import BGTaskConfig
+import BGTaskCore
+import BGTaskProtocol
+import Dispatch
+import Foundation
+import Logging
+import Synchronization
+import Testing
+@testable import BGTaskDaemon
+
+// The daemon's service driven without sockets, processes or timers: calls go in through in-memory
+// connections (the server's own checks included), time is stepped by hand, and what comes out — replies,
+// freeze/thaw/signal/kill, spawns, decisions (the Monitor stream, which carries what is journaled) — is
+// recorded by fakes.
+
+/// Everything the fakes saw, in order.
+private final class Recorder: @unchecked Sendable {
+    // @unchecked: touched on the daemon's queue, read by the test after a `queue.sync`.
+    var processes: [String] = []
+}
+
+/// A freezer that only records (`cgroup`-like: not a dry run).
+private final class FakeFreezer: Freezer, @unchecked Sendable {
+    let recorder: Recorder
+    init(_ recorder: Recorder) { self.recorder = recorder }
+    var name: String { "fake" }
+    func prepareLaunch(app: AppID) -> Int32? { nil }
+    func attach(app: AppID, pid: Int32) { recorder.processes.append("attach \(app) \(pid)") }
+    func freeze(app: AppID, pid: Int32?) { recorder.processes.append("freeze \(app) \(pid ?? 0)") }
+    func thaw(app: AppID, pid: Int32?) { recorder.processes.append("thaw \(app) \(pid ?? 0)") }
+    func signal(app: AppID, pid: Int32?, _ sig: Int32) { recorder.processes.append("signal \(sig) \(app) \(pid ?? 0)") }
+    func kill(app: AppID, pid: Int32?) { recorder.processes.append("kill \(app) \(pid ?? 0)") }
+    func released(app: AppID) { recorder.processes.append("released \(app)") }
+    func thawAll() {}
+}
+
+/// A launcher that hands out pids and reports exits when told to.
+private final class FakeLauncher: AppLauncher, @unchecked Sendable {
+    let recorder: Recorder
+    var onExit: ((Int32, Int32?) -> Void)?
+    private var nextPid: Int32 = 40_000
+    private var running: Set<Int32> = []
+    init(_ recorder: Recorder) { self.recorder = recorder }
+    func start() {}
+    func isRunningChild(_ pid: Int32) -> Bool { running.contains(pid) }
+    func watch(pid: Int32) {}
+    func spawn(_ manifest: AppManifestFile, socketPath: String, cgroupProcsFD: Int32?) -> Result<Int32, Launcher.LaunchError> {
+        nextPid += 1
+        running.insert(nextPid)
+        recorder.processes.append("spawn \(manifest.id) \(nextPid)")
+        return .success(nextPid)
+    }
+    func spawnRemotely(appID: String, socketPath: String, launcherSocket: String, cgroupProcsFD: Int32?,
+                       completion: @escaping @Sendable (Result<Int32, Launcher.LaunchError>) -> Void)
+    {
+        completion(.failure(Launcher.LaunchError(description: "no remote launcher in this test")))
+    }
+    /// The process ended (as SIGCHLD would report it).
+    func exited(_ pid: Int32) {
+        running.remove(pid)
+        onExit?(pid, 0)
+    }
+}
+
+/// Both clocks, stepped by hand.
+private final class HandClock: Sendable {
+    let monotonicUSec = Atomic<Int64>(1_000_000_000)
+    // From the real wall clock's now: the service's one wall-clock Dispatch timer is real, and armed for a
+    // date in the past it would fire at once, again and again, while the test steps time by hand.
+    let realtimeUSec = Atomic<Int64>(Int64(Date().timeIntervalSince1970 * 1_000_000))
+    var clock: DaemonClock {
+        DaemonClock(
+            monotonic: { Instant(microseconds: self.monotonicUSec.load(ordering: .relaxed)) },
+            realtime: { RealtimeInstant(microsecondsSinceEpoch: self.realtimeUSec.load(ordering: .relaxed)) })
+    }
+    func advance(_ span: TimeSpan) {
+        monotonicUSec.add(span.microseconds, ordering: .relaxed)
+        realtimeUSec.add(span.microseconds, ordering: .relaxed)
+    }
+}
+
+/// A client's in-memory connection and every reply it got.
+private final class Client: @unchecked Sendable {
+    // @unchecked: replies are appended on the daemon's queue and read after a `queue.sync`.
+    var replies: [VarlinkReply] = []
+    let arrived = DispatchSemaphore(value: 0)
+    var connection: VarlinkConnection?
+}
+
+private let mail = AppID("org.example.Mail")!
+private let refreshID = "org.example.Mail.refresh"
+
+/// Harnesses live until the process ends: a service's Dispatch timer may be suspended when the test
+/// ends, and libdispatch traps on releasing a suspended source (the daemon's service never goes away).
+private let keptAlive = Mutex<[AnyObject]>([])
+
+/// A service on its own queue with fakes around it.
+private final class ServiceHarness: @unchecked Sendable {
+    let queue = DispatchQueue(label: "bgtaskd.test.service")
+    let recorder = Recorder()
+    let freezer: FakeFreezer
+    let launcher: FakeLauncher
+    let time = HandClock()
+    let stateDir: String
+    let journal = JournalSink(identifier: "bgtaskd-servicetest", destination: .journal)
+    var service: DaemonService!
+    var server: VarlinkServer!
+
+    init(daemon: DaemonConfig = ServiceHarness.daemonConfig) throws {
+        freezer = FakeFreezer(recorder)
+        launcher = FakeLauncher(recorder)
+        stateDir = NSTemporaryDirectory() + "bgtaskd-servicetest-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: stateDir, withIntermediateDirectories: true)
+        let manifest = AppManifestFile(
+            id: mail.rawValue, exec: ["/bin/true"], backgroundModes: [.fetch, .remoteNotification],
+            permittedTaskIdentifiers: [refreshID])
+        let config = LoadedConfiguration(
+            daemon: daemon, manifests: [mail: manifest], socketPath: "/nonexistent/bgtaskd-servicetest.sock",
+            controlGroupID: nil, warnings: [])
+        var options = DaemonOptions()
+        options.stateDir = stateDir
+        let logger = Logger(label: "bgtaskd-servicetest") { _ in SwiftLogNoOpLogHandler() }
+        queue.sync {
+            service = DaemonService(
+                queue: queue, config: config, journal: journal, logger: logger, options: options, freezer: freezer,
+                launcher: launcher, clock: time.clock, powerSupplyPath: nil)
+            server = VarlinkServer(queue: queue, service: service)
+            service.server = server
+        }
+        // The refresh shell starts on the queue's next turn.
+        queue.sync {}
+        keptAlive.withLock { $0.append(self) }
+    }
+
+    /// The state directory goes with the test (the harness itself stays, see `keptAlive`).
+    func removeStateDirectory() {
+        queue.sync {}
+        try? FileManager.default.removeItem(atPath: stateDir)
+    }
+
+    static var daemonConfig: DaemonConfig {
+        var d = DaemonConfig()
+        d.apps.adopt = false
+        return d
+    }
+
+    func connect(uid: UInt32 = 0, pid: Int32 = 1) -> Client {
+        let client = Client()
+        queue.sync {
+            client.connection = server.inMemoryConnection(peer: PeerCredentials(pid: pid, uid: uid, gid: uid)) { reply in
+                client.replies.append(reply)
+                client.arrived.signal()
+            }
+        }
+        return client
+    }
+
+    /// Serves one call; returns the replies that arrived while it was served (a later one: `awaitReply`).
+    @discardableResult
+    func call(_ client: Client, _ method: String, _ parameters: [String: JSON] = [:], more: Bool = false) -> [VarlinkReply] {
+        queue.sync {
+            let before = client.replies.count
+            guard let connection = client.connection else { return [] }
+            server.serveInMemory(VarlinkCall(method: method, parameters: parameters, more: more), on: connection)
+            return Array(client.replies[before...])
+        }
+    }
+
+    /// Waits for the client's next reply (one that comes once a state file is written, off the queue).
+    func awaitReply(_ client: Client, after count: Int) -> VarlinkReply? {
+        while queue.sync(execute: { client.replies.count }) <= count {
+            guard client.arrived.wait(timeout: .now() + 10) == .success else { return nil }
+        }
+        return queue.sync { client.replies[count] }
+    }
+
+    var processes: [String] { queue.sync { recorder.processes } }
+
+    /// The id of the last event of `kind` on the app's CheckIn stream.
+    func lastEvent(_ client: Client, _ kind: String) -> JSON? {
+        queue.sync {
+            client.replies.last { $0.parameters["event"]?.objectValue?["kind"]?.stringValue == kind }?
+                .parameters["event"]?.objectValue?["id"]
+        }
+    }
+
+    /// Time passes; the monotonic timer's wake-up is fed by hand (as its handler would).
+    func advance(_ span: TimeSpan) {
+        time.advance(span)
+        queue.sync { service.deadlineReached() }
+    }
+
+    func decisions(_ monitor: Client) -> [(decision: String, reason: String)] {
+        queue.sync {
+            monitor.replies.compactMap { r in
+                guard case .object(let d)? = r.parameters["decision"], let kind = d["decision"]?.stringValue,
+                    let reason = d["reason"]?.stringValue
+                else { return nil }
+                return (kind, reason)
+            }
+        }
+    }
+}
+
+@Suite(.serialized) struct DaemonServiceTests {
+    @Test func aBackgroundAppIsFrozenWhenItsLastTaskEndsAndThawedInTheForeground() throws {
+        let h = try ServiceHarness()
+        defer { h.removeStateDirectory() }
+        let ctl = h.connect()
+        let monitor = h.connect()
+        #expect(h.call(monitor, "io.bgtaskd.Manager.Monitor", more: true).isEmpty)
+
+        let launched = h.call(ctl, "io.bgtaskd.Manager.Launch", ["appId": .string(mail.rawValue)])
+        #expect(launched.map(\.error) == [nil])
+        let pid = try #require(h.processes.first.flatMap { Int32($0.split(separator: " ").last ?? "") })
+        #expect(h.processes == ["spawn \(mail) \(pid)"])
+
+        let app = h.connect(uid: 0, pid: pid)
+        let checkIn = h.call(app, "io.bgtaskd.App.CheckIn", ["appId": .string(mail.rawValue)], more: true)
+        // The stream opens with the state at check-in, then the launch's events follow on it.
+        #expect(checkIn.map { $0.parameters["state"]?.stringValue } == ["not-running", "inactive", "active"])
+        #expect(checkIn.allSatisfy { $0.continues })
+        // A stream holds its connection: the app's calls go on a second one (as BGTaskClient does).
+        let calls = h.connect(uid: 0, pid: pid)
+
+        // In the background with a task it runs; when the task ends it is frozen.
+        let begin = h.call(calls, "io.bgtaskd.App.BeginBackgroundTask", ["appId": .string(mail.rawValue)])
+        let taskID = try #require(begin.first?.parameters["taskId"])
+        #expect(h.call(ctl, "io.bgtaskd.Manager.Background", ["appId": .string(mail.rawValue)]).map(\.error) == [nil])
+        let entered = try #require(h.lastEvent(app, "did-enter-background"))
+        h.call(calls, "io.bgtaskd.App.Acknowledge", ["eventId": entered])
+        #expect(!h.processes.contains("freeze \(mail) \(pid)"))
+        h.call(calls, "io.bgtaskd.App.EndBackgroundTask", ["appId": .string(mail.rawValue), "taskId": taskID])
+        #expect(h.processes.last == "freeze \(mail) \(pid)")
+
+        #expect(h.call(ctl, "io.bgtaskd.Manager.Foreground", ["appId": .string(mail.rawValue)]).map(\.error) == [nil])
+        #expect(h.processes.last == "thaw \(mail) \(pid)")
+        let kinds = h.decisions(monitor).map(\.decision)
+        #expect(kinds.starts(with: ["launch"]))
+        #expect(kinds.contains("suspend") && kinds.contains("resume"))
+    }
+
+    @Test func aTerminatedAppIsKilledWhenItOutlivesItsTimeouts() throws {
+        let h = try ServiceHarness()
+        defer { h.removeStateDirectory() }
+        let ctl = h.connect()
+        h.call(ctl, "io.bgtaskd.Manager.Launch", ["appId": .string(mail.rawValue), "background": true])
+        let pid = try #require(h.processes.first.flatMap { Int32($0.split(separator: " ").last ?? "") })
+        let app = h.connect(uid: 0, pid: pid)
+        h.call(app, "io.bgtaskd.App.CheckIn", ["appId": .string(mail.rawValue)], more: true)
+
+        #expect(h.call(ctl, "io.bgtaskd.Manager.Terminate", ["appId": .string(mail.rawValue)]).map(\.error) == [nil])
+        let d = ServiceHarness.daemonConfig
+        // At each timeout's boundary: 1 µs before it nothing happens, at it the next step does.
+        h.advance(.microseconds(d.willTerminateTimeoutUSec - 1))
+        #expect(!h.processes.contains("signal \(SIGTERM) \(mail) \(pid)"))
+        h.advance(.microseconds(1))
+        #expect(h.processes.last == "signal \(SIGTERM) \(mail) \(pid)")
+        h.advance(.microseconds(d.killTimeoutUSec - 1))
+        #expect(!h.processes.contains("kill \(mail) \(pid)"))
+        h.advance(.microseconds(1))
+        #expect(h.processes.last == "kill \(mail) \(pid)")
+
+        h.queue.sync { h.launcher.exited(pid) }
+        #expect(h.processes.last == "released \(mail)")
+        let apps = h.call(ctl, "io.bgtaskd.Manager.GetApp", ["appId": .string(mail.rawValue)])
+        #expect(apps.first?.parameters["app"]?.objectValue?["state"]?.stringValue == "not-running")
+    }
+
+    @Test func callsFromAnotherUserAreRefusedAndJournaled() throws {
+        let h = try ServiceHarness()
+        defer { h.removeStateDirectory() }
+        let monitor = h.connect()
+        h.call(monitor, "io.bgtaskd.Manager.Monitor", more: true)
+        let stranger = h.connect(uid: 4242, pid: 77)
+        let replies = h.call(stranger, "io.bgtaskd.App.BeginBackgroundTask", ["appId": .string(mail.rawValue)])
+        #expect(replies.map(\.error) == ["io.bgtaskd.App.PermissionDenied"])
+        #expect(h.decisions(monitor).map(\.reason) == ["permission-denied"])
+        // Control methods need root or ControlGroup=.
+        let launch = h.call(stranger, "io.bgtaskd.Manager.Launch", ["appId": .string(mail.rawValue)])
+        #expect(launch.map(\.error) == ["io.bgtaskd.Manager.PermissionDenied"])
+        #expect(h.processes.isEmpty)
+    }
+
+    @Test func aScheduledTaskLaunchesTheAppWhenTheWallClockReachesItsDate() throws {
+        let h = try ServiceHarness()
+        defer { h.removeStateDirectory() }
+        let app = h.connect()
+        let begin = h.time.realtimeUSec.load(ordering: .relaxed) + 60_000_000
+        let submitted = h.call(
+            app, "io.bgtaskd.App.SubmitTaskRequest",
+            ["appId": .string(mail.rawValue), "identifier": .string(refreshID), "kind": "refresh", "earliestBeginUSec": .int(begin)])
+        // Answered once the state file holds it.
+        let reply = h.awaitReply(app, after: submitted.count)
+        #expect(submitted.isEmpty)
+        #expect(reply?.error == nil)
+        #expect(h.queue.sync { h.service.refresh.machine.nextWallDeadline } == RealtimeInstant(microsecondsSinceEpoch: begin))
+
+        h.time.advance(.seconds(60) - .microseconds(1))
+        h.queue.sync { h.service.refresh.wallDeadlineReached() }
+        #expect(h.processes.isEmpty)
+        h.time.advance(.microseconds(1))
+        h.queue.sync { h.service.refresh.wallDeadlineReached() }
+        #expect(h.processes.count == 1)
+        #expect(h.processes.first?.hasPrefix("spawn \(mail) ") == true)
+        let pending = h.call(app, "io.bgtaskd.App.PendingTaskRequests", ["appId": .string(mail.rawValue)])
+        #expect(pending.first?.parameters["requests"] == .array([]))
+        // Looked at on start, at the submission and at each wake-up: nothing spins.
+        #expect(h.queue.sync { h.service.refresh.plans } < 10)
+    }
+
+    @Test func aRefreshPolicyChangeIsJournaledAndAnsweredOnceSavedAndDeniesAWake() throws {
+        let h = try ServiceHarness()
+        defer { h.removeStateDirectory() }
+        let monitor = h.connect()
+        h.call(monitor, "io.bgtaskd.Manager.Monitor", more: true)
+        let ctl = h.connect()
+        let direct = h.call(ctl, "io.bgtaskd.Manager.SetLowPowerMode", ["enabled": true])
+        #expect(direct.isEmpty, "answered before the state file was written")
+        #expect(h.awaitReply(ctl, after: 0)?.error == nil)
+        #expect(FileManager.default.fileExists(atPath: h.stateDir + "/" + StateStore.fileName))
+        #expect(h.decisions(monitor).map { "\($0.decision)/\($0.reason)" } == ["policy/user-request"])
+
+        let wake = h.call(ctl, "io.bgtaskd.Manager.WakeForRemoteNotification", ["appId": .string(mail.rawValue)])
+        #expect(wake.map(\.error) == ["io.bgtaskd.Manager.Unavailable"])
+        #expect(wake.first?.parameters["reason"] == "low-power-mode")
+        #expect(h.decisions(monitor).last.map { "\($0.decision)/\($0.reason)" } == "deny/low-power-mode")
+        #expect(h.processes.isEmpty)
+    }
+
+    @Test func theJournalBudgetsIntervalEndIsServedByTheServicesOneTimer() throws {
+        var d = ServiceHarness.daemonConfig
+        d.journalAssertionBurst = 1
+        d.journalAssertionIntervalUSec = 1_000_000
+        let h = try ServiceHarness(daemon: d)
+        defer { h.removeStateDirectory() }
+        let ctl = h.connect()
+        h.call(ctl, "io.bgtaskd.Manager.Launch", ["appId": .string(mail.rawValue), "background": true])
+        let pid = try #require(h.processes.first.flatMap { Int32($0.split(separator: " ").last ?? "") })
+        let app = h.connect(uid: 0, pid: pid)
+        h.call(app, "io.bgtaskd.App.CheckIn", ["appId": .string(mail.rawValue)], more: true)
+        let calls = h.connect(uid: 0, pid: pid)
+        for _ in 0..<3 {
+            let begin = h.call(calls, "io.bgtaskd.App.BeginBackgroundTask", ["appId": .string(mail.rawValue)])
+            let id = try #require(begin.first?.parameters["taskId"])
+            h.call(calls, "io.bgtaskd.App.EndBackgroundTask", ["appId": .string(mail.rawValue), "taskId": id])
+        }
+        let counted = h.queue.sync { h.service.journalBudget.coalesced }
+        #expect(counted == 5)
+        let deadline = try #require(h.queue.sync { h.service.journalBudget.nextDeadline })
+        #expect(h.queue.sync { h.service.journalBudget.summaries } == 0)
+        // The interval ends on the monotonic clock: a wake-up before it journals nothing, one at it the summary.
+        h.time.advance(deadline - h.time.clock.monotonic() - .microseconds(1))
+        h.queue.sync { h.service.deadlineReached() }
+        #expect(h.queue.sync { h.service.journalBudget.nextDeadline } == deadline)
+        h.advance(.microseconds(1))
+        #expect(h.queue.sync { h.service.journalBudget.nextDeadline } == nil)
+        #expect(h.queue.sync { h.service.journalBudget.summaries } == 1)
+    }
+}
