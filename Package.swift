@@ -66,7 +66,8 @@ let package = Package(
         // SPEC §13, bgtaskd-focus: libwayland-client, the protocol's C glue (wayland-scanner, see
         // protocols/README.md), the pure debounced focus tracker, and the program.
         .systemLibrary(name: "CWayland", pkgConfig: "wayland-client", providers: [.apt(["libwayland-dev"])]),
-        .target(name: "CWlrToplevel", dependencies: ["CWayland"]),
+        // Also logind's session (LockedHint, IdleHint) over libsystemd's sd-bus.
+        .target(name: "CWlrToplevel", dependencies: ["CWayland"], linkerSettings: [.linkedLibrary("systemd")]),
         .target(name: "BGTaskFocus", swiftSettings: strict),
         .executableTarget(
             name: "bgtaskd-focus",

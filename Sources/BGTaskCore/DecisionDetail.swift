@@ -63,6 +63,11 @@ public enum DecisionDetail: Hashable, Sendable {
     case adopted(InstanceID)
     /// Another instance of a running app.
     case adoptedAnotherInstance(InstanceID, backToForeground: Bool)
+    /// An app running only as instances others started, released from management (why: the reason,
+    /// `manifest-removed` or `adoption-changed`): they keep running, unfrozen.
+    case releasedFromManagement(instances: [InstanceID])
+    /// Thawed as it is released from management.
+    case resumedForRelease
 
     // Assertions and manager holds
     /// A background task was denied (why: the reason; `live`: the live count, for too-many-assertions).

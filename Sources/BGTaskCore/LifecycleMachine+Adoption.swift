@@ -6,6 +6,17 @@ public struct InstanceID: RawRepresentable, Hashable, Comparable, Sendable, Cust
     public init(_ value: String) { self.rawValue = value }
     public var description: String { rawValue }
     public static func < (a: InstanceID, b: InstanceID) -> Bool { a.rawValue < b.rawValue }
+
+    /// The uid of the user manager the unit runs under: N of the path's `user@N.service` component
+    /// (the last one, should the path name several); nil when it names none.
+    public var ownerUID: UInt32? {
+        for part in rawValue.split(separator: "/").reversed() where part.hasPrefix("user@") && part.hasSuffix(".service") {
+            let digits = part.dropFirst("user@".count).dropLast(".service".count)
+            guard !digits.isEmpty, digits.allSatisfy({ $0.isASCII && $0.isNumber }) else { continue }
+            return UInt32(digits)
+        }
+        return nil
+    }
 }
 
 // SPEC §13: apps started by others are adopted; exempt apps are never frozen.
@@ -52,6 +63,38 @@ extension LifecycleMachine {
             kind: .terminate, reason: r.termination?.reason ?? .appExited, app: app, state: .notRunning,
             previousState: previous, pid: r.pid, severity: r.termination == nil ? .notice : .info,
             detail: .lastInstanceGone(instance, terminated: r.termination != nil))))
+    }
+
+    /// A cgroup of the app is no longer watched; its processes keep running. The last one releases the app.
+    mutating func instanceReleased(_ app: AppID, _ instance: InstanceID) {
+        guard let i = slots[app], let k = records[i].instances.firstIndex(of: instance) else { return }
+        if records[i].instances.count == 1, releaseAdopted(i, .adoptionChanged) {
+            return
+        }
+        records[i].instances.remove(at: k)
+    }
+
+    /// The app's manifest or desktop entry went away (or its instances are no longer watched) while it runs
+    /// only as instances others started: they are not the daemon's to end. They are released from
+    /// management instead: thawed if suspended, the app not running as far as the daemon knows (forgotten
+    /// if its manifest is gone), one `terminate` decision with the reason saying so. False (nothing done)
+    /// for an app the daemon launched itself.
+    mutating func releaseAdopted(_ i: Int, _ reason: Reason) -> Bool {
+        let r = records[i]
+        guard !r.launchedByDaemon, r.launch == nil, !r.instances.isEmpty, r.state != .notRunning else { return false }
+        let app = r.id
+        let previous = r.state
+        if previous == .suspended {
+            records[i].state = .background
+            emit(.thaw(app, processes(i), decision(.resume, reason, i, previous: .suspended, .resumedForRelease)))
+        }
+        let instances = r.instances
+        resetToNotRunning(i)
+        records[i].instances = []
+        emit(.record(Decision(
+            kind: .terminate, reason: reason, app: app, state: .notRunning, previousState: previous,
+            pid: r.pid, severity: .notice, detail: .releasedFromManagement(instances: instances))))
+        return true
     }
 
     /// An exempt app stays in the background unfrozen; the decision is recorded once per stay.

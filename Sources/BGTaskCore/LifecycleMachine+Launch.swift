@@ -20,7 +20,7 @@ extension LifecycleMachine {
         records[i].removed = true
         if records[i].state == .notRunning, records[i].launch == nil {
             removals.insert(app)
-        } else if records[i].termination == nil {
+        } else if records[i].termination == nil, !releaseAdopted(i, .manifestRemoved) {
             beginTermination(i, .manifestRemoved, .manifestRemoved)
         }
     }

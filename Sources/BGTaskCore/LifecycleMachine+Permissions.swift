@@ -1,8 +1,19 @@
 // issue 11 and 13: who may call what, decided on the caller's credentials the shell read from the socket.
 extension LifecycleMachine {
-    /// Root, or the app's own user (`User=`, re-read on every reload).
+    /// Root, or one of the app's users: the owners of its adopted instances (SPEC §13: the user manager
+    /// each unit runs under, from its cgroup path), else its `User=` (re-read on every reload).
     func mayAct(_ caller: Caller, for i: Int) -> Bool {
-        caller.uid == 0 || caller.uid == records[i].manifest.uid
+        caller.uid == 0 || appUIDs(i).contains(caller.uid)
+    }
+
+    /// The uids besides root that may act for the app.
+    func appUIDs(_ i: Int) -> [UInt32] {
+        var owners: [UInt32] = []
+        for instance in records[i].instances.sorted() {
+            if let uid = instance.ownerUID, !owners.contains(uid) { owners.append(uid) }
+        }
+        if !owners.isEmpty { return owners }
+        return records[i].manifest.uid.map { [$0] } ?? []
     }
 
     /// A call of `io.bgtaskd.App` for `app`: allowed for root and the app's user, else denied and journaled.

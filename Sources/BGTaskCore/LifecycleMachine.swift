@@ -124,6 +124,7 @@ public struct LifecycleMachine: Sendable {
         case .deadlineReached: break
         case .instanceAppeared(let app, let instance, let pid): instanceAppeared(app, instance, pid: pid)
         case .instanceVanished(let app, let instance): instanceVanished(app, instance)
+        case .instanceReleased(let app, let instance): instanceReleased(app, instance)
         case .focusChanged(let app, let reason): focusChanged(app, reason: reason)
         }
     }

@@ -356,6 +356,9 @@ public enum Input: Hashable, Sendable {
     case instanceAppeared(AppID, InstanceID, pid: Int32?)
     /// That cgroup emptied or went away.
     case instanceVanished(AppID, InstanceID)
+    /// An adopted cgroup of the app is no longer watched (`[Apps] Adopt=`/`AdoptFrom=` changed on reload):
+    /// its processes keep running, thawed, unmanaged. The app's last one releases the app (`adoption-changed`).
+    case instanceReleased(AppID, InstanceID)
     /// `SetFocus(appId?, reason)`: the compositor's front app (nil: none, the home screen or a locked
     /// screen). Replies `.ok`, or `noSuchApp` / `invalidState`.
     case focusChanged(AppID?, reason: Reason)

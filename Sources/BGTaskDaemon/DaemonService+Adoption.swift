@@ -32,6 +32,20 @@ extension DaemonService {
         watcher.start()
     }
 
+    /// A reload changed `[Apps] Adopt=` or `AdoptFrom=`: the old watcher's instances are released (thawed,
+    /// they keep running; the core journals it, `adoption-changed`), then the new setting is watched; what
+    /// it finds is adopted afresh.
+    func adoptionSettingsChanged(from old: AppsConfig) {
+        let new = config.daemon.apps
+        guard old.adopt != new.adopt || (new.adopt && old.adoptFrom != new.adoptFrom) else { return }
+        logger.info("adoption: [Apps] Adopt=/AdoptFrom= changed: \(old.adopt ? old.adoptFrom : "off") -> \(new.adopt ? new.adoptFrom : "off")")
+        if let watcher = adoption {
+            for (app, instance) in watcher.stop() { feed(.instanceReleased(app, instance)) }
+            adoption = nil
+        }
+        startAdoption()
+    }
+
     /// Whether the daemon's own freezer acts on the app: it has no adopted cgroup, or its process is one
     /// the daemon started or took in itself.
     func ownsProcess(_ app: AppID, pid: Int32?) -> Bool {

@@ -112,8 +112,11 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
         register(newConfig.manifests)
         for id in old.manifests.keys.sorted() where newConfig.manifests[id] == nil {
             feed(.appUnregistered(id))
+            // Instances others started were released by the core (thawed, app forgotten): no longer ours.
+            if machine.app(id, now: now()) == nil { adoption?.release(id) }
         }
         adoption?.remap()
+        adoptionSettingsChanged(from: old.daemon.apps)
         refresh.configurationChanged(newConfig)
     }
 
@@ -161,8 +164,12 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
         return id
     }
 
-    /// The uid of the app's `User=` (else the daemon's own), as registered with the core.
-    private func expectedUID(_ app: AppID) -> UInt32 { uidByApp[app] ?? getuid() }
+    /// The uid an app is shown and journaled with: the owner of its first adopted instance (SPEC §13: the
+    /// user manager it runs under), else its `User=`, else the daemon's own. Who may call for it is the
+    /// core's decision (`LifecycleMachine+Permissions.swift`).
+    private func expectedUID(_ app: AppID) -> UInt32 {
+        adoption?.ownerUIDs(of: app).first ?? uidByApp[app] ?? getuid()
+    }
 
     /// Asks the core whether `request`'s caller may make it (issue 13: the core decides on the credentials
     /// and journals a denial); a refused request is failed here.

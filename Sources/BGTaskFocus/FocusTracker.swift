@@ -10,6 +10,8 @@
 ///   switch is never told.
 /// - The screen locked or blanked: no app is in front, told at once with reason `screen-locked`;
 ///   toplevel changes meanwhile are only remembered. Unlocked: the front app, at once, `compositor-focus`.
+///   Several sources say so (the compositor's idle notification, logind's `LockedHint` and `IdleHint`):
+///   the screen counts as locked while any of them does.
 public struct FocusTracker: Sendable {
     /// What to tell the daemon.
     public enum Command: Hashable, Sendable {
@@ -38,6 +40,17 @@ public struct FocusTracker: Sendable {
     private var pending: Pending?
     /// The screen is locked or blank.
     public private(set) var locked = false
+    /// Who says the screen is locked or blank.
+    public enum LockSource: Hashable, Sendable {
+        /// The compositor's idle notification (`--idle-timeout`).
+        case compositorIdle
+        /// logind's `LockedHint` on the session.
+        case sessionLocked
+        /// logind's `IdleHint` on the session.
+        case sessionIdle
+    }
+    /// The sources that say so now.
+    public private(set) var lockedBy: Set<LockSource> = []
 
     public init(debounceUSec: Int64) {
         self.debounceUSec = max(0, debounceUSec)
@@ -77,8 +90,17 @@ public struct FocusTracker: Sendable {
         return .setFocus(p.target, reason: p.reason)
     }
 
-    /// The screen locked or blanked (`true`), or came back (`false`): told without the debounce.
+    /// The screen locked or blanked (`true`), or came back (`false`), as the compositor's idle notification
+    /// says: told without the debounce.
     public mutating func screenLocked(_ isLocked: Bool, nowUSec: Int64) {
+        screen(.compositorIdle, locked: isLocked, nowUSec: nowUSec)
+    }
+
+    /// One source says the screen is locked or blank (`true`) or not (`false`). The screen is locked while
+    /// any source says so; a change of that is told without the debounce.
+    public mutating func screen(_ source: LockSource, locked isSourceLocked: Bool, nowUSec: Int64) {
+        if isSourceLocked { lockedBy.insert(source) } else { lockedBy.remove(source) }
+        let isLocked = !lockedBy.isEmpty
         guard isLocked != locked else { return }
         locked = isLocked
         if isLocked {

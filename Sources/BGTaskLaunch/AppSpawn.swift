@@ -109,7 +109,8 @@ public struct LaunchPlan: Equatable, Sendable {
     }
 
     /// bgtaskd-launcher's plan for `request`: the app's manifest read from `configDirectory` now (no
-    /// cache, so a changed manifest needs no reload), made into a plan by the same code as the
+    /// cache, so a changed manifest needs no reload), or without one its desktop entry as the configuration
+    /// there allows (``DesktopLaunch``), made into a plan by the same code as the
     /// in-process spawn, with the request's session variables as the inherited ones. An app without
     /// `User=` runs as `requesterUID` — the daemon's own user, as when the daemon spawns it itself —
     /// never as the launcher's root.
@@ -118,7 +119,12 @@ public struct LaunchPlan: Equatable, Sendable {
         let manifest: AppManifestFile
         switch AppManifestFile.load(id: request.appID, inConfigDirectory: configDirectory) {
         case .success(let m): manifest = m
-        case .failure(.missing(let path)): return .failure(LaunchFailure(.noSuchApp, "\(request.appID): no app manifest \(path)"))
+        case .failure(.missing(let path)):
+            // No manifest: a desktop entry the administrator's configuration names (DesktopLaunch.swift).
+            switch DesktopLaunch.manifest(id: request.appID, configDirectory: configDirectory, noManifestAt: path) {
+            case .success(let m): manifest = m
+            case .failure(let failure): return .failure(failure)
+            }
         case .failure(.invalidID(let id)): return .failure(LaunchFailure(.invalidRequest, "appId: invalid app ID \"\(id)\""))
         case .failure(let failure): return .failure(LaunchFailure(.invalidManifest, failure.description))
         }

@@ -179,6 +179,9 @@ public enum Reason: String, CaseIterable, Hashable, Sendable {
     case screenLocked = "screen-locked"
     /// A process started by someone else (the shell, systemd) was taken as an instance of the app (SPEC §13).
     case adopted
+    /// `[Apps] Adopt=` or `AdoptFrom=` changed on reload: instances started by others outside what is watched
+    /// now are released from management (thawed, they keep running).
+    case adoptionChanged = "adoption-changed"
 }
 
 /// Why an app was launched (`launchReason` of `did-finish-launching`).

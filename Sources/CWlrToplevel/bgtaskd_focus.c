@@ -7,6 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <systemd/sd-bus.h>
+#include <systemd/sd-login.h>
+#include <unistd.h>
 #include <wayland-client.h>
 
 struct toplevel {
@@ -31,6 +34,13 @@ struct bgtaskd_focus {
     struct org_kde_kwin_idle_timeout *idle_timeout;
     uint32_t next_id;
     int finished;
+    /* logind's session (LockedHint, IdleHint), when followed. */
+    sd_bus *bus;
+    sd_bus_slot *session_match;
+    char *session_path;
+    bgtaskd_focus_session_callback session_callback;
+    int locked_hint;
+    int idle_hint;
 };
 
 static char *dup_or_empty(const char *s) { return strdup(s ? s : ""); }
@@ -168,6 +178,156 @@ static const struct wl_registry_listener registry_listener = {
     .global_remove = registry_global_remove,
 };
 
+
+/* --- logind: the session's LockedHint and IdleHint (org.freedesktop.login1.Session over sd-bus) --- */
+
+static void session_close(struct bgtaskd_focus *f) {
+    f->session_match = sd_bus_slot_unref(f->session_match);
+    f->bus = sd_bus_flush_close_unref(f->bus);
+    free(f->session_path);
+    f->session_path = NULL;
+}
+
+static void session_report(struct bgtaskd_focus *f, int locked, int idle) {
+    if (locked == f->locked_hint && idle == f->idle_hint) return;
+    f->locked_hint = locked;
+    f->idle_hint = idle;
+    if (f->session_callback) f->session_callback(f->context, locked, idle, 0);
+}
+
+/* PropertiesChanged(s interface, a{sv} changed, as invalidated) on the session's object. */
+static int session_properties_changed(sd_bus_message *m, void *data, sd_bus_error *ret_error) {
+    struct bgtaskd_focus *f = data;
+    (void)ret_error;
+    const char *interface = NULL;
+    int locked = f->locked_hint, idle = f->idle_hint, refetch = 0;
+    if (sd_bus_message_read(m, "s", &interface) < 0 || strcmp(interface, "org.freedesktop.login1.Session") != 0)
+        return 0;
+    if (sd_bus_message_enter_container(m, 'a', "{sv}") < 0) return 0;
+    while (sd_bus_message_enter_container(m, 'e', "sv") > 0) {
+        const char *name = NULL;
+        if (sd_bus_message_read(m, "s", &name) < 0) return 0;
+        int *target = strcmp(name, "LockedHint") == 0 ? &locked : strcmp(name, "IdleHint") == 0 ? &idle : NULL;
+        if (target) {
+            int b = 0;
+            if (sd_bus_message_read(m, "v", "b", &b) < 0) return 0;
+            *target = b != 0;
+        } else if (sd_bus_message_skip(m, "v") < 0) {
+            return 0;
+        }
+        if (sd_bus_message_exit_container(m) < 0) return 0;
+    }
+    if (sd_bus_message_exit_container(m) < 0) return 0;
+    const char *invalidated = NULL;
+    if (sd_bus_message_enter_container(m, 'a', "s") >= 0) {
+        while (sd_bus_message_read(m, "s", &invalidated) > 0) {
+            if (strcmp(invalidated, "LockedHint") == 0 || strcmp(invalidated, "IdleHint") == 0) refetch = 1;
+        }
+    }
+    if (refetch) {
+        (void)sd_bus_get_property_trivial(f->bus, "org.freedesktop.login1", f->session_path,
+                                          "org.freedesktop.login1.Session", "LockedHint", NULL, 'b', &locked);
+        (void)sd_bus_get_property_trivial(f->bus, "org.freedesktop.login1", f->session_path,
+                                          "org.freedesktop.login1.Session", "IdleHint", NULL, 'b', &idle);
+    }
+    session_report(f, locked != 0, idle != 0);
+    return 0;
+}
+
+/* Dispatches what the bus has; a lost bus ends the watch (told as unlocked, with gone 1). */
+static void session_process(struct bgtaskd_focus *f) {
+    int r;
+    while ((r = sd_bus_process(f->bus, NULL)) > 0) {
+        if (!f->bus) return;
+    }
+    if (r < 0) {
+        session_close(f);
+        f->locked_hint = 0;
+        f->idle_hint = 0;
+        if (f->session_callback) f->session_callback(f->context, 0, 0, 1);
+    }
+}
+
+/* The session to follow: `session` if given, else $XDG_SESSION_ID, else the caller's own session (its
+   cgroup), else the user's display session (a user unit runs outside any session). */
+static int session_resolve(struct bgtaskd_focus *f, const char *session, char *error, size_t error_size) {
+    sd_bus_error e = SD_BUS_ERROR_NULL;
+    sd_bus_message *reply = NULL;
+    const char *path = NULL;
+    char *own = NULL;
+    int r;
+    if (!session || !*session) session = getenv("XDG_SESSION_ID");
+    if ((!session || !*session) && sd_pid_get_session(0, &own) >= 0) session = own;
+    if (session && *session) {
+        r = sd_bus_call_method(f->bus, "org.freedesktop.login1", "/org/freedesktop/login1",
+                               "org.freedesktop.login1.Manager", "GetSession", &e, &reply, "s", session);
+        if (r >= 0) r = sd_bus_message_read(reply, "o", &path);
+        if (r < 0) snprintf(error, error_size, "logind has no session %s: %s", session, e.message ? e.message : strerror(-r));
+    } else {
+        r = sd_bus_call_method(f->bus, "org.freedesktop.login1", "/org/freedesktop/login1",
+                               "org.freedesktop.login1.Manager", "GetUser", &e, &reply, "u", (uint32_t)getuid());
+        const char *user_path = NULL;
+        if (r >= 0) r = sd_bus_message_read(reply, "o", &user_path);
+        if (r >= 0) {
+            char *user = strdup(user_path);
+            reply = sd_bus_message_unref(reply);
+            sd_bus_error_free(&e);
+            r = user ? sd_bus_get_property(f->bus, "org.freedesktop.login1", user, "org.freedesktop.login1.User",
+                                           "Display", &e, &reply, "(so)") : -ENOMEM;
+            free(user);
+            const char *id = NULL;
+            if (r >= 0) r = sd_bus_message_read(reply, "(so)", &id, &path);
+            if (r >= 0 && (!id || !*id)) r = -ENOENT;
+        }
+        if (r < 0)
+            snprintf(error, error_size, "logind knows no display session of uid %u: %s", (unsigned)getuid(),
+                     e.message ? e.message : strerror(-r));
+    }
+    if (r >= 0) {
+        f->session_path = strdup(path);
+        if (!f->session_path) r = -ENOMEM;
+    }
+    sd_bus_message_unref(reply);
+    sd_bus_error_free(&e);
+    free(own);
+    return r;
+}
+
+int bgtaskd_focus_follow_session(bgtaskd_focus *f, const char *session, bgtaskd_focus_session_callback callback,
+                                 char *path_out, size_t path_size, char *error, size_t error_size) {
+    int r = sd_bus_open_system(&f->bus);
+    if (r < 0) {
+        snprintf(error, error_size, "cannot connect to the system bus: %s", strerror(-r));
+        f->bus = NULL;
+        return -1;
+    }
+    if (session_resolve(f, session, error, error_size) < 0) {
+        session_close(f);
+        return -1;
+    }
+    r = sd_bus_match_signal(f->bus, &f->session_match, "org.freedesktop.login1", f->session_path,
+                            "org.freedesktop.DBus.Properties", "PropertiesChanged", session_properties_changed, f);
+    int locked = 0, idle = 0;
+    sd_bus_error e = SD_BUS_ERROR_NULL;
+    if (r >= 0)
+        r = sd_bus_get_property_trivial(f->bus, "org.freedesktop.login1", f->session_path,
+                                        "org.freedesktop.login1.Session", "LockedHint", &e, 'b', &locked);
+    if (r >= 0)
+        r = sd_bus_get_property_trivial(f->bus, "org.freedesktop.login1", f->session_path,
+                                        "org.freedesktop.login1.Session", "IdleHint", &e, 'b', &idle);
+    if (r < 0) {
+        snprintf(error, error_size, "cannot follow %s: %s", f->session_path, e.message ? e.message : strerror(-r));
+        sd_bus_error_free(&e);
+        session_close(f);
+        return -1;
+    }
+    snprintf(path_out, path_size, "%s", f->session_path);
+    f->session_callback = callback;
+    f->locked_hint = -1;  /* the first report always goes out */
+    session_report(f, locked != 0, idle != 0);
+    return 0;
+}
+
 bgtaskd_focus *bgtaskd_focus_connect(const char *name, bgtaskd_focus_callback callback,
                                      bgtaskd_focus_idle_callback idle_callback, uint32_t idle_timeout_ms,
                                      int *idle_available, void *context, char *error, size_t error_size) {
@@ -212,20 +372,30 @@ int bgtaskd_focus_wait(bgtaskd_focus *f, int timeout_ms) {
         wl_display_cancel_read(d);
         return -1;
     }
-    struct pollfd p = { .fd = wl_display_get_fd(d), .events = POLLIN };
-    int n = poll(&p, 1, timeout_ms);
-    if (n > 0) {
+    struct pollfd p[2] = { { .fd = wl_display_get_fd(d), .events = POLLIN }, { .fd = -1 } };
+    if (f->bus) {
+        p[1].fd = sd_bus_get_fd(f->bus);
+        int ev = sd_bus_get_events(f->bus);
+        p[1].events = (short)(ev > 0 ? ev : POLLIN);
+        uint64_t usec = UINT64_MAX;
+        /* sd-bus may have queued messages or a timeout of its own (a pending call). */
+        if (sd_bus_get_timeout(f->bus, &usec) >= 0 && usec == 0) timeout_ms = 0;
+    }
+    int n = poll(p, f->bus ? 2 : 1, timeout_ms);
+    if (n > 0 && (p[0].revents & (POLLIN | POLLERR | POLLHUP))) {
         if (wl_display_read_events(d) < 0) return -1;
     } else {
         wl_display_cancel_read(d);
         if (n < 0 && errno != EINTR) return -1;
     }
     if (wl_display_dispatch_pending(d) < 0) return -1;
+    if (f->bus) session_process(f);
     return f->finished ? -1 : 0;
 }
 
 void bgtaskd_focus_destroy(bgtaskd_focus *f) {
     if (!f) return;
+    session_close(f);
     if (f->idle_timeout) org_kde_kwin_idle_timeout_release(f->idle_timeout);
     if (f->idle) org_kde_kwin_idle_destroy(f->idle);
     if (f->seat) wl_seat_destroy(f->seat);

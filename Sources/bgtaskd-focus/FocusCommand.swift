@@ -36,6 +36,12 @@ struct FocusCommand: ParsableCommand {
     @Option(name: .customLong("idle-timeout"), help: "After this many milliseconds without user activity the screen counts as blanked: the front app goes to the background (screen-locked) until the user is back. 0: off. Use the screen-blank time of the session (swayidle's, phosh's).")
     var idleTimeout: Int = 0
 
+    @Option(name: .customLong("session"), help: "logind session whose LockedHint and IdleHint to follow (default: $XDG_SESSION_ID, else the program's own session, else the display session of its user).")
+    var logindSession: String?
+
+    @Flag(name: .customLong("no-logind"), help: "Do not follow logind's LockedHint and IdleHint (the session locked or idle: the front app goes to the background, screen-locked).")
+    var noLogind = false
+
     func run() throws {
         let path = socket ?? getenv("BGTASKD_SOCKET").map { String(cString: $0) } ?? "/run/bgtaskd/io.bgtaskd"
         let session = FocusSession(socketPath: path, debounceUSec: Int64(max(0, debounce)) * 1000)
@@ -54,12 +60,24 @@ struct FocusCommand: ParsableCommand {
         guard let focus = bgtaskd_focus_connect(
             display, callback, idleCallback, UInt32(clamping: max(0, idleTimeout)), &idleAvailable, context, &error, error.count)
         else {
-            let message = String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            log("\(message)")
+            log(cString(error))
             throw ExitCode(1)
         }
         defer { bgtaskd_focus_destroy(focus) }
         log("following the compositor's toplevels; telling \(path) (debounce \(debounce) ms)")
+        if !noLogind {
+            let sessionCallback: bgtaskd_focus_session_callback = { context, locked, idle, gone in
+                guard let context else { return }
+                Unmanaged<FocusSession>.fromOpaque(context).takeUnretainedValue()
+                    .session(locked: locked != 0, idle: idle != 0, gone: gone != 0)
+            }
+            var sessionPath = [CChar](repeating: 0, count: 256)
+            if bgtaskd_focus_follow_session(focus, logindSession, sessionCallback, &sessionPath, sessionPath.count, &error, error.count) == 0 {
+                log("following logind's session \(cString(sessionPath)): LockedHint \(session.sessionLocked ? "yes" : "no"), IdleHint \(session.sessionIdle ? "yes" : "no")")
+            } else {
+                log("not following logind's lock and idle hints: \(cString(error))")
+            }
+        }
         if idleTimeout > 0 {
             log(idleAvailable != 0 ? "the screen counts as blanked after \(idleTimeout) ms of idleness"
                                    : "the compositor offers no org_kde_kwin_idle: --idle-timeout has no effect")
@@ -97,7 +115,22 @@ final class FocusSession {
 
     func screen(locked: Bool) {
         log(locked ? "the screen is blank: no app is in front" : "the user is back")
-        tracker.screenLocked(locked, nowUSec: monotonicUSec())
+        tracker.screen(.compositorIdle, locked: locked, nowUSec: monotonicUSec())
+    }
+
+    /// logind's session: LockedHint and IdleHint as they are now.
+    private(set) var sessionLocked = false
+    private(set) var sessionIdle = false
+
+    func session(locked: Bool, idle: Bool, gone: Bool) {
+        if gone { log("lost the system bus: no longer following logind's lock and idle hints") }
+        if locked != sessionLocked { log(locked ? "the session is locked" : "the session is unlocked") }
+        if idle != sessionIdle { log(idle ? "the session is idle" : "the session is no longer idle") }
+        sessionLocked = locked
+        sessionIdle = idle
+        let now = monotonicUSec()
+        tracker.screen(.sessionLocked, locked: locked, nowUSec: now)
+        tracker.screen(.sessionIdle, locked: idle, nowUSec: now)
     }
 
     func deadlineReached() {
@@ -139,6 +172,11 @@ final class FocusSession {
             return .failure(error)
         }
     }
+}
+
+/// A NUL-terminated C buffer as a String.
+func cString(_ buffer: [CChar]) -> String {
+    String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
 }
 
 func monotonicUSec() -> Int64 {

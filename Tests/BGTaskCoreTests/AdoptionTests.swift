@@ -10,6 +10,16 @@ private let scopeB = InstanceID("user-1000.slice/user@1000.service/app.slice/app
 @Suite struct AdoptionTests {
     static let manifests = [AppManifest(id: maps, lifecycleAware: false), AppManifest(id: keyboard, lifecycleAware: false, exempt: true)]
 
+    @Test func anInstanceBelongsToTheUserOfItsUserManager() {
+        #expect(scopeA.ownerUID == 1000)
+        #expect(InstanceID("user-1000.slice/user@0.service/app.slice/app-x-1.scope").ownerUID == 0)
+        #expect(InstanceID("user.slice/user-5.slice/user@5.service/app.slice/app-x@1.service").ownerUID == 5)
+        for path in ["app-x-1.scope", "user@.service/app.slice/app-x-1.scope", "user@1x.service/app-x-1.scope",
+                     "user@99999999999.service/app-x-1.scope", "user@-1.service/app-x-1.scope"] {
+            #expect(InstanceID(path).ownerUID == nil, "\(path)")
+        }
+    }
+
     @Test func firstInstanceMakesTheAppActiveWithoutLaunchingIt() {
         var h = Harness(manifests: Self.manifests)
         let actions = h.send(.instanceAppeared(maps, scopeA, pid: 77))
@@ -58,6 +68,62 @@ private let scopeB = InstanceID("user-1000.slice/user@1000.service/app.slice/app
         let again = h.send(.instanceAppeared(maps, scopeB, pid: 90))
         #expect(again.thaws == [maps])
         #expect(h.state(maps) == .active)
+    }
+
+    @Test func removingTheManifestReleasesAdoptedInstancesInsteadOfEndingThem() {
+        var h = Harness(manifests: Self.manifests)
+        h.send(.instanceAppeared(maps, scopeA, pid: 77))
+        h.send(.instanceAppeared(maps, scopeB, pid: 78))
+        h.send(.backgroundRequested(maps))
+        h.after(.seconds(5))
+        #expect(h.state(maps) == .suspended)
+        let removed = h.send(.appUnregistered(maps))
+        // Thawed, never signalled or killed; one terminate decision says it was released.
+        #expect(removed.thaws == [maps])
+        #expect(removed.sigterms.isEmpty && removed.kills.isEmpty)
+        let released = removed.decisions(.terminate)
+        #expect(released.map(\.reason) == [.manifestRemoved])
+        #expect(released.first?.previousState == .suspended && released.first?.state == .notRunning)
+        // issue 13: the decision's facts say it was released (the journal layer writes "released … from management").
+        if case .releasedFromManagement(let instances)? = released.first?.detail {
+            #expect(instances == [scopeA, scopeB])
+        } else {
+            Issue.record("not a release: \(String(describing: released.first?.detail))")
+        }
+        // Forgotten: the app is gone, and its instances' later exit is nothing to it.
+        #expect(h.snapshot(maps) == nil)
+        #expect(h.send(.instanceVanished(maps, scopeA)).isEmpty)
+        // Nothing is left armed for it.
+        #expect(h.after(.seconds(60)).isEmpty)
+    }
+
+    @Test func instancesNoLongerWatchedAreReleasedWithTheLast() {
+        var h = Harness(manifests: Self.manifests)
+        h.send(.instanceAppeared(maps, scopeA, pid: 77))
+        h.send(.instanceAppeared(maps, scopeB, pid: 78))
+        h.send(.backgroundRequested(maps))
+        h.after(.seconds(5))
+        // The first one released: nothing to say yet, the app still runs as the second.
+        #expect(h.send(.instanceReleased(maps, scopeA)).isEmpty)
+        #expect(h.state(maps) == .suspended)
+        let last = h.send(.instanceReleased(maps, scopeB))
+        #expect(last.thaws == [maps] && last.kills.isEmpty && last.sigterms.isEmpty)
+        #expect(last.decisions(.terminate).map(\.reason) == [.adoptionChanged])
+        // Not running for the daemon, still known (its manifest stays); adopted again when watched again.
+        #expect(h.state(maps) == .notRunning)
+        #expect(h.after(.seconds(60)).isEmpty)
+        #expect(h.send(.instanceAppeared(maps, scopeB, pid: 78)).decisions(.launch).map(\.reason) == [.adopted])
+        #expect(h.state(maps) == .active)
+    }
+
+    @Test func removingTheManifestOfAnAppTheDaemonLaunchedStillTerminatesIt() {
+        var h = Harness(manifests: Self.manifests)
+        h.send(.launchRequested(maps, background: false, exclusive: false))
+        let removed = h.send(.appUnregistered(maps))
+        #expect(removed.decisions(.terminate).map(\.reason) == [.manifestRemoved])
+        let detail = removed.decisions(.terminate).first?.detail
+        #expect(detail != nil)
+        if case .releasedFromManagement? = detail { Issue.record("released rather than terminated") }
     }
 
     @Test func terminationKillsEveryInstanceAndEndsWithTheLast() {

@@ -93,6 +93,11 @@ import Testing
         #expect(render(.terminate, .appExited, .exited(terminated: false, released: 2))
             == "org.example.Mail exited by itself; released 2 assertions/activities")
         #expect(render(.policy, .userRequest, .note("a sentence of the shell")) == "a sentence of the shell")
+        #expect(render(.terminate, .manifestRemoved, .releasedFromManagement(instances: [InstanceID("a.scope"), InstanceID("b.scope")]))
+            == "released org.example.Mail from management: its manifest or desktop entry was removed; its instances, "
+                + "started by others, keep running unfrozen (a.scope, b.scope)")
+        #expect(render(.resume, .adoptionChanged, .resumedForRelease)
+            == "resumed org.example.Mail (adoption-changed): released from management")
     }
 
     /// Every decision a scripted run of the core produces renders a sentence that names its app.

@@ -86,4 +86,26 @@ import Testing
         t.screenLocked(false, nowUSec: 2100 * ms)
         #expect(t.nextDeadlineUSec == nil)
     }
+
+    @Test func theScreenStaysLockedWhileAnySourceSaysSo() {
+        var t = FocusTracker(debounceUSec: 300 * ms)
+        t.toplevelChanged(1, appID: "org.example.A", activated: true, nowUSec: 0)
+        _ = t.deadlineReached(nowUSec: 300 * ms)
+        // logind's LockedHint: no app in front, at once.
+        t.screen(.sessionLocked, locked: true, nowUSec: 1000 * ms)
+        #expect(t.deadlineReached(nowUSec: 1000 * ms) == .setFocus(nil, reason: .screenLocked))
+        // The compositor's idle notification as well; then the compositor sees the user again: still locked.
+        t.screen(.compositorIdle, locked: true, nowUSec: 1100 * ms)
+        t.screen(.compositorIdle, locked: false, nowUSec: 1200 * ms)
+        #expect(t.locked && t.lockedBy == [.sessionLocked])
+        #expect(t.nextDeadlineUSec == nil)
+        // IdleHint comes and the lock goes: still blank.
+        t.screen(.sessionIdle, locked: true, nowUSec: 1300 * ms)
+        t.screen(.sessionLocked, locked: false, nowUSec: 1400 * ms)
+        #expect(t.locked && t.nextDeadlineUSec == nil)
+        // The last source clears: the front app comes back at once.
+        t.screen(.sessionIdle, locked: false, nowUSec: 1500 * ms)
+        #expect(!t.locked)
+        #expect(t.deadlineReached(nowUSec: 1500 * ms) == .setFocus("org.example.A", reason: .compositorFocus))
+    }
 }

@@ -253,8 +253,13 @@ struct LauncherManifestTests {
 
     @Test func missingAndBadManifestsHaveNamedErrors() throws {
         try withConfigDirectory { dir in
-            #expect(LaunchPlan.make(for: request("org.test.None"), configDirectory: dir, requesterUID: 0).map(\.plan)
-                    == .failure(LaunchFailure(.noSuchApp, "org.test.None: no app manifest \(dir)/apps.d/org.test.None.app")))
+            // No manifest and (in the data directories of the default configuration) no desktop entry.
+            let none = LaunchPlan.make(for: request("org.test.None"), configDirectory: dir, requesterUID: 0).map(\.plan)
+            #expect(throws: LaunchFailure.self) { try none.get() }
+            if case .failure(let failure) = none {
+                #expect(failure.kind == .noSuchApp)
+                #expect(failure.message.hasPrefix("org.test.None: no app manifest \(dir)/apps.d/org.test.None.app"))
+            }
             try write(dir, "org.test.Bad", ["[App]", "Exec=/bin/true", "User=no such"])
             #expect(LaunchPlan.make(for: request("org.test.Bad"), configDirectory: dir, requesterUID: 0).map(\.plan)
                     == .failure(LaunchFailure(.invalidManifest, "\(dir)/apps.d/org.test.Bad.app:3: User: invalid user name or uid \"no such\"")))
@@ -268,6 +273,45 @@ struct LauncherManifestTests {
             // An ID that is no file name never reaches the file system (a request would not decode either).
             #expect(LaunchPlan.make(for: request("../apps.d/org.test.Bad"), configDirectory: dir, requesterUID: 0).map(\.plan)
                     == .failure(LaunchFailure(.invalidRequest, #"appId: invalid app ID "../apps.d/org.test.Bad""#)))
+        }
+    }
+
+    /// SPEC §13: an app with only a desktop entry, as the configuration in the launcher's directory allows.
+    @Test func aDesktopEntryIsStartedOnlyAsTheAdministratorsConfigurationAllows() throws {
+        try withConfigDirectory { dir in
+            let data = dir + "/share"
+            try FileManager.default.createDirectory(atPath: data + "/applications", withIntermediateDirectories: true)
+            let entry = data + "/applications/org.test.D.desktop"
+            try Data("[Desktop Entry]\nType=Application\nName=D\nExec=/bin/true %U --x\n".utf8).write(to: URL(fileURLWithPath: entry))
+            chmod(entry, 0o644)
+            try FileManager.default.createDirectory(atPath: dir + "/bgtaskd.conf.d", withIntermediateDirectories: true)
+            let conf = URL(fileURLWithPath: dir + "/bgtaskd.conf.d/50-test.conf")
+            try Data("[Apps]\nDataDirs=\(data)\n".utf8).write(to: conf)
+            let made = try LaunchPlan.make(for: request("org.test.D"), configDirectory: dir, requesterUID: 65534).get()
+            #expect(made.plan.argv == ["/bin/true", "--x"])
+            #expect(made.plan.user?.uid == 65534)
+            #expect(made.manifest.path == entry)
+            func failure() -> LaunchFailure? {
+                if case .failure(let f) = LaunchPlan.make(for: request("org.test.D"), configDirectory: dir, requesterUID: 65534) { return f }
+                return nil
+            }
+            // Writable by others, or not root's: refused by name (the tests run as root, who owns the file).
+            chmod(entry, 0o664)
+            #expect(failure()?.kind == .permissionDenied)
+            chmod(entry, 0o644)
+            if getuid() == 0 {
+                chown(entry, 65534, 65534)
+                #expect(failure()?.kind == .permissionDenied)
+                chown(entry, 0, 0)
+            }
+            // Desktop entries off in the administrator's configuration.
+            try Data("[Apps]\nDataDirs=\(data)\nDesktopEntries=no\n".utf8).write(to: conf)
+            #expect(failure()?.kind == .noSuchApp)
+            #expect(failure()?.message.contains("DesktopEntries=no") == true)
+            // A manifest in apps.d wins over the entry.
+            try Data("[Apps]\nDataDirs=\(data)\n".utf8).write(to: conf)
+            try write(dir, "org.test.D", ["[App]", "Exec=/bin/false"])
+            #expect(try LaunchPlan.make(for: request("org.test.D"), configDirectory: dir, requesterUID: 0).get().plan.argv == ["/bin/false"])
         }
     }
 

@@ -76,7 +76,7 @@ def test_desktop_entries_are_apps(daemon, ctl, data_dirs):
     assert "org.example.Bad" not in got
     # The bad entry is reported with its file, line and key.
     text = f"{bad}:5: X-Bgtaskd-LifecycleAware"
-    found = wait_for(lambda: [e for e in journal(since) if text in e.get("MESSAGE", "")], 10, "the bad entry's warning",
+    found = wait_for(lambda: [e for e in journal(since, f"_PID={d.pid}") if text in e.get("MESSAGE", "")], 10, "the bad entry's warning",
                      interval=0.1)
     assert "(app left out)" in found[0]["MESSAGE"]
 
@@ -139,18 +139,18 @@ def test_exempt_app_is_never_frozen(daemon, ctl, data_dirs, how):
     for app in ("sm.puri.Squeekboard", "org.example.Plain"):
         assert run(ctl, d, "launch", app).returncode == 0
         assert run(ctl, d, "background", app).returncode == 0
-    policy = wait_journal(since, "BGTASKD_APP=sm.puri.Squeekboard", "BGTASKD_DECISION=policy", timeout=10)
+    policy = wait_journal(since, f"_PID={d.pid}", "BGTASKD_APP=sm.puri.Squeekboard", "BGTASKD_DECISION=policy", timeout=10)
     assert policy[0]["BGTASKD_REASON"] == "exempt"
     # The plain app's suspension comes at the same grace end: once it is there, the exempt one was
     # not frozen with it.
-    wait_journal(since, "BGTASKD_APP=org.example.Plain", "BGTASKD_DECISION=suspend", timeout=10)
+    wait_journal(since, f"_PID={d.pid}", "BGTASKD_APP=org.example.Plain", "BGTASKD_DECISION=suspend", timeout=10)
     got = apps(ctl, d)
     assert got["sm.puri.Squeekboard"]["state"] == "background"
     assert got["org.example.Plain"]["state"] == "suspended"
     pid = got["sm.puri.Squeekboard"]["pid"]
     with open(f"/proc/{pid}/stat") as f:
         assert f.read().rsplit(")", 1)[1].split()[0] != "T", "the exempt app is not stopped"
-    assert not journal(since, "BGTASKD_APP=sm.puri.Squeekboard", "BGTASKD_DECISION=suspend")
+    assert not journal(since, f"_PID={d.pid}", "BGTASKD_APP=sm.puri.Squeekboard", "BGTASKD_DECISION=suspend")
     for app in ("sm.puri.Squeekboard", "org.example.Plain"):
         run(ctl, d, "terminate", app)
 
@@ -207,18 +207,18 @@ def test_apps_started_by_others_are_adopted(daemon, ctl, data_dirs, hierarchy):
         wait_for(lambda: state(ctl, d, "org.example.A") == "active", 10, "adoption of org.example.A")
         info = apps(ctl, d)["org.example.A"]
         assert info["pid"] == procs[-1].pid
-        adopted = wait_journal(since, "BGTASKD_APP=org.example.A", "BGTASKD_DECISION=launch", timeout=10)
+        adopted = wait_journal(since, f"_PID={d.pid}", "BGTASKD_APP=org.example.A", "BGTASKD_DECISION=launch", timeout=10)
         assert adopted[0]["BGTASKD_REASON"] == "adopted"
 
         # A second instance of the same app (a service with a random instance): one app, two cgroups.
         service = os.path.join(slice_dir, "app-test-org.example.A@5678.service")
         os.mkdir(service)
         procs.append(start_in(service, "sleep", "1000"))
-        wait_journal(since, "BGTASKD_APP=org.example.A", "BGTASKD_DECISION=launch", count=2, timeout=10)
+        wait_journal(since, f"_PID={d.pid}", "BGTASKD_APP=org.example.A", "BGTASKD_DECISION=launch", count=2, timeout=10)
 
         # background → frozen 1 in both cgroups after the grace window.
         assert run(ctl, d, "background", "org.example.A").returncode == 0
-        wait_journal(since, "BGTASKD_APP=org.example.A", "BGTASKD_DECISION=suspend", timeout=10)
+        wait_journal(since, f"_PID={d.pid}", "BGTASKD_APP=org.example.A", "BGTASKD_DECISION=suspend", timeout=10)
         wait_for(lambda: read_events(scope).get("frozen") == 1 and read_events(service).get("frozen") == 1, 5,
                  "frozen 1 in both adopted cgroups")
         assert state(ctl, d, "org.example.A") == "suspended"
@@ -237,7 +237,7 @@ def test_apps_started_by_others_are_adopted(daemon, ctl, data_dirs, hierarchy):
         # The second exits too: the app is released (not-running, terminate / app-exited).
         procs[2].kill()
         procs[2].wait()
-        gone = wait_journal(since, "BGTASKD_APP=org.example.A", "BGTASKD_DECISION=terminate", timeout=10)
+        gone = wait_journal(since, f"_PID={d.pid}", "BGTASKD_APP=org.example.A", "BGTASKD_DECISION=terminate", timeout=10)
         assert gone[0]["BGTASKD_REASON"] == "app-exited"
         assert "last instance" in gone[0]["MESSAGE"]
         assert state(ctl, d, "org.example.A") == "not-running"
@@ -250,9 +250,9 @@ def test_apps_started_by_others_are_adopted(daemon, ctl, data_dirs, hierarchy):
             procs.append(start_in(path, "sleep", "1000"))
         # Terminate the early app: its cgroup is killed through cgroup.kill (SIGTERM first).
         assert run(ctl, d, "terminate", "org.example.My-App").returncode == 0
-        wait_journal(since, "BGTASKD_APP=org.example.My-App", "BGTASKD_DECISION=terminate", count=2, timeout=10)
+        wait_journal(since, f"_PID={d.pid}", "BGTASKD_APP=org.example.My-App", "BGTASKD_DECISION=terminate", count=2, timeout=10)
         wait_for(lambda: read_events(early).get("populated") == 0, 5, "the terminated app's cgroup to empty")
-        notes = [e for e in journal(since) if "org.example.Unknown" in e.get("MESSAGE", "")]
+        notes = [e for e in journal(since, f"_PID={d.pid}") if "org.example.Unknown" in e.get("MESSAGE", "")]
         assert len(notes) == 1 and "left alone" in notes[0]["MESSAGE"], notes
         assert read_events(unknown).get("frozen") == 0 and read_events(unknown).get("populated") == 1
         assert "org.example.Unknown" not in apps(ctl, d)
@@ -341,3 +341,147 @@ def test_unprivileged_daemon_freezes_adopted_units_through_the_launcher(daemon, 
         proc.wait()
         launcher.kill()
         shutil.rmtree(root / "launcher", ignore_errors=True)
+
+
+def test_adopted_instance_has_its_unit_owners_uid(daemon, ctl, data_dirs, hierarchy):
+    """Issue 14: an instance adopted from `user@1000.service` is uid 1000's (the owner of the user manager
+    its unit runs under, from the cgroup path), in list, status and GetApp, and the app's calls are
+    allowed from that uid and refused from another; before it showed the daemon's own uid."""
+    from support import RawClient
+    from test_authorization import as_user, open_to_others
+    scratch, slice_dir = hierarchy
+    one, _ = data_dirs
+    app = "org.example.A"
+    (one / "applications" / f"{app}.desktop").write_text(entry("A", "sleep 1000"))
+    d = daemon(conf=f"[Apps]\nDataDirs={one}\nAdoptFrom={scratch}/user.slice\n[Daemon]\nFreezerBackend=signal\n")
+    open_to_others(d)
+    scope = os.path.join(slice_dir, f"app-test-{app}-1234.scope")
+    os.mkdir(scope)
+    proc = start_in(scope, "sleep", "1000")
+    try:
+        wait_for(lambda: state(ctl, d, app) == "active", 10, "adoption")
+        assert apps(ctl, d)[app]["uid"] == 1000
+        with RawClient(d.socket) as c:
+            got = c.call("io.bgtaskd.Manager.GetApp", {"appId": app})
+        assert got["parameters"]["app"]["uid"] == 1000, got
+        status = run(ctl, d, "status", app)
+        assert status.returncode == 0 and any(l.split(":", 1)[0].strip() == "UID" and l.split(":", 1)[1].split()[0] == "1000"
+                                              for l in status.stdout.splitlines()), status.stdout
+
+        def begin():
+            with RawClient(d.socket) as c:
+                return c.call("io.bgtaskd.App.BeginBackgroundTask", {"appId": app, "name": "sync"})
+
+        # The unit's owner may; another uid may not.
+        owner = as_user(1000, 1000, [], begin)
+        assert "error" not in owner and owner["parameters"]["taskId"] > 0, owner
+        other = as_user(64003, 64003, [], begin)
+        assert other.get("error") == "io.bgtaskd.App.PermissionDenied", other
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_removing_a_desktop_entry_releases_adopted_instances(daemon, ctl, data_dirs, hierarchy):
+    """Issue 14: an app that runs only as instances started by others is not ended when its desktop entry
+    goes away (reload): it is released from management — thawed, journaled (terminate, manifest-removed,
+    "released"), no longer listed — and its process keeps running. The entry back: adopted again."""
+    scratch, slice_dir = hierarchy
+    one, _ = data_dirs
+    app = "org.example.A"
+    desktop = one / "applications" / f"{app}.desktop"
+    desktop.write_text(entry("A", "sleep 1000"))
+    d = daemon(conf=f"[Apps]\nDataDirs={one}\nAdoptFrom={scratch}/user.slice\n[Daemon]\nFreezerBackend=signal\n"
+                    "[Lifecycle]\nDidEnterBackgroundTimeoutSec=300ms\n")
+    scope = os.path.join(slice_dir, f"app-test-{app}-1234.scope")
+    os.mkdir(scope)
+    proc = start_in(scope, "sleep", "1000")
+    since = time.time()
+    try:
+        wait_for(lambda: state(ctl, d, app) == "active", 10, "adoption")
+        assert run(ctl, d, "background", app).returncode == 0
+        wait_journal(since, f"_PID={d.pid}", f"BGTASKD_APP={app}", "BGTASKD_DECISION=suspend", timeout=10)
+        assert read_events(scope).get("frozen") == 1
+
+        t1 = time.time()
+        desktop.unlink()
+        r = run(ctl, d, "reload")
+        assert r.returncode == 0, r.stderr
+        released = wait_journal(t1, f"_PID={d.pid}", f"BGTASKD_APP={app}", "BGTASKD_DECISION=terminate", timeout=10)
+        assert released[0]["BGTASKD_REASON"] == "manifest-removed"
+        assert "released" in released[0]["MESSAGE"], released[0]
+        assert read_events(scope).get("frozen") == 0
+        assert proc.poll() is None, "the instance started by others keeps running"
+        assert read_events(scope).get("populated") == 1
+        assert app not in apps(ctl, d)
+        # Nothing else was done to it: the release is the last word on the app.
+        assert [e["BGTASKD_DECISION"] for e in journal(t1, f"_PID={d.pid}", f"BGTASKD_APP={app}") if "BGTASKD_DECISION" in e] == ["resume", "terminate"]
+
+        # The entry is back: the running instance is adopted again.
+        t2 = time.time()
+        desktop.write_text(entry("A", "sleep 1000"))
+        assert run(ctl, d, "reload").returncode == 0
+        again = wait_journal(t2, f"_PID={d.pid}", f"BGTASKD_APP={app}", "BGTASKD_DECISION=launch", timeout=10)
+        assert again[0]["BGTASKD_REASON"] == "adopted"
+        assert state(ctl, d, app) == "active" and proc.poll() is None
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_adopt_and_adopt_from_take_effect_on_reload(daemon, ctl, data_dirs, hierarchy):
+    """Issue 14: `[Apps] Adopt=` and `AdoptFrom=` change on reload, no restart: turned on, the running
+    instance is adopted; pointed elsewhere or turned off, the instances no longer watched are released
+    (thawed, journaled terminate/adoption-changed) and keep running."""
+    scratch, slice_dir = hierarchy
+    one, _ = data_dirs
+    app = "org.example.A"
+    (one / "applications" / f"{app}.desktop").write_text(entry("A", "sleep 1000"))
+    base = f"[Apps]\nDataDirs={one}\n[Daemon]\nFreezerBackend=signal\n[Lifecycle]\nDidEnterBackgroundTimeoutSec=300ms\n"
+    d = daemon(conf=base + "[Apps]\nAdopt=no\n")
+    conf = d.config_dir / "bgtaskd.conf.d" / "50-test.conf"
+    scope = os.path.join(slice_dir, f"app-test-{app}-1234.scope")
+    os.mkdir(scope)
+    proc = start_in(scope, "sleep", "1000")
+    try:
+        assert state(ctl, d, app) == "not-running"
+        # On, watching a tree without the unit: still nothing.
+        elsewhere = os.path.join(scratch, "elsewhere")
+        os.mkdir(elsewhere)
+        conf.write_text(base + f"[Apps]\nAdopt=yes\nAdoptFrom={elsewhere}\n")
+        assert run(ctl, d, "reload").returncode == 0
+        assert state(ctl, d, app) == "not-running"
+        # AdoptFrom= pointed at the user managers: adopted without a restart.
+        t0 = time.time()
+        conf.write_text(base + f"[Apps]\nAdopt=yes\nAdoptFrom={scratch}/user.slice\n")
+        assert run(ctl, d, "reload").returncode == 0
+        adopted = wait_journal(t0, f"_PID={d.pid}", f"BGTASKD_APP={app}", "BGTASKD_DECISION=launch", timeout=10)
+        assert adopted[0]["BGTASKD_REASON"] == "adopted"
+        assert state(ctl, d, app) == "active"
+        assert run(ctl, d, "background", app).returncode == 0
+        wait_journal(t0, f"_PID={d.pid}", f"BGTASKD_APP={app}", "BGTASKD_DECISION=suspend", timeout=10)
+        assert read_events(scope).get("frozen") == 1
+        # Off: released, thawed, still running, not-running for bgtaskd.
+        t1 = time.time()
+        conf.write_text(base + "[Apps]\nAdopt=no\n")
+        assert run(ctl, d, "reload").returncode == 0
+        released = wait_journal(t1, f"_PID={d.pid}", f"BGTASKD_APP={app}", "BGTASKD_DECISION=terminate", timeout=10)
+        assert released[0]["BGTASKD_REASON"] == "adoption-changed" and "released" in released[0]["MESSAGE"]
+        assert read_events(scope).get("frozen") == 0 and proc.poll() is None
+        assert state(ctl, d, app) == "not-running"
+        # And nothing comes of the unit any more: a new instance beside it is not adopted. The reload
+        # after it is the later event that must come after any adoption of it.
+        other = os.path.join(slice_dir, f"app-test-{app}-99.scope")
+        os.mkdir(other)
+        proc2 = start_in(other, "sleep", "1000")
+        try:
+            wait_for(lambda: read_events(other).get("populated") == 1, 5, "the second scope to fill")
+            assert run(ctl, d, "reload").returncode == 0
+            assert state(ctl, d, app) == "not-running"
+            assert not journal(t1, f"_PID={d.pid}", f"BGTASKD_APP={app}", "BGTASKD_DECISION=launch")
+        finally:
+            proc2.kill()
+            proc2.wait()
+    finally:
+        proc.kill()
+        proc.wait()

@@ -132,26 +132,26 @@ def test_focus_follows_the_compositor(daemon, ctl, bin_dir, sway):
             since = time.time()
             sway.spawn([str(bin_dir / "bgtaskd-focus"), "--socket", d.socket, "--debounce", "200"], "focus.log")
             # B is in front: A goes to the background, reason compositor-focus, and is suspended.
-            first = wait_journal(since, f"BGTASKD_APP={A}", "BGTASKD_DECISION=background", timeout=10)
+            first = wait_journal(since, f"_PID={d.pid}", f"BGTASKD_APP={A}", "BGTASKD_DECISION=background", timeout=10)
             assert first[0]["BGTASKD_REASON"] == "compositor-focus"
-            wait_journal(since, f"BGTASKD_APP={A}", "BGTASKD_DECISION=suspend", timeout=10)
+            wait_journal(since, f"_PID={d.pid}", f"BGTASKD_APP={A}", "BGTASKD_DECISION=suspend", timeout=10)
             assert read_events(scopes[A]).get("frozen") == 1
 
             # Focus A through the compositor: A active (thawed), B background, then suspended.
             t1 = time.time()
             sway.msg(f"[app_id={A}] focus")
-            fg = wait_journal(t1, f"BGTASKD_APP={A}", "BGTASKD_DECISION=foreground", timeout=10)
+            fg = wait_journal(t1, f"_PID={d.pid}", f"BGTASKD_APP={A}", "BGTASKD_DECISION=foreground", timeout=10)
             assert fg[-1]["BGTASKD_REASON"] == "compositor-focus"
-            bg = wait_journal(t1, f"BGTASKD_APP={B}", "BGTASKD_DECISION=background", timeout=10)
+            bg = wait_journal(t1, f"_PID={d.pid}", f"BGTASKD_APP={B}", "BGTASKD_DECISION=background", timeout=10)
             assert bg[0]["BGTASKD_REASON"] == "compositor-focus"
-            wait_journal(t1, f"BGTASKD_APP={B}", "BGTASKD_DECISION=suspend", timeout=10)
+            wait_journal(t1, f"_PID={d.pid}", f"BGTASKD_APP={B}", "BGTASKD_DECISION=suspend", timeout=10)
             assert read_events(scopes[B]).get("frozen") == 1 and read_events(scopes[A]).get("frozen") == 0
             assert state(ctl, d, A) == "active" and state(ctl, d, B) == "suspended"
 
             # Back to B: thawed, active again; its terminal answers (sway still talks to it).
             t2 = time.time()
             sway.msg(f"[app_id={B}] focus")
-            back = wait_journal(t2, f"BGTASKD_APP={B}", "BGTASKD_DECISION=foreground", timeout=10)
+            back = wait_journal(t2, f"_PID={d.pid}", f"BGTASKD_APP={B}", "BGTASKD_DECISION=foreground", timeout=10)
             assert back[-1]["BGTASKD_REASON"] == "compositor-focus"
             wait_for(lambda: read_events(scopes[B]).get("frozen") == 0, 5, "B thawed")
             assert state(ctl, d, B) == "active"
@@ -160,10 +160,10 @@ def test_focus_follows_the_compositor(daemon, ctl, bin_dir, sway):
             # The home screen (an empty workspace, no toplevel activated): B goes to the background.
             t3 = time.time()
             sway.msg("workspace", "2")
-            home = wait_journal(t3, f"BGTASKD_APP={B}", "BGTASKD_DECISION=background", timeout=10)
+            home = wait_journal(t3, f"_PID={d.pid}", f"BGTASKD_APP={B}", "BGTASKD_DECISION=background", timeout=10)
             assert home[0]["BGTASKD_REASON"] == "compositor-focus"
             sway.msg("workspace", "1")
-            wait_journal(t3, f"BGTASKD_APP={B}", "BGTASKD_DECISION=foreground", timeout=10)
+            wait_journal(t3, f"_PID={d.pid}", f"BGTASKD_APP={B}", "BGTASKD_DECISION=foreground", timeout=10)
         finally:
             shutil.rmtree(data, ignore_errors=True)
             print((sway.runtime / "focus.log").read_text(errors="replace") if (sway.runtime / "focus.log").exists() else "")
@@ -197,17 +197,84 @@ def test_blank_screen_backgrounds_the_front_app_and_the_user_brings_it_back(daem
             sway.spawn([str(bin_dir / "bgtaskd-focus"), "--socket", d.socket, "--debounce", "100",
                         "--idle-timeout", "1500"], "focus.log")
             # No input at all on a headless seat: idle after 1.5 s.
-            locked = wait_journal(since, f"BGTASKD_APP={A}", "BGTASKD_DECISION=background", timeout=15)
+            locked = wait_journal(since, f"_PID={d.pid}", f"BGTASKD_APP={A}", "BGTASKD_DECISION=background", timeout=15)
             assert locked[0]["BGTASKD_REASON"] == "screen-locked", locked[0]
-            wait_journal(since, f"BGTASKD_APP={A}", "BGTASKD_DECISION=suspend", timeout=10)
+            wait_journal(since, f"_PID={d.pid}", f"BGTASKD_APP={A}", "BGTASKD_DECISION=suspend", timeout=10)
             assert read_events(scope).get("frozen") == 1
             # The user is back: a key on a virtual keyboard.
             t1 = time.time()
             r = subprocess.run([*sway.as_user(), "wtype", "x"], env=sway.env(), capture_output=True, text=True, timeout=10)
             assert r.returncode == 0, r.stderr
-            back = wait_journal(t1, f"BGTASKD_APP={A}", "BGTASKD_DECISION=foreground", timeout=10)
+            back = wait_journal(t1, f"_PID={d.pid}", f"BGTASKD_APP={A}", "BGTASKD_DECISION=foreground", timeout=10)
             assert back[-1]["BGTASKD_REASON"] == "compositor-focus"
             assert read_events(scope).get("frozen") == 0 and state(ctl, d, A) == "active"
+        finally:
+            shutil.rmtree(data, ignore_errors=True)
+            print((sway.runtime / "focus.log").read_text(errors="replace") if (sway.runtime / "focus.log").exists() else "")
+
+
+@pytest.fixture
+def logind(sway):
+    """A real systemd-logind (private mount namespace, a bus of its own) with a graphical session of the
+    sway user (logind_support.py)."""
+    from logind_support import Logind
+    ld = Logind(sway.uid, USER)
+    try:
+        ld.start()
+    except RuntimeError as e:
+        pytest.skip(f"systemd-logind cannot run here: {e}")
+    yield ld
+    print(ld.log()[-3000:])
+    ld.stop()
+
+
+def test_locking_the_session_backgrounds_the_front_app_and_unlocking_brings_it_back(daemon, ctl, bin_dir, sway, logind):
+    """SPEC §13 / issue 14: logind's LockedHint (what a screen locker sets through SetLockedHint) and
+    IdleHint (swayidle's `idlehint`, gnome-session) on the session: the front app resigns active and goes
+    to the background with reason screen-locked (then suspended, its cgroup frozen); cleared, it comes
+    back. bgtaskd-focus is given only the bus address, like a user unit outside any session: it finds
+    the user's display session itself."""
+    with ScratchCgroup("-lock") as scratch:
+        uid = sway.uid
+        slice_dir = os.path.join(scratch.path, f"user.slice/user-{uid}.slice/user@{uid}.service/app.slice")
+        os.makedirs(slice_dir)
+        data = Path(tempfile.mkdtemp(prefix="bgtaskd-xdg-", dir="/tmp"))
+        try:
+            (data / "applications").mkdir()
+            (data / "applications" / f"{A}.desktop").write_text(entry(A, f"foot --app-id={A}"))
+            d = daemon(conf=f"[Apps]\nDataDirs={data}\nAdoptFrom={scratch.path}/user.slice\n"
+                            "[Daemon]\nFreezerBackend=signal\nControlGroup=nogroup\n"
+                            "[Lifecycle]\nDidEnterBackgroundTimeoutSec=300ms\n")
+            for p in (d.root, d.runtime_dir):
+                os.chmod(p, 0o755)
+            scope = os.path.join(slice_dir, f"app-test-{A}-1.scope")
+            os.mkdir(scope)
+            sway.spawn(["foot", f"--app-id={A}", "sleep", "1000"], "A.log", cgroup=scope)
+            wait_for(lambda: state(ctl, d, A) == "active", 10, "A adopted")
+            wait_for(lambda: focused(sway) == A, 10, "sway to focus A")
+            sway.spawn([str(bin_dir / "bgtaskd-focus"), "--socket", d.socket, "--debounce", "100"], "focus.log",
+                       DBUS_SYSTEM_BUS_ADDRESS=logind.address)
+            focus_log = sway.runtime / "focus.log"
+            wait_for(lambda: focus_log.exists() and "following logind's session" in focus_log.read_text(), 10,
+                     "bgtaskd-focus to follow the logind session")
+            assert f"session {logind.path}" in focus_log.read_text()
+
+            # The session user's screen locker locks: SetLockedHint(true), called as that user.
+            for method, hint in (("SetLockedHint", "LockedHint"), ("SetIdleHint", "IdleHint")):
+                t0 = time.time()
+                logind.session_call(method, True, user=sway.as_user())
+                assert logind.hint(hint)
+                locked = wait_journal(t0, f"_PID={d.pid}", f"BGTASKD_APP={A}", "BGTASKD_DECISION=background", timeout=10)
+                assert locked[0]["BGTASKD_REASON"] == "screen-locked", locked[0]
+                wait_journal(t0, f"_PID={d.pid}", f"BGTASKD_APP={A}", "BGTASKD_DECISION=suspend", timeout=10)
+                assert read_events(scope).get("frozen") == 1
+                assert state(ctl, d, A) == "suspended"
+                # Unlocked: back in front, thawed.
+                t1 = time.time()
+                logind.session_call(method, False, user=sway.as_user())
+                back = wait_journal(t1, f"_PID={d.pid}", f"BGTASKD_APP={A}", "BGTASKD_DECISION=foreground", timeout=10)
+                assert back[-1]["BGTASKD_REASON"] == "compositor-focus"
+                assert read_events(scope).get("frozen") == 0 and state(ctl, d, A) == "active"
         finally:
             shutil.rmtree(data, ignore_errors=True)
             print((sway.runtime / "focus.log").read_text(errors="replace") if (sway.runtime / "focus.log").exists() else "")

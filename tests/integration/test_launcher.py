@@ -427,3 +427,62 @@ def test_a_stalled_launcher_does_not_stall_the_daemon(separated):
     # And the next launch works on a new connection.
     s.m.call("Launch", appId=APP, background=False)
     wait_for(lambda: s.m.state(APP) == "active", 5, "the app to run")
+
+
+def test_apps_from_desktop_entries_are_launched_through_the_launcher_as_the_config_allows(separated):
+    """Issue 14: an app that has only a desktop entry (no apps.d manifest) is started by the launcher too,
+    as the daemon's user (an entry has no User=). The launcher reads the entry itself from what the
+    administrator's bgtaskd.conf names ([Apps] DesktopEntries=, DataDirs=), and starts it only if the
+    entry is root's and writable by no one else; the request names nothing but the app ID."""
+    s = separated
+    app, stray = "org.test.Desktop", "org.test.Stray"
+    data = s.work / "share"
+    (data / "applications").mkdir(parents=True)
+    elsewhere = s.work / "elsewhere"
+    (elsewhere / "applications").mkdir(parents=True)
+    desktop = data / "applications" / f"{app}.desktop"
+    desktop.write_text(f"[Desktop Entry]\nType=Application\nName=Desktop\n"
+                       f"Exec={APP_PY} {s.script} {s.reports}/{app}.json %U\nX-Bgtaskd-LifecycleAware=false\n")
+    os.chmod(desktop, 0o644)
+    (elsewhere / "applications" / f"{stray}.desktop").write_text(
+        f"[Desktop Entry]\nType=Application\nName=Stray\nExec={APP_PY} {s.script} {s.reports}/{stray}.json\n")
+    dropin = s.d.config_dir / "bgtaskd.conf.d" / "60-desktop.conf"
+    dropin.write_text(f"[Apps]\nDataDirs={data}\nAdopt=no\n")
+    r = subprocess.run([str(Path(s.launcher.bin).parent / "bgtaskctl"), "reload", "--socket", s.d.socket],
+                       capture_output=True, text=True, timeout=10)
+    assert r.returncode == 0, r.stderr
+
+    # Through the daemon: Launch → the launcher → the app, as the daemon's user, field codes stripped.
+    pid = s.m.launch(app)
+    try:
+        report = wait_for(lambda: read_report(s.reports / f"{app}.json"), 5, "the desktop app's report")
+        assert report["uid"] == s.uid
+        assert f"started {app} ({desktop})" in s.launcher.output()
+    finally:
+        os.kill(pid, signal.SIGKILL)
+    s.m.wait_state(app, "not-running", timeout=5)
+
+    def spawn(app_id):
+        return s.launcher.call({"appId": app_id, "socket": s.d.socket, "environment": {"PATH": "/usr/bin"}})
+
+    # An entry outside the configured data directories is no app of the launcher's.
+    reply = spawn(stray)
+    assert reply.get("error") == "io.bgtaskd.Launcher.NoSuchApp", reply
+    assert str(data) in reply["parameters"]["message"]
+    # An entry someone else could have written is refused by name.
+    os.chmod(desktop, 0o666)
+    reply = spawn(app)
+    assert reply.get("error") == "io.bgtaskd.Launcher.PermissionDenied", reply
+    os.chmod(desktop, 0o644)
+    os.chown(desktop, 65534, 65534)
+    reply = spawn(app)
+    assert reply.get("error") == "io.bgtaskd.Launcher.PermissionDenied", reply
+    assert "owned by root" in reply["parameters"]["message"]
+    os.chown(desktop, 0, 0)
+    # Desktop entries turned off in the administrator's configuration: none is started.
+    dropin.write_text(f"[Apps]\nDataDirs={data}\nAdopt=no\nDesktopEntries=no\n")
+    reply = spawn(app)
+    assert reply.get("error") == "io.bgtaskd.Launcher.NoSuchApp", reply
+    assert "DesktopEntries=no" in reply["parameters"]["message"]
+    assert s.launcher.children() == []
+    assert not (s.reports / f"{stray}.json").exists()

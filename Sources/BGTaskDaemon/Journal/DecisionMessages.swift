@@ -74,6 +74,14 @@ enum DecisionMessages {
             return "adopted \(app), started by others (\(instance))"
         case .adoptedAnotherInstance(let instance, let back):
             return "adopted another instance of \(app) (\(instance))\(back ? ": back to the foreground" : "")"
+        case .releasedFromManagement(let instances):
+            let why = d.reason == .adoptionChanged
+                ? "[Apps] Adopt= or AdoptFrom= changed: its instance is no longer watched"
+                : "its manifest or desktop entry was removed"
+            return "released \(app) from management: \(why); its instances, started by others, keep running "
+                + "unfrozen (\(instances.map(\.rawValue).joined(separator: ", ")))"
+        case .resumedForRelease:
+            return "resumed \(app) (\(d.reason.rawValue)): released from management"
         case .assertionDenied(let live):
             let why = d.reason == .tooManyAssertions ? "it already holds \(live) live background tasks" : self.why(d.reason)
             return "denied a background task\(named) to \(app): \(why)"

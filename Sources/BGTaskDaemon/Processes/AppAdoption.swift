@@ -153,6 +153,37 @@ final class AppAdoption {
 
     func hasInstances(_ app: AppID) -> Bool { units.values.contains { $0.app == app && $0.present } }
 
+    /// The owners of the app's running adopted instances (the uid of each unit's user manager, from its
+    /// cgroup path), in instance order; empty when it has none.
+    func ownerUIDs(of app: AppID) -> [UInt32] {
+        var seen: [UInt32] = []
+        for unit in units.values.filter({ $0.app == app && $0.present }).sorted(by: { $0.instance < $1.instance }) {
+            if let uid = unit.instance.ownerUID, !seen.contains(uid) { seen.append(uid) }
+        }
+        return seen
+    }
+
+    /// Stops watching (a reload changed `Adopt=`/`AdoptFrom=`): thaws every unit it mapped and returns the
+    /// instances that were present, for the core to release.
+    func stop() -> [(AppID, InstanceID)] {
+        thawAll()
+        source.cancel()
+        let present = units.values.filter { $0.present }.sorted { $0.instance < $1.instance }
+        units = [:]
+        return present.compactMap { unit in unit.app.map { ($0, unit.instance) } }
+    }
+
+    /// The app is no longer managed (its manifest or desktop entry went away): its units are left alone
+    /// from now on, until an app of that ID is known again (``remap()``).
+    func release(_ app: AppID) {
+        for path in units.keys.sorted() where units[path]?.app == app {
+            units[path]?.app = nil
+            units[path]?.present = false
+            logger.notice("adoption: released \(path) from management: \(app) is no longer an app of bgtaskd",
+                          metadata: ["BGTASKD_APP": "\(app)"])
+        }
+    }
+
     /// Whether `pid` lives in one of the adopted cgroups (it then stays there: it is not moved into the
     /// daemon's own subtree when it checks in).
     func holds(pid: Int32) -> Bool {

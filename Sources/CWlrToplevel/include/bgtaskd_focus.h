@@ -23,6 +23,19 @@ bgtaskd_focus *bgtaskd_focus_connect(const char *name, bgtaskd_focus_callback ca
                                      bgtaskd_focus_idle_callback idle_callback, uint32_t idle_timeout_ms,
                                      int *idle_available, void *context, char *error, size_t error_size);
 
+/// Called with the session's LockedHint and IdleHint (logind) when either changes, and once at the start;
+/// `gone` 1 when the system bus connection was lost (the watch ends; both are then reported 0).
+typedef void (*bgtaskd_focus_session_callback)(void *context, int locked, int idle, int gone);
+
+/// Follows logind's session (org.freedesktop.login1.Session's LockedHint and IdleHint, over sd-bus on
+/// the system bus, $DBUS_SYSTEM_BUS_ADDRESS honoured): `session` if not NULL or empty, else
+/// $XDG_SESSION_ID, else the caller's own session, else the display session of the caller's user (a
+/// user unit runs outside any session). Its events are dispatched by bgtaskd_focus_wait. 0 on success
+/// (the session's object path in `path_out`, the callback already called once), -1 with the reason in
+/// `error`.
+int bgtaskd_focus_follow_session(bgtaskd_focus *focus, const char *session, bgtaskd_focus_session_callback callback,
+                                 char *path_out, size_t path_size, char *error, size_t error_size);
+
 /// Waits up to `timeout_ms` (-1: forever) for events and dispatches them (the callback runs inside).
 /// 0 on success (also on a timeout), -1 when the display connection is gone or the manager finished.
 int bgtaskd_focus_wait(bgtaskd_focus *focus, int timeout_ms);
