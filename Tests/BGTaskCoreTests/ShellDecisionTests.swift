@@ -28,6 +28,17 @@ import Testing
         #expect(h.send(.appCallReceived(music, method: "CheckIn", caller: caller(0))).replies == [.failure(.noSuchApp)])
     }
 
+    /// SPEC §13: an adopted app's users are the owners of its instances (their user managers), not `User=`.
+    @Test func theOwnersOfAnAdoptedAppsInstancesMayCallForIt() {
+        var h = harness()
+        let scope = InstanceID("user.slice/user-2000.slice/user@2000.service/app.slice/app-x.scope")
+        h.send(.instanceAppeared(mail, scope, pid: 5))
+        #expect(h.send(.appCallReceived(mail, method: "CheckIn", caller: caller(Self.stranger))).replies == [.ok])
+        #expect(h.send(.appCallReceived(mail, method: "CheckIn", caller: caller(Self.owner))).replies == [.failure(.permissionDenied)])
+        h.send(.instanceVanished(mail, scope))
+        #expect(h.send(.appCallReceived(mail, method: "CheckIn", caller: caller(Self.owner))).replies == [.ok])
+    }
+
     /// The bug of issue 13: a reload that changes `User=` re-registers the manifest; the new uid decides.
     @Test func aReloadedUserDecides() {
         var h = harness()
