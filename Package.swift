@@ -94,7 +94,7 @@ let package = Package(
         .executableTarget(
             name: "bgtaskctl",
             dependencies: [
-                "BGTaskClient", "BGTaskProtocol",
+                "BGTaskClient", "BGTaskProtocol", "BGTaskModel",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict

@@ -52,6 +52,12 @@ MALFORMED = [
     b'{"method": "org.varlink.service.GetInfo", "parameters": {"x": 1e999}}\0',
     b'{"method":"io.bgtaskd.App.Acknowledge","parameters":{"eventId":-0.0e+5}}\0',
     b'{"method":"a.B","parameters":{"s":"\\u00e9\\n\\"\\\\"}}\0', b'{"method":"org.varlink.service.GetInfo"',
+    # The fast path's edges (issue 15): compact, reordered, escaped, out of range, repeated keys.
+    b'{"parameters":{"taskId":7,"appId":"a"},"method":"io.bgtaskd.App.EndBackgroundTask","oneway":true}\0',
+    b'{"method":"io.bgtaskd.App.BeginBackgroundTask","parameters":{"name":null,"appId":"org.example.Mail"}}\0',
+    b'{"method":"io.bgtaskd.App.BeginBackgroundTask","parameters":{"appId":"a\\u0062","name":"x"}}\0',
+    b'{"method":"io.bgtaskd.App.EndBackgroundTask","parameters":{"appId":"a","taskId":999999999999999999999}}\0',
+    b'{"method":"io.bgtaskd.App.Acknowledge","parameters":{"eventId":1,"eventId":2}}\0',
 ]
 
 

@@ -286,8 +286,8 @@ public final class BGApplication: Sendable {
     public var backgroundRefreshStatus: BackgroundRefreshStatus {
         if let known = shared.withLock({ $0.tracker.refreshStatus }) { return known }
         do {
-            let reply = try calls.call(Interfaces.appName + ".RefreshStatus", ["appId": .string(appID)])
-            return reply["status"]?.stringValue.flatMap(BackgroundRefreshStatus.init(rawValue:)) ?? .denied
+            let reply = try calls.call(AppMethod.refreshStatus, AppWire.RefreshStatusCall(appId: appID))
+            return (try? AppWire.RefreshStatusReply(json: reply))?.status ?? .denied
         } catch {
             return .denied
         }
@@ -298,8 +298,8 @@ public final class BGApplication: Sendable {
     /// is unlimited; if the daemon cannot answer, 0 in the background.
     public var backgroundTimeRemaining: Double {
         do {
-            let reply = try calls.call(Interfaces.appName + ".BackgroundTimeRemaining", ["appId": .string(appID)])
-            return secondsRemaining(fromUSec: reply["remainingUSec"])
+            let reply = try calls.call(AppMethod.backgroundTimeRemaining, AppWire.BackgroundTimeRemaining(appId: appID))
+            return secondsRemaining(fromUSec: (try? AppWire.BackgroundTimeRemainingReply(json: reply))?.remainingUSec)
         } catch .cannotConnect {
             return .greatestFiniteMagnitude
         } catch {
@@ -349,11 +349,11 @@ public final class BGApplication: Sendable {
         withName name: String? = nil,
         expirationHandler: (@MainActor @Sendable (BackgroundTaskIdentifier) -> Void)? = nil
     ) throws(BGTaskClientError) -> BackgroundTaskIdentifier {
-        var parameters: [String: JSON] = ["appId": .string(appID)]
-        if let name { parameters["name"] = .string(name) }
         let session = sessions.current
-        let (reply, generation) = try calls.callTracked(Interfaces.appName + ".BeginBackgroundTask", parameters)
-        guard let raw = reply["taskId"]?.intValue, let value = Int(exactly: raw), value >= 0 else {
+        let (reply, generation) = try calls.call(
+            AppMethod.beginBackgroundTask, AppWire.BeginBackgroundTask(appId: appID, name: name),
+            reply: AppWire.BeginBackgroundTaskReply.self)
+        guard let value = Int(exactly: reply.taskId), value >= 0 else {
             throw .invalidReply("BeginBackgroundTask answered without a taskId")
         }
         let id = BackgroundTaskIdentifier(rawValue: value)
@@ -392,9 +392,7 @@ public final class BGApplication: Sendable {
         }
         guard send else { return }
         do {
-            try calls.call(
-                Interfaces.appName + ".EndBackgroundTask",
-                ["appId": .string(appID), "taskId": .int(Int64(identifier.rawValue))])
+            try calls.call(AppMethod.endBackgroundTask, AppWire.EndBackgroundTask(appId: appID, taskId: Int64(identifier.rawValue)))
         } catch {
             diagnose("endBackgroundTask(\(identifier)) failed: \(error)")
         }
@@ -429,9 +427,11 @@ public final class BGApplication: Sendable {
     /// Starts an activity of a continuous background mode ("audio is playing"): while it lasts, the app
     /// keeps running in the background without a time budget. The manifest must declare the mode.
     public func beginActivity(_ mode: BackgroundMode) throws(BGTaskClientError) -> BackgroundActivityIdentifier {
-        let (reply, generation) = try calls.callTracked(
-            Interfaces.appName + ".BeginActivity", ["appId": .string(appID), "mode": .string(mode.rawValue)])
-        guard let raw = reply["activityId"]?.intValue, let value = Int(exactly: raw) else {
+        // A mode this library names but the daemon's vocabulary does not know is refused as the daemon would.
+        guard let known = BGTaskModel.BackgroundMode(rawValue: mode.rawValue) else { throw .invalidParameter("mode") }
+        let (reply, generation) = try calls.call(
+            AppMethod.beginActivity, AppWire.BeginActivity(appId: appID, mode: known), reply: AppWire.BeginActivityReply.self)
+        guard let value = Int(exactly: reply.activityId) else {
             throw .invalidReply("BeginActivity answered without an activityId")
         }
         let id = BackgroundActivityIdentifier(rawValue: value)
@@ -445,9 +445,7 @@ public final class BGApplication: Sendable {
         let stale = shared.withLock { st in st.activities.removeValue(forKey: identifier).map { $0 != generation } ?? false }
         guard !stale else { return }
         do {
-            try calls.call(
-                Interfaces.appName + ".EndActivity",
-                ["appId": .string(appID), "activityId": .int(Int64(identifier.rawValue))])
+            try calls.call(AppMethod.endActivity, AppWire.EndActivity(appId: appID, activityId: Int64(identifier.rawValue)))
         } catch {
             diagnose("endActivity(\(identifier.rawValue)) failed: \(error)")
         }
@@ -470,7 +468,7 @@ public final class BGApplication: Sendable {
         // An event of a daemon that has gone away: the new one knows nothing of it.
         guard session == sessions.current else { return }
         do {
-            try calls.call(Interfaces.appName + ".Acknowledge", ["eventId": .int(eventID)])
+            try calls.call(AppMethod.acknowledge, AppWire.Acknowledge(eventId: eventID))
         } catch {
             diagnose("acknowledging event \(eventID) failed: \(error)")
         }

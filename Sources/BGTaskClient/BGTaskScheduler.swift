@@ -28,32 +28,31 @@ public class BGTaskRequest: CustomStringConvertible {
             + (earliestBeginDate.map { " not before \($0.timeIntervalSince1970)" } ?? "")
     }
 
-    /// The `SubmitTaskRequest` parameters (without `appId`).
-    var parameters: [String: JSON] {
-        var p: [String: JSON] = ["identifier": .string(identifier), "kind": .string(kind)]
+    /// The `SubmitTaskRequest` parameters; nil for a kind the daemon's vocabulary does not know.
+    func parameters(appID: String) -> AppWire.SubmitTaskRequest? {
+        guard let kind = TaskKind(rawValue: kind) else { return nil }
+        var p = AppWire.SubmitTaskRequest(appId: appID, identifier: identifier, kind: kind)
         if let date = earliestBeginDate {
             let usec = (date.timeIntervalSince1970 * 1_000_000).rounded()
-            if usec.isFinite { p["earliestBeginUSec"] = .int(Int64(max(0, min(usec, 9.2e18)))) }
+            if usec.isFinite { p.earliestBeginUSec = Int64(max(0, min(usec, 9.2e18))) }
         }
         return p
     }
 
     /// A request read from a `TaskRequest` object; nil for a kind this library does not know.
     static func make(from json: JSON) -> BGTaskRequest? {
-        guard let identifier = json["identifier"]?.stringValue else { return nil }
+        guard let wire = try? AppWire.TaskRequest(value: json, field: "requests") else { return nil }
         let request: BGTaskRequest
-        switch json["kind"]?.stringValue {
-        case "refresh":
-            request = BGAppRefreshTaskRequest(identifier: identifier)
-        case "processing":
-            let processing = BGProcessingTaskRequest(identifier: identifier)
-            processing.requiresNetworkConnectivity = json["requiresNetwork"]?.boolValue ?? false
-            processing.requiresExternalPower = json["requiresExternalPower"]?.boolValue ?? false
+        switch wire.kind {
+        case .refresh:
+            request = BGAppRefreshTaskRequest(identifier: wire.identifier)
+        case .processing:
+            let processing = BGProcessingTaskRequest(identifier: wire.identifier)
+            processing.requiresNetworkConnectivity = wire.requiresNetwork
+            processing.requiresExternalPower = wire.requiresExternalPower
             request = processing
-        default:
-            return nil
         }
-        if let usec = json["earliestBeginUSec"]?.intValue {
+        if let usec = wire.earliestBeginUSec {
             request.earliestBeginDate = Date(timeIntervalSince1970: Double(usec) / 1_000_000)
         }
         return request
@@ -78,10 +77,10 @@ public final class BGProcessingTaskRequest: BGTaskRequest {
     /// A processing request for `identifier`.
     public init(identifier: String) { super.init(identifier: identifier, kind: "processing") }
 
-    override var parameters: [String: JSON] {
-        var p = super.parameters
-        p["requiresNetwork"] = .bool(requiresNetworkConnectivity)
-        p["requiresExternalPower"] = .bool(requiresExternalPower)
+    override func parameters(appID: String) -> AppWire.SubmitTaskRequest? {
+        var p = super.parameters(appID: appID)
+        p?.requiresNetwork = requiresNetworkConnectivity
+        p?.requiresExternalPower = requiresExternalPower
         return p
     }
 }
@@ -181,10 +180,11 @@ public final class BGTaskScheduler: Sendable {
 
     /// Submits a request (`SubmitTaskRequest`), replacing a pending one with the same identifier.
     public func submit(_ taskRequest: BGTaskRequest) throws(BGTaskSchedulerError) {
-        var parameters = taskRequest.parameters
-        parameters["appId"] = .string(appID)
+        guard let parameters = taskRequest.parameters(appID: appID) else {
+            throw BGTaskSchedulerError(.invalidParameter("kind"))
+        }
         do {
-            try calls.call(Interfaces.appName + ".SubmitTaskRequest", parameters)
+            try calls.call(AppMethod.submitTaskRequest, parameters)
         } catch {
             throw BGTaskSchedulerError(error)
         }
@@ -193,7 +193,7 @@ public final class BGTaskScheduler: Sendable {
     /// Cancels the pending request for `identifier`, if any.
     public func cancel(taskRequestWithIdentifier identifier: String) {
         do {
-            try calls.call(Interfaces.appName + ".CancelTaskRequest", ["appId": .string(appID), "identifier": .string(identifier)])
+            try calls.call(AppMethod.cancelTaskRequest, AppWire.CancelTaskRequest(appId: appID, identifier: identifier))
         } catch {
             diagnose("cancel(taskRequestWithIdentifier: \(identifier)) failed: \(error)")
         }
@@ -202,7 +202,7 @@ public final class BGTaskScheduler: Sendable {
     /// Cancels every pending request of the app.
     public func cancelAllTaskRequests() {
         do {
-            try calls.call(Interfaces.appName + ".CancelAllTaskRequests", ["appId": .string(appID)])
+            try calls.call(AppMethod.cancelAllTaskRequests, AppWire.CancelAllTaskRequests(appId: appID))
         } catch {
             diagnose("cancelAllTaskRequests() failed: \(error)")
         }
@@ -212,11 +212,11 @@ public final class BGTaskScheduler: Sendable {
     public func pendingTaskRequests() throws(BGTaskSchedulerError) -> [BGTaskRequest] {
         let reply: [String: JSON]
         do {
-            reply = try calls.call(Interfaces.appName + ".PendingTaskRequests", ["appId": .string(appID)])
+            reply = try calls.call(AppMethod.pendingTaskRequests, AppWire.PendingTaskRequests(appId: appID))
         } catch {
             throw BGTaskSchedulerError(error)
         }
-        guard let list = reply["requests"]?.arrayValue else {
+        guard let list = reply[AppWire.PendingTaskRequestsReply.fields[0]]?.arrayValue else {
             throw .failed(.invalidReply("PendingTaskRequests answered without requests"))
         }
         return list.compactMap(BGTaskRequest.make(from:))
@@ -265,9 +265,7 @@ public final class BGTaskScheduler: Sendable {
 
     private func sendCompletion(_ identifier: String, success: Bool) {
         do {
-            try calls.call(
-                Interfaces.appName + ".CompleteTask",
-                ["appId": .string(appID), "identifier": .string(identifier), "success": .bool(success)])
+            try calls.call(AppMethod.completeTask, AppWire.CompleteTask(appId: appID, identifier: identifier, success: success))
         } catch {
             diagnose("setTaskCompleted for \(identifier) failed: \(error)")
         }

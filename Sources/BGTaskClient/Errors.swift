@@ -40,40 +40,41 @@ public enum BGTaskClientError: Error, Sendable, Equatable, CustomStringConvertib
 
     /// Maps a named Varlink error to its case.
     public init(varlinkError error: VarlinkError) {
-        let name = error.name
-        let short: Substring
-        if let dot = name.lastIndex(of: ".") {
-            short = name[name.index(after: dot)...]
+        if let e = AppError(error) {
+            switch e {
+            case .noSuchApp(let a): self = .noSuchApp(a)
+            case .permissionDenied: self = .permissionDenied
+            case .notCheckedIn(let a): self = .notCheckedIn(a)
+            case .alreadyCheckedIn(let a): self = .alreadyCheckedIn(a)
+            case .noSuchEvent(let id): self = .noSuchEvent(id)
+            case .notPermitted(let i): self = .notPermitted(i)
+            case .tooManyPendingTaskRequests(let k): self = .tooManyPendingTaskRequests(kind: k)
+            case .unavailable(let r): self = .unavailable(reason: r)
+            case .modeNotDeclared(let m): self = .modeNotDeclared(m)
+            case .invalidState(let s): self = .invalidState(s)
+            case .modeNotContinuous: self = .remote(error)
+            }
+        } else if let e = ManagerError(error) {
+            switch e {
+            case .noSuchApp(let a): self = .noSuchApp(a)
+            case .permissionDenied: self = .permissionDenied
+            case .notCheckedIn(let a): self = .notCheckedIn(a)
+            case .alreadyCheckedIn(let a): self = .alreadyCheckedIn(a)
+            case .notPermitted(let i): self = .notPermitted(i)
+            case .unavailable(let r): self = .unavailable(reason: r)
+            case .modeNotDeclared(let m): self = .modeNotDeclared(m)
+            case .invalidState(let s): self = .invalidState(s)
+            case .invalidConfiguration, .launchFailed, .holdLost: self = .remote(error)
+            }
+        } else if let e = ServiceError(error) {
+            switch e {
+            case .permissionDenied: self = .permissionDenied
+            case .invalidParameter(let p): self = .invalidParameter(p)
+            case .methodNotImplemented(let m), .methodNotFound(let m): self = .notImplemented(m)
+            case .interfaceNotFound(let i): self = .notImplemented(i)
+            case .expectedMore: self = .remote(error)
+            }
         } else {
-            short = name[...]
-        }
-        let p = error.parameters
-        func string(_ key: String) -> String { p[key]?.stringValue ?? "" }
-        let family = name[..<(name.lastIndex(of: ".") ?? name.startIndex)]
-        switch family {
-        case "io.bgtaskd.App", "io.bgtaskd.Manager":
-            switch short {
-            case "NoSuchApp": self = .noSuchApp(string("appId"))
-            case "PermissionDenied": self = .permissionDenied
-            case "NotCheckedIn": self = .notCheckedIn(string("appId"))
-            case "AlreadyCheckedIn": self = .alreadyCheckedIn(string("appId"))
-            case "NoSuchEvent": self = .noSuchEvent(p["eventId"]?.intValue ?? 0)
-            case "NotPermitted": self = .notPermitted(string("identifier"))
-            case "TooManyPendingTaskRequests": self = .tooManyPendingTaskRequests(kind: string("kind"))
-            case "Unavailable": self = .unavailable(reason: string("reason"))
-            case "ModeNotDeclared": self = .modeNotDeclared(string("mode"))
-            case "InvalidState": self = .invalidState(string("state"))
-            default: self = .remote(error)
-            }
-        case "org.varlink.service":
-            switch short {
-            case "PermissionDenied": self = .permissionDenied
-            case "InvalidParameter": self = .invalidParameter(string("parameter"))
-            case "MethodNotImplemented", "MethodNotFound": self = .notImplemented(string("method"))
-            case "InterfaceNotFound": self = .notImplemented(string("interface"))
-            default: self = .remote(error)
-            }
-        default:
             self = .remote(error)
         }
     }

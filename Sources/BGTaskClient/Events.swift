@@ -1,4 +1,5 @@
 public import BGTaskProtocol
+@_exported public import BGTaskModel
 
 /// An identifier for a background task (UIKit's `UIBackgroundTaskIdentifier`). ``invalid`` means denied.
 public struct BackgroundTaskIdentifier: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
@@ -11,39 +12,17 @@ public struct BackgroundTaskIdentifier: RawRepresentable, Hashable, Sendable, Cu
     public var description: String { String(rawValue) }
 }
 
-/// Whether the system may launch or wake the app in the background (UIKit's `UIBackgroundRefreshStatus`).
-public enum BackgroundRefreshStatus: String, Sendable, CaseIterable {
-    /// The administrator restricted it (`RefreshRestricted=yes`); the user cannot turn it on.
-    case restricted
-    /// Off for this app, off globally, or Low Power Mode is on.
-    case denied
-    /// The app may be launched or woken for scheduled tasks and remote notifications.
-    case available
-}
+// The product's vocabulary (SPEC names) comes from BGTaskModel, shared with the daemon and bgtaskctl;
+// the names this library documented before stay as aliases.
 
-/// Why the app was launched (`launchReason` of `did-finish-launching`).
-public enum LaunchReason: String, Sendable, CaseIterable {
-    /// By the user, a shell, or by hand.
-    case user
-    /// To run a scheduled task (a `perform-task` follows).
-    case backgroundTask = "background-task"
-    /// For a remote notification (a `notification` follows).
-    case remoteNotification = "remote-notification"
-}
+/// Whether the system may launch or wake the app in the background (UIKit's `UIBackgroundRefreshStatus`):
+/// `restricted` (the administrator restricted it, `RefreshRestricted=yes`), `denied` (off for this app, off
+/// globally, or Low Power Mode is on) or `available`.
+public typealias BackgroundRefreshStatus = RefreshStatus
 
-/// An app's state as the daemon sees it (SPEC §2); `suspended` is never observed by running code.
-public enum BGLifecycleState: String, Sendable, CaseIterable {
-    /// No process.
-    case notRunning = "not-running"
-    /// In the foreground, not receiving input.
-    case inactive
-    /// In the foreground, receiving input.
-    case active
-    /// Running in the background.
-    case background
-    /// Frozen.
-    case suspended
-}
+/// An app's state as the daemon sees it (SPEC §2): `notRunning`, `inactive`, `active`, `background`,
+/// `suspended` (never observed by running code).
+public typealias BGLifecycleState = AppState
 
 /// One event of the `CheckIn` stream (`type Event` of `io.bgtaskd.App`).
 ///
@@ -226,7 +205,7 @@ extension BGApplication.State {
 
 /// Seconds left from a `BackgroundTimeRemaining` reply: absent or null (foreground) is unlimited,
 /// which is `Double.greatestFiniteMagnitude` as in UIKit.
-func secondsRemaining(fromUSec value: JSON?) -> Double {
-    guard let value, !value.isNull, let usec = value.intValue else { return .greatestFiniteMagnitude }
+func secondsRemaining(fromUSec value: Int64?) -> Double {
+    guard let usec = value else { return .greatestFiniteMagnitude }
     return Double(max(0, usec)) / 1_000_000
 }

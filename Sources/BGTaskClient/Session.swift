@@ -87,6 +87,24 @@ final class CallChannel: Sendable {
         try callTracked(method, parameters).parameters
     }
 
+    /// Calls a method of the contract with its parameters; the reply's parameters.
+    @discardableResult
+    func call(_ method: some WireMethod, _ parameters: some WireMessage) throws(BGTaskClientError) -> [String: JSON] {
+        try callTracked(method.qualifiedName, parameters.json).parameters
+    }
+
+    /// Calls a method of the contract and reads its reply as `R` (`invalidReply` when it does not fit).
+    func call<R: WireMessage>(
+        _ method: some WireMethod, _ parameters: some WireMessage, reply: R.Type
+    ) throws(BGTaskClientError) -> (reply: R, generation: Int) {
+        let (json, generation) = try callTracked(method.qualifiedName, parameters.json)
+        do {
+            return (try R(json: json), generation)
+        } catch {
+            throw .invalidReply("\(method.qualifiedName) answered with an invalid \(error.field)")
+        }
+    }
+
     /// Calls `method` and returns the reply's parameters with the generation of the connection that
     /// carried the call (what the call began lives as long as that generation).
     func callTracked(
@@ -267,7 +285,7 @@ final class EventStream: Sendable {
                 guard registered else { break }
                 var invalid: BGTaskClientError?
                 do throws(VarlinkClientError) {
-                    try connection.connection.stream(Interfaces.appName + ".CheckIn", ["appId": .string(appID)]) { parameters in
+                    try connection.connection.stream(AppMethod.checkIn.qualifiedName, AppWire.CheckIn(appId: appID).json) { parameters in
                         let reply: CheckInReply
                         do throws(BGTaskClientError) {
                             reply = try CheckInReply(parameters: parameters)

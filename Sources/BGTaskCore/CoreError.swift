@@ -1,6 +1,7 @@
 @_exported import BGTaskModel
 
-/// Errors returned to a request (a `Reply.failure`). ``varlinkName`` is the error's short name on the wire.
+/// Errors returned to a request (a `Reply.failure`). Their names on the wire are the protocol's
+/// (`AppError`, `ManagerError` in BGTaskProtocol; the daemon maps one to the other in Calls/Replies.swift).
 public enum CoreError: String, Error, CaseIterable, Hashable, Sendable {
     /// No manifest for that app.
     case noSuchApp = "no-such-app"
@@ -17,16 +18,4 @@ public enum CoreError: String, Error, CaseIterable, Hashable, Sendable {
     /// The caller may not make this call (not root, not the app's user, not in `ControlGroup=`).
     case permissionDenied = "permission-denied"
 
-    /// The error's short Varlink name, e.g. `NoSuchApp` (prefix with the interface name).
-    public var varlinkName: String {
-        switch self {
-        case .noSuchApp: return "NoSuchApp"
-        case .notCheckedIn: return "NotCheckedIn"
-        case .alreadyCheckedIn: return "AlreadyCheckedIn"
-        case .modeNotDeclared: return "ModeNotDeclared"
-        case .modeNotContinuous: return "ModeNotContinuous"
-        case .invalidState: return "InvalidState"
-        case .permissionDenied: return "PermissionDenied"
-        }
-    }
 }

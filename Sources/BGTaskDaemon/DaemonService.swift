@@ -26,7 +26,7 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
     var dryRun: Bool { freezer.name == "none" }
     let startedUSec = Monotonic.nowUSec()
 
-    private var machine: LifecycleMachine
+    var machine: LifecycleMachine
     private var timer: (any DispatchSourceTimer)?
     private var armedDeadline: Instant?
     let freezer: any Freezer
@@ -35,26 +35,26 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
     private(set) var refresh: RefreshController!
 
     /// Event streams: the CheckIn call of each connection that checked in.
-    private var streams: [ConnectionID: VarlinkRequest] = [:]
-    private var monitors: [ConnectionID: VarlinkRequest] = [:]
+    var streams: [ConnectionID: VarlinkRequest] = [:]
+    var monitors: [ConnectionID: VarlinkRequest] = [:]
     /// Recent decisions per app (for Explain and status), newest last, packed (DecisionHistory.swift).
-    private var history: [AppID: DecisionHistory] = [:]
-    private static let historyLimit = 32
+    var history: [AppID: DecisionHistory] = [:]
+    static let historyLimit = 32
     private(set) var decisionCount = 0
     /// Launch/Foreground calls whose reply waits for the spawn's result (issue 12), by app.
-    private var launchReplies: [AppID: [VarlinkRequest]] = [:]
+    var launchReplies: [AppID: [VarlinkRequest]] = [:]
     /// Launch/Foreground requests whose `.ok` waits for the spawn their input caused, by request.
-    private var deferredLaunches: [RequestID: AppID] = [:]
+    var deferredLaunches: [RequestID: AppID] = [:]
     /// Manager holds (SPEC §12): the `Hold` call of each, open while the hold lives, by app.
-    private var holdCalls: [AppID: [VarlinkRequest]] = [:]
+    var holdCalls: [AppID: [VarlinkRequest]] = [:]
     /// Called once every app the daemon started has exited (SIGTERM, `stopApps`).
     private var stopCompletion: (([AppID]) -> Void)?
     /// pid → app, for exit reports.
     var appByPid: [Int32: AppID] = [:]
     /// SPEC §13: apps started by others, adopted from their systemd cgroups (DaemonService+Adoption.swift).
     var adoption: AppAdoption?
-    /// The uid of each app's `User=`, resolved at (re)registration: for the journal's `BGTASKD_UID`.
-    private var uidByApp: [AppID: UInt32] = [:]
+    /// The uid of each app's `User=`, resolved at (re)registration: shown and journaled (`BGTASKD_UID`).
+    var uidByApp: [AppID: UInt32] = [:]
     /// SPEC §11's journal budget (issue 11): which grant/end entries are journaled, which are counted.
     private(set) var journalBudget: JournalBudgetGate!
 
@@ -141,178 +141,6 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
         feed(.connectionClosed(id))
     }
 
-    // MARK: - Calls
-
-    func handle(_ request: VarlinkRequest) {
-        let call = request.call
-        if call.interface == Interfaces.appName[...] {
-            handleApp(request)
-        } else {
-            handleManager(request)
-        }
-    }
-
-    func appParameter(_ request: VarlinkRequest, prefix: String) -> AppID? {
-        guard case .string(let raw)? = request.call.parameters["appId"] else {
-            request.fail(.invalidParameter("appId"))
-            return nil
-        }
-        guard let id = AppID(raw), config.manifests[id] != nil else {
-            request.fail(VarlinkError(prefix + ".NoSuchApp", ["appId": .string(raw)]))
-            return nil
-        }
-        return id
-    }
-
-    /// The uid an app is shown and journaled with: the owner of its first adopted instance (SPEC §13: the
-    /// user manager it runs under), else its `User=`, else the daemon's own. Who may call for it is the
-    /// core's decision (`LifecycleMachine+Permissions.swift`).
-    private func expectedUID(_ app: AppID) -> UInt32 {
-        adoption?.ownerUIDs(of: app).first ?? uidByApp[app] ?? getuid()
-    }
-
-    /// Asks the core whether `request`'s caller may make it (issue 13: the core decides on the credentials
-    /// and journals a denial); a refused request is failed here.
-    private func permitted(_ input: Input, _ request: VarlinkRequest) -> Bool {
-        let id = openRequest(request)
-        checks.insert(id)
-        feed(input, request: id)
-        checks.remove(id)
-        openRequests[id] = nil
-        guard let verdict = verdicts.removeValue(forKey: id) else { return false }
-        if case .ok = verdict { return true }
-        send(verdict, to: request)
-        return false
-    }
-
-    private func handleApp(_ request: VarlinkRequest) {
-        let call = request.call
-        let prefix = Interfaces.appName
-        let conn = ConnectionID(request.connection.id)
-        let p = call.parameters
-
-        if call.methodName == "Acknowledge" {
-            guard let raw = p["eventId"]?.intValue, raw > 0 else { return request.fail(.invalidParameter("eventId")) }
-            // The core refuses an event of an app acknowledged by another uid (issue 11).
-            return run(.eventAcknowledged(EventID(UInt64(raw)), caller: request.peer.caller), for: request)
-        }
-        guard let app = appParameter(request, prefix: prefix) else { return }
-        let peer = request.peer
-        guard permitted(.appCallReceived(app, method: String(call.methodName), caller: peer.caller), request) else { return }
-
-        switch call.methodName {
-        case "CheckIn":
-            guard call.more else { return request.fail(.expectedMore) }
-            if adoption?.holds(pid: peer.pid) != true {
-                // A process in an adopted cgroup stays there; anything else joins the app's own cgroup.
-                appByPid[peer.pid] = app
-                freezer.attach(app: app, pid: peer.pid)
-            }
-            launcher.watch(pid: peer.pid)
-            run(.appCheckedIn(app, connection: conn, pid: peer.pid), for: request)
-        case "BeginBackgroundTask":
-            let name = p["name"]?.stringValue
-            run(.assertionRequested(app, connection: conn, name: name), for: request)
-        case "EndBackgroundTask":
-            guard let raw = p["taskId"]?.intValue, raw >= 0 else { return request.fail(.invalidParameter("taskId")) }
-            run(.assertionEndRequested(app, TaskID(UInt64(raw))), for: request)
-        case "BackgroundTimeRemaining":
-            let remaining = machine.backgroundTimeRemaining(of: app, now: now())
-            request.reply(["remainingUSec": remaining.map { .int($0.microseconds) } ?? .null])
-        case "BeginActivity":
-            guard let raw = p["mode"]?.stringValue else { return request.fail(.invalidParameter("mode")) }
-            guard let mode = BackgroundMode(rawValue: raw) else { return request.fail(.invalidParameter("mode")) }
-            run(.activityRequested(app, connection: conn, mode: mode), for: request)
-        case "EndActivity":
-            guard let raw = p["activityId"]?.intValue, raw >= 0 else { return request.fail(.invalidParameter("activityId")) }
-            run(.activityEndRequested(app, ActivityID(UInt64(raw))), for: request)
-        case "RefreshStatus":
-            request.reply(["status": .string(refreshStatus(app))])
-        default:
-            if !refresh.handleApp(request, app: app) { request.fail(.methodNotImplemented(call.method)) }
-        }
-    }
-
-    private func handleManager(_ request: VarlinkRequest) {
-        let call = request.call
-        let prefix = Interfaces.managerName
-        let p = call.parameters
-        let readOnly: Set<Substring> = ["ListApps", "GetApp", "ListAssertions", "GetSettings", "Explain", "Monitor", "Stats"]
-        if !readOnly.contains(call.methodName) && !mayControl(request) { return }
-        let t = now()
-        switch call.methodName {
-        case "ListApps":
-            request.reply(["apps": .array(machine.apps(now: t).map { appInfo($0) })])
-        case "GetApp":
-            guard let app = appParameter(request, prefix: prefix), let snap = machine.app(app, now: t) else { return }
-            request.reply(["app": appInfo(snap)])
-        case "ListAssertions":
-            request.reply(["assertions": .array(machine.assertions(now: t).map(assertionJSON))])
-        case "GetSettings":
-            request.reply(["settings": .object(settingsJSON())])
-        case "Stats":
-            request.reply(["stats": .object(statsJSON())])
-        case "Explain":
-            guard let app = appParameter(request, prefix: prefix), let snap = machine.app(app, now: t) else { return }
-            let reasons = (history[app]?.records(app: app) ?? []).suffix(Self.historyLimit).map(decisionJSON)
-            request.reply([
-                "state": .string(snap.state.rawValue), "reasons": .array(reasons),
-                "causes": .array(causes(app).map { .string($0) }),
-            ])
-        case "Monitor":
-            guard call.more else { return request.fail(.expectedMore) }
-            monitors[ConnectionID(request.connection.id)] = request
-        case "Launch":
-            guard let app = appParameter(request, prefix: prefix) else { return }
-            let background = p["background"]?.boolValue ?? false
-            run(.launchRequested(app, background: background, exclusive: true), for: request)
-        case "Foreground":
-            guard let app = appParameter(request, prefix: prefix) else { return }
-            run(.foregroundRequested(app, exclusive: p["exclusive"]?.boolValue ?? true), for: request)
-        case "Background":
-            guard let app = appParameter(request, prefix: prefix) else { return }
-            run(.backgroundRequested(app), for: request)
-        case "SetFocus":
-            handleSetFocus(request)
-        case "Interrupt":
-            guard let app = appParameter(request, prefix: prefix) else { return }
-            run(.interruptionBegan(app), for: request)
-        case "EndInterruption":
-            guard let app = appParameter(request, prefix: prefix) else { return }
-            run(.interruptionEnded(app), for: request)
-        case "Terminate":
-            guard let app = appParameter(request, prefix: prefix) else { return }
-            run(.terminateRequested(app), for: request)
-        case "PostNotification":
-            guard let name = p["name"]?.stringValue, !name.isEmpty else { return request.fail(.invalidParameter("name")) }
-            var app: AppID?
-            if p["appId"] != nil && p["appId"] != .null {
-                guard let a = appParameter(request, prefix: prefix) else { return }
-                app = a
-            }
-            let payload = p["payload"].flatMap { $0 == .null ? nil : Payload(json: $0.serialized()) }
-            run(.notificationPosted(name: name, app: app, payload: payload), for: request)
-        case "Reload":
-            // issue 12: the caller learns whether the files were good; a bad one keeps the old configuration.
-            guard let error = reloadHandler?() else { return request.reply() }
-            var params: [String: JSON] = ["message": .string(error.description)]
-            if let source = error.source {
-                params["file"] = .string(source.file)
-                if source.line > 0 { params["line"] = .int(Int64(source.line)) }
-                if let key = source.key { params["key"] = .string(key) }
-            }
-            request.fail(VarlinkError(prefix + ".InvalidConfiguration", params))
-        case "Hold":
-            guard call.more else { return request.fail(.expectedMore) }
-            guard let app = appParameter(request, prefix: prefix) else { return }
-            let name = p["name"]?.stringValue
-            run(.holdRequested(app, connection: ConnectionID(request.connection.id), name: name), for: request)
-        default:
-            let appParameter = { [unowned self] (r: VarlinkRequest) in self.appParameter(r, prefix: prefix) }
-            if !refresh.handleManager(request, appParameter: appParameter) { request.fail(.methodNotImplemented(call.method)) }
-        }
-    }
-
     // MARK: - Driving the core
 
     private var nextRequestNumber: UInt64 = 0
@@ -344,6 +172,20 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
             // Every request input yields one reply; this is a safety net for invariants.
             still.reply()
         }
+    }
+
+    /// Asks the core whether `request`'s caller may make it (issue 13: the core decides on the credentials
+    /// and journals a denial); a refused request is failed here.
+    func permitted(_ input: Input, _ request: VarlinkRequest) -> Bool {
+        let id = openRequest(request)
+        checks.insert(id)
+        feed(input, request: id)
+        checks.remove(id)
+        openRequests[id] = nil
+        guard let verdict = verdicts.removeValue(forKey: id) else { return false }
+        if case .ok = verdict { return true }
+        send(verdict, to: request)
+        return false
     }
 
     /// Feeds one input (and the inputs its actions cause), performs the actions, re-arms the timer.
@@ -378,8 +220,7 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
         guard let waiting = launchReplies.removeValue(forKey: app) else { return }
         for request in waiting {
             if let failure {
-                request.fail(VarlinkError(
-                    Interfaces.managerName + ".LaunchFailed", ["appId": .string(app.rawValue), "message": .string(failure)]))
+                request.fail(ManagerError.launchFailed(appId: app.rawValue, message: failure))
             } else {
                 request.reply()
             }
@@ -423,8 +264,8 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
             stream.reply(checkInReply(app: nil, state: event.state, event: event), continues: true)
             return nil
         case .launch(let app, _, _):
-            if let (id, _) = feeding, let request = openRequests[id], ["Launch", "Foreground"].contains(request.call.methodName),
-                request.call.parameters["appId"]?.stringValue == app.rawValue
+            if let (id, _) = feeding, let request = openRequests[id], let method = ManagerMethod(request.call),
+                [.launch, .foreground].contains(method), WireAppID.optional(request.call.parameters) == app.rawValue
             {
                 // The reply says whether the program could start (issue 12): it comes with the spawn's result.
                 deferredLaunches[id] = app
@@ -492,65 +333,6 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
         send(reply, to: request)
     }
 
-    private func send(_ reply: Reply, to request: VarlinkRequest) {
-        let call = request.call
-        let prefix = String(call.interface)
-        switch reply {
-        case .ok:
-            request.reply()
-        case .checkedIn(let state):
-            // The CheckIn call stays open: it is the app's event stream.
-            streams[ConnectionID(request.connection.id)] = request
-            let app = AppID(call.parameters["appId"]?.stringValue ?? "")
-            request.reply(checkInReply(app: app, state: state, event: nil), continues: true)
-        case .taskID(let id):
-            if call.methodName == "Hold" {
-                let app = AppID(call.parameters["appId"]?.stringValue ?? "")
-                if let app { holdCalls[app, default: []].append(request) }
-                request.reply(["holdId": .int(Int64(id.rawValue))], continues: true)
-                return
-            }
-            request.reply(["taskId": .int(Int64(id.rawValue))])
-        case .activityID(let id):
-            request.reply(["activityId": .int(Int64(id.rawValue))])
-        case .failure(let error):
-            var params: [String: JSON] = [:]
-            switch error {
-            case .permissionDenied:
-                break
-            case .noSuchApp, .notCheckedIn, .alreadyCheckedIn:
-                params["appId"] = call.parameters["appId"] ?? .null
-            case .modeNotDeclared, .modeNotContinuous:
-                params["mode"] = call.parameters["mode"] ?? .null
-            case .invalidState:
-                let app = call.parameters["appId"]?.stringValue.flatMap(AppID.init)
-                params["state"] = .string(app.flatMap { machine.app($0, now: now())?.state.rawValue } ?? "unknown")
-            }
-            request.fail(VarlinkError(prefix + "." + error.varlinkName, params))
-        }
-    }
-
-    private func checkInReply(app: AppID?, state: AppState, event: Event?) -> [String: JSON] {
-        var r: [String: JSON] = ["state": .string(state.rawValue)]
-        if let app { r["refreshStatus"] = .string(refreshStatus(app)) }
-        if let event {
-            var e: [String: JSON] = [
-                "id": .int(Int64(event.id.rawValue)), "kind": .string(event.kind.rawValue),
-                "state": .string(event.state.rawValue), "needsAck": .bool(event.needsAck),
-            ]
-            if let v = event.taskID { e["taskId"] = .int(Int64(v.rawValue)) }
-            if let v = event.taskName { e["taskName"] = .string(v) }
-            if let v = event.identifier { e["identifier"] = .string(v) }
-            if let v = event.name { e["name"] = .string(v) }
-            if let v = event.payload { e["payload"] = (try? JSON.parse(v.json)) ?? .null }
-            if let v = event.launchReason { e["launchReason"] = .string(v.rawValue) }
-            if let v = event.deadline { e["deadlineUSec"] = .int(v.microseconds) }
-            r["event"] = .object(e)
-        }
-        return r
-    }
-
-    /// Arms the one monotonic timer for the earliest of the core's and the journal budget's deadlines.
     private func armTimer() {
         let deadlines = [machine.nextDeadline, journalBudget.nextDeadline].compactMap { $0 }
         guard let deadline = deadlines.min() else {
@@ -599,6 +381,7 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
         }
     }
 
+    /// A process exited; the core says (`.release`) when its app has none left.
     private func processExited(pid: Int32, status: Int32?) {
         guard let app = appByPid.removeValue(forKey: pid) else { return }
         feed(.processExited(app, pid: pid))
@@ -626,9 +409,7 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
         if d.kind == .terminate, let app = d.app, let calls = holdCalls.removeValue(forKey: app) {
             // SPEC §12: a manager hold does not outlive its app; `bgtaskctl hold` reports it.
             for call in calls {
-                call.fail(VarlinkError(
-                    Interfaces.managerName + ".HoldLost",
-                    ["appId": .string(app.rawValue), "reason": .string(d.reason.rawValue), "message": .string(message)]))
+                call.fail(ManagerError.holdLost(appId: app.rawValue, reason: d.reason.rawValue, message: message))
             }
         }
         decisionCount += 1
@@ -652,9 +433,9 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
         // The budget's interval end is a deadline of the one monotonic timer.
         if JournalBudget.isBudgeted(d.kind) { armTimer() }
         if !monitors.isEmpty {
-            let json = decisionJSON(
-                DecisionRecord(realtimeUSec: realtime, app: d.app, kind: d.kind, reason: d.reason, message: message))
-            for m in monitors.values { m.reply(["decision": json], continues: true) }
+            let reply = ManagerWire.MonitorReply(decision: wireDecision(
+                DecisionRecord(realtimeUSec: realtime, app: d.app, kind: d.kind, reason: d.reason, message: message)))
+            for m in monitors.values { m.reply(reply, continues: true) }
         }
     }
 
@@ -683,45 +464,6 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
 
     // MARK: - JSON views
 
-    private func decisionJSON(_ r: DecisionRecord) -> JSON {
-        [
-            "realtimeUSec": .int(r.realtimeUSec), "appId": r.app.map { .string($0.rawValue) } ?? .null,
-            "decision": .string(r.kind.rawValue), "reason": .string(r.reason.rawValue),
-            "message": .string(r.message),
-        ]
-    }
-
-    private func assertionJSON(_ a: AssertionSnapshot) -> JSON {
-        [
-            "taskId": .int(Int64(a.taskID.rawValue)), "appId": .string(a.app.rawValue),
-            "name": a.name.map { .string($0) } ?? .null,
-            "remainingUSec": a.remaining.map { .int($0.microseconds) } ?? .null, "expiring": .bool(a.expiring),
-            "managerHold": .bool(a.managerHold),
-        ]
-    }
-
-    private func appInfo(_ s: AppSnapshot) -> JSON {
-        let manifest = config.manifests[s.id]
-        let last = history[s.id]?.last(app: s.id)
-        return [
-            "appId": .string(s.id.rawValue), "name": .string(manifest?.name ?? s.id.rawValue),
-            "state": .string(s.state.rawValue), "pid": s.pid.map { .int(Int64($0)) } ?? .null,
-            "uid": s.pid == nil ? .null : .int(Int64(expectedUID(s.id))),
-            "lifecycleAware": .bool(s.lifecycleAware),
-            "assertions": .array(s.assertions.map(assertionJSON)),
-            "activities": .array(s.activities.map {
-                ["activityId": .int(Int64($0.activityID.rawValue)), "appId": .string($0.app.rawValue), "mode": .string($0.mode.rawValue)]
-            }),
-            "refreshSetting": .string(refreshSetting(s.id) ? "on" : "off"),
-            "refreshStatus": .string(refreshStatus(s.id)),
-            "backgroundTimeRemainingUSec": s.backgroundTimeRemaining.map { .int($0.microseconds) } ?? .null,
-            "pendingTaskRequests": .int(Int64(refresh.pendingCount(for: s.id))),
-            "lastDecision": last.map(decisionJSON) ?? .null,
-            "refreshStatusReason": refresh.denial(s.id).map { .string($0.rawValue) } ?? .null,
-            "lastForegroundUSec": s.lastForeground.map { .int($0.microseconds) } ?? .null,
-        ]
-    }
-
     /// The app's own Background App Refresh setting ("on"/"off").
     func refreshSetting(_ app: AppID) -> Bool { refresh.setting(for: app) }
 
@@ -731,50 +473,11 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
     /// Read-only access to the core for the refresh controller.
     var lifecycle: LifecycleMachine { machine }
 
-    func settingsJSON() -> [String: JSON] {
-        let d = config.daemon
-        var settings: [String: JSON] = [
-            "backgroundAppRefresh": .string(d.backgroundAppRefresh.rawValue),
-            "lowPowerMode": false,
-            "onExternalPower": true,
-            "network": "unmetered",
-            "freezerBackend": .string(freezer.name),
-            "freezerBackendReason": .string(freezerReason),
-            "dryRun": .bool(dryRun),
-            "socket": .string(config.socketPath),
-            "didEnterBackgroundTimeoutUSec": .int(d.didEnterBackgroundTimeoutUSec),
-            "backgroundTimeBudgetUSec": .int(d.backgroundTimeBudgetUSec),
-            "expirationWarningUSec": .int(d.expirationWarningUSec),
-            "maxBackgroundTasksPerApp": .int(Int64(d.maxBackgroundTasksPerApp)),
-            "launchTimeoutUSec": .int(d.launchTimeoutUSec),
-            "killTimeoutUSec": .int(d.killTimeoutUSec),
-        ]
-        refresh.overrideSettings(&settings)
-        return settings
-    }
-
-    func statsJSON() -> [String: JSON] {
-        [
-            "uptimeUSec": .int(Monotonic.nowUSec() - startedUSec),
-            "apps": .int(Int64(machine.appIDs.count)),
-            "connections": .int(Int64(server?.connectionCount ?? 0)),
-            "calls": .int(Int64(server?.callCount ?? 0)),
-            "decisions": .int(Int64(decisionCount)),
-            "liveAssertions": .int(Int64(machine.liveAssertionCount)),
-            "journalEntries": .int(Int64(journal.sent)),
-            "journalDropped": .int(Int64(journal.dropped)),
-            "freezerBackend": .string(freezer.name),
-            "freezerBackendReason": .string(freezerReason),
-            "dryRun": .bool(dryRun),
-        ]
-    }
-
     /// Control methods: the core decides (root, or a member of `ControlGroup=`) on the caller's credentials
     /// and its supplementary groups, read from /proc at call time; a refused request is failed.
     func mayControl(_ request: VarlinkRequest) -> Bool {
         let peer = request.peer
-        let groups = ProcessInfoReader.supplementaryGroups(pid: peer.pid)
-        return permitted(.controlCallReceived(caller: peer.caller, groups: groups), request)
+        return permitted(.controlCallReceived(caller: peer.caller, groups: ProcessInfoReader.supplementaryGroups(pid: peer.pid)), request)
     }
 }
 

@@ -86,7 +86,7 @@ extension JSON {
             } else {
                 out.append(contentsOf: [0x66, 0x61, 0x6C, 0x73, 0x65])  // false
             }
-        case .int(let i): out.append(contentsOf: String(i).utf8)
+        case .int(let i): JSON.writeInt(i, into: &out)
         case .double(let d):
             if d.isFinite {
                 if d.rounded() == d && abs(d) < 1e15 {
@@ -134,8 +134,48 @@ extension JSON {
         return String(decoding: out, as: UTF8.self)
     }
 
+    /// An integer's decimal digits, without a String in between.
+    static func writeInt(_ value: Int64, into out: inout [UInt8]) {
+        if value < 0 {
+            out.append(UInt8(ascii: "-"))
+            if value == .min {
+                out.append(contentsOf: "9223372036854775808".utf8)
+                return
+            }
+        }
+        var v = UInt64(value.magnitude)
+        var digits: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64,
+                     UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) =
+            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        var n = 0
+        withUnsafeMutableBytes(of: &digits) { raw in
+            let d = raw.bindMemory(to: UInt8.self)
+            repeat {
+                d[n] = UInt8(ascii: "0") + UInt8(v % 10)
+                v /= 10
+                n += 1
+            } while v > 0
+            var k = n
+            while k > 0 {
+                k -= 1
+                out.append(d[k])
+            }
+        }
+    }
+
     static func writeString(_ s: String, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
+        var s = s
+        let plain = s.withUTF8 { bytes -> Bool in
+            // Most strings need no escape: one scan, one copy.
+            for b in bytes where b < 0x20 || b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") { return false }
+            out.append(contentsOf: bytes)
+            return true
+        }
+        if plain {
+            out.append(UInt8(ascii: "\""))
+            return
+        }
         for b in s.utf8 {
             switch b {
             case UInt8(ascii: "\""): out.append(contentsOf: [0x5C, 0x22])

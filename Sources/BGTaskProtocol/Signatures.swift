@@ -30,6 +30,10 @@ public struct VarlinkInterfaceSignature: Sendable {
     public let types: [String: VarlinkType]
     /// Method name → input fields, in declaration order.
     public let methods: [String: [VarlinkField]]
+    /// Method name → output fields, in declaration order.
+    public let outputs: [String: [VarlinkField]]
+    /// Error name (without the interface) → its fields, in declaration order.
+    public let errors: [String: [VarlinkField]]
 
     public struct ParseError: Error, Sendable, Equatable, CustomStringConvertible {
         public let description: String
@@ -41,6 +45,8 @@ public struct VarlinkInterfaceSignature: Sendable {
         guard p.keyword() == "interface", let name = p.word() else { throw ParseError(description: "no interface declaration") }
         var types: [String: VarlinkType] = [:]
         var methods: [String: [VarlinkField]] = [:]
+        var outputs: [String: [VarlinkField]] = [:]
+        var errors: [String: [VarlinkField]] = [:]
         while let keyword = p.keyword() {
             guard let member = p.word() else { throw ParseError(description: "\(keyword) without a name") }
             switch keyword {
@@ -51,10 +57,16 @@ public struct VarlinkInterfaceSignature: Sendable {
                     throw ParseError(description: "method \(member): input is not a struct")
                 }
                 guard p.arrow() else { throw ParseError(description: "method \(member): no ->") }
-                _ = try p.structOrEnum()
+                guard case .structure(let output) = try p.structOrEnum() else {
+                    throw ParseError(description: "method \(member): output is not a struct")
+                }
                 methods[member] = input
+                outputs[member] = output
             case "error":
-                _ = try p.structOrEnum()
+                guard case .structure(let fields) = try p.structOrEnum() else {
+                    throw ParseError(description: "error \(member): not a struct")
+                }
+                errors[member] = fields
             default:
                 throw ParseError(description: "unknown keyword \(keyword)")
             }
@@ -62,6 +74,8 @@ public struct VarlinkInterfaceSignature: Sendable {
         self.name = name
         self.types = types
         self.methods = methods
+        self.outputs = outputs
+        self.errors = errors
     }
 
     /// Checks a call's parameters against `method`'s input: the name of the first one that does not fit,
@@ -132,6 +146,11 @@ public struct VarlinkInterfaceSignature: Sendable {
 /// sees it (the server and the fuzz target run exactly this).
 public struct VarlinkInterfaceRegistry: Sendable {
     public private(set) var interfaces: [String: VarlinkInterfaceSignature] = [:]
+    /// The methods the fast path decodes whose registered declaration is the contract's: their calls
+    /// were checked field by field as they were decoded.
+    private var fastBegin = false
+    private var fastEnd = false
+    private var fastAcknowledge = false
 
     public init() {}
 
@@ -139,12 +158,22 @@ public struct VarlinkInterfaceRegistry: Sendable {
     public mutating func register(description: String) throws(VarlinkInterfaceSignature.ParseError) {
         let signature = try VarlinkInterfaceSignature(parsing: description)
         interfaces[signature.name] = signature
+        let app = interfaces[AppMethod.interface]
+        func declared(_ m: AppMethod) -> Bool { app?.methods[m.rawValue]?.map(\.name) == m.parametersType.fields }
+        fastBegin = declared(.beginBackgroundTask)
+        fastEnd = declared(.endBackgroundTask)
+        fastAcknowledge = declared(.acknowledge)
     }
 
     /// Why `call` cannot be served, nil when it can: an unknown interface or method, an upgrade (not
     /// supported: no method here speaks another protocol afterwards), or a parameter that does not fit
     /// the method's declaration.
     public func check(_ call: VarlinkCall) -> VarlinkError? {
+        // Decoded by the fast path: every field was read as its declared type (and `upgrade` is false).
+        switch call.fast {
+        case .begin? where fastBegin, .end? where fastEnd, .acknowledge? where fastAcknowledge: return nil
+        default: break
+        }
         guard let interface = interfaces[String(call.interface)] else { return .interfaceNotFound(call.interface) }
         guard interface.methods[String(call.methodName)] != nil else { return .methodNotFound(call.method) }
         if call.upgrade { return .invalidParameter("upgrade") }
@@ -184,6 +213,8 @@ public struct VarlinkInboundDecoder: Sendable {
         let message: ArraySlice<UInt8>?
         do { message = try framer.next() } catch { return .close }
         guard let message else { return nil }
+        // The common calls without a JSON tree; anything else (or anything unusual) the full way.
+        if let call = VarlinkFastDecoder.decode(message) { return .call(call) }
         do {
             return .call(try VarlinkCall.decode(message))
         } catch {

@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Splits a byte stream into NUL-terminated Varlink messages.
 ///
 /// Bytes arrive in any chunking (one at a time, several messages at once); `next()` returns each
@@ -31,18 +37,20 @@ public struct VarlinkFramer: Sendable {
 
     /// The next complete message without its NUL, nil when more bytes are needed.
     public mutating func next() throws(Failure) -> ArraySlice<UInt8>? {
-        var i = max(scanned, start)
+        let from = max(scanned, start)
         let end = buffer.count
-        while i < end {
-            if buffer[i] == 0 {
-                let message = buffer[start..<i]
-                start = i + 1
-                scanned = start
-                if message.count > maxMessageSize { throw .messageTooLarge }
-                compactIfNeeded()
-                return message
-            }
-            i += 1
+        // memchr: the terminator found at the speed of the C library, not byte by byte.
+        let nul: Int? = buffer.withUnsafeBufferPointer { b in
+            guard let base = b.baseAddress, from < end, let p = memchr(base + from, 0, end - from) else { return nil }
+            return UnsafeRawPointer(p) - UnsafeRawPointer(base)
+        }
+        if let i = nul {
+            let message = buffer[start..<i]
+            start = i + 1
+            scanned = start
+            if message.count > maxMessageSize { throw .messageTooLarge }
+            compactIfNeeded()
+            return message
         }
         scanned = end
         if end - start > maxMessageSize { throw .messageTooLarge }
@@ -67,9 +75,20 @@ public struct VarlinkFramer: Sendable {
 public struct VarlinkCall: Sendable, Equatable {
     /// Fully qualified: `interface.Method`.
     public var method: String {
-        didSet { (interface, methodName) = Self.split(method) }
+        didSet {
+            (interface, methodName) = Self.split(method)
+            fast = nil
+        }
     }
-    public var parameters: [String: JSON]
+    /// The parameters. A call decoded by the fast path (VarlinkFastDecoder) holds them typed
+    /// (``typedParameters``) and builds this object only when it is asked for.
+    public var parameters: [String: JSON] {
+        get { fast?.message.json ?? storedParameters }
+        set {
+            storedParameters = newValue
+            fast = nil
+        }
+    }
     public var more: Bool
     public var oneway: Bool
     public var upgrade: Bool
@@ -77,21 +96,54 @@ public struct VarlinkCall: Sendable, Equatable {
     public private(set) var interface: Substring
     /// The method name without its interface.
     public private(set) var methodName: Substring
+    /// The parameters as the contract's struct, when the fast path decoded them (already checked:
+    /// every field present and of its declared type).
+    public private(set) var fast: VarlinkFastDecoder.Parameters?
+    public var typedParameters: (any WireMessage)? { fast?.message }
+    /// The `io.bgtaskd.App` method, when the fast path decoded the call.
+    public var appMethod: AppMethod? { fast?.method }
+    private var storedParameters: [String: JSON]
 
     public init(method: String, parameters: [String: JSON] = [:], more: Bool = false, oneway: Bool = false, upgrade: Bool = false) {
         self.method = method
         (interface, methodName) = Self.split(method)
-        self.parameters = parameters
+        self.storedParameters = parameters
         self.more = more
         self.oneway = oneway
         self.upgrade = upgrade
     }
 
+    /// A call decoded by the fast path: its method's names are the contract's (shared, not copied).
+    init(fast parameters: VarlinkFastDecoder.Parameters, names: VarlinkFastDecoder.Names, more: Bool, oneway: Bool) {
+        self.method = names.method
+        self.interface = names.interface
+        self.methodName = names.methodName
+        self.storedParameters = [:]
+        self.fast = parameters
+        self.more = more
+        self.oneway = oneway
+        self.upgrade = false
+    }
+
+    public static func == (a: VarlinkCall, b: VarlinkCall) -> Bool {
+        a.method == b.method && a.more == b.more && a.oneway == b.oneway && a.upgrade == b.upgrade
+            && a.parameters == b.parameters
+    }
+
     private static func split(_ method: String) -> (Substring, Substring) {
-        // The last "." on the UTF-8 view: a byte scan, not a walk over Characters.
-        let utf8 = method.utf8
-        guard let dot = utf8.lastIndex(of: UInt8(ascii: ".")) else { return ("", method[...]) }
-        return (method[..<dot], method[method.utf8.index(after: dot)...])
+        // The last "." on the UTF-8 bytes: one scan of contiguous storage, not a walk over a view.
+        var method = method
+        let dot: Int? = method.withUTF8 { bytes in
+            var i = bytes.count
+            while i > 0 {
+                i -= 1
+                if bytes[i] == UInt8(ascii: ".") { return i }
+            }
+            return nil
+        }
+        guard let dot else { return ("", method[...]) }
+        let at = method.utf8.index(method.startIndex, offsetBy: dot)
+        return (method[..<at], method[method.utf8.index(after: at)...])
     }
 
     /// Why a message is not a valid call.
@@ -142,14 +194,36 @@ public struct VarlinkCall: Sendable, Equatable {
 
 /// A reply to a call: parameters, or a named error; `continues` while more replies follow.
 public struct VarlinkReply: Sendable, Equatable {
-    public var parameters: [String: JSON]
+    /// The parameters. A reply made from a struct of the contract (``init(_:continues:)``) writes its
+    /// bytes from the struct and builds this object only when it is asked for.
+    public var parameters: [String: JSON] {
+        get { typedParameters?.json ?? storedParameters }
+        set {
+            storedParameters = newValue
+            typedParameters = nil
+        }
+    }
     public var continues: Bool
     public var error: String?
+    private var storedParameters: [String: JSON]
+    private var typedParameters: (any WireMessage)?
 
     public init(parameters: [String: JSON] = [:], continues: Bool = false, error: String? = nil) {
-        self.parameters = parameters
+        self.storedParameters = parameters
         self.continues = continues
         self.error = error
+    }
+
+    /// A reply from a typed struct.
+    public init(_ message: some WireMessage, continues: Bool = false) {
+        self.storedParameters = [:]
+        self.typedParameters = message
+        self.continues = continues
+        self.error = nil
+    }
+
+    public static func == (a: VarlinkReply, b: VarlinkReply) -> Bool {
+        a.continues == b.continues && a.error == b.error && a.parameters == b.parameters
     }
 
     public static func failure(_ error: VarlinkError) -> VarlinkReply {
@@ -168,15 +242,22 @@ public struct VarlinkReply: Sendable, Equatable {
     public func append(to out: inout [UInt8]) {
         // The envelope written by hand, keys in the order JSON.write sorts them (continues, error,
         // parameters): the same bytes as before, without a dictionary per reply.
-        out.append(UInt8(ascii: "{"))
-        if continues { out.append(contentsOf: #""continues":true,"#.utf8) }
+        if continues {
+            out.append(contentsOf: #"{"continues":true,"#.utf8)
+        } else {
+            out.append(UInt8(ascii: "{"))
+        }
         if let error {
             out.append(contentsOf: #""error":"#.utf8)
-            JSON.string(error).write(into: &out)
+            JSON.writeString(error, into: &out)
             out.append(UInt8(ascii: ","))
         }
         out.append(contentsOf: #""parameters":"#.utf8)
-        JSON.object(parameters).write(into: &out)
+        if let typedParameters {
+            typedParameters.write(into: &out)
+        } else {
+            JSON.object(storedParameters).write(into: &out)
+        }
         out.append(contentsOf: [UInt8(ascii: "}"), 0])
     }
 

@@ -163,18 +163,15 @@ struct Client {
     let connection: VarlinkClientConnection
     let socket: String
 
-    static let manager = "io.bgtaskd.Manager."
-    static let app = "io.bgtaskd.App."
-
-    /// Calls an `io.bgtaskd.Manager` method.
+    /// Calls an `io.bgtaskd.Manager` method with its parameters (the contract's struct).
     @discardableResult
-    func manager(_ method: String, _ parameters: [String: JSON] = [:]) throws(CtlError) -> [String: JSON] {
-        try call(Self.manager + method, parameters)
+    func manager(_ method: ManagerMethod, _ parameters: some WireMessage = WireEmpty()) throws(CtlError) -> [String: JSON] {
+        try call(method.qualifiedName, parameters.json)
     }
 
     @discardableResult
     func call(_ method: String, _ parameters: [String: JSON] = [:]) throws(CtlError) -> [String: JSON] {
-        if case .string(let id)? = parameters["appId"] { try AppIDSyntax.check(id) }
+        if let id = WireAppID.optional(parameters) { try AppIDSyntax.check(id) }
         do {
             return try connection.call(method, parameters)
         } catch {

@@ -1,18 +1,20 @@
 import ArgumentParser
+import BGTaskModel
 import BGTaskProtocol
 
 // Control verbs: root or ControlGroup= members (SPEC §10). Silent on success, like systemctl.
 
 /// A verb that calls one Manager method with the app ID as its only parameter.
 protocol AppVerb: ParsableCommand {
-    static var method: String { get }
+    associatedtype Parameters: ManagerWire.AppOnly
+    static var method: ManagerMethod { get }
     var global: GlobalOptions { get }
     var app: String { get }
 }
 
 extension AppVerb {
     func run() throws {
-        try global.connect().manager(Self.method, ["appId": .string(app)])
+        try global.connect().manager(Self.method, Parameters(appId: app))
     }
 }
 
@@ -24,7 +26,7 @@ struct Launch: ParsableCommand {
     @Flag(name: .long, help: "Launch into the background instead of the foreground.") var background = false
 
     func run() throws {
-        try global.connect().manager("Launch", ["appId": .string(app), "background": .bool(background)])
+        try global.connect().manager(.launch, ManagerWire.Launch(appId: app, background: background))
     }
 }
 
@@ -38,20 +40,22 @@ struct Foreground: ParsableCommand {
     @Flag(name: .long, help: "Leave the other active apps active (a desktop).") var keepOthers = false
 
     func run() throws {
-        try global.connect().manager("Foreground", ["appId": .string(app), "exclusive": .bool(!keepOthers)])
+        try global.connect().manager(.foreground, ManagerWire.Foreground(appId: app, exclusive: !keepOthers))
     }
 }
 
 struct Background: AppVerb {
     static let configuration = CommandConfiguration(abstract: "Send an app to the background (Background).")
-    static let method = "Background"
+    typealias Parameters = ManagerWire.BackgroundCall
+    static let method = ManagerMethod.background
     @OptionGroup var global: GlobalOptions
     @Argument(help: "The app's ID.") var app: String
 }
 
 struct Interrupt: AppVerb {
     static let configuration = CommandConfiguration(abstract: "Interrupt an active app: it becomes inactive (Interrupt).")
-    static let method = "Interrupt"
+    typealias Parameters = ManagerWire.Interrupt
+    static let method = ManagerMethod.interrupt
     @OptionGroup var global: GlobalOptions
     @Argument(help: "The app's ID.") var app: String
 }
@@ -60,14 +64,16 @@ struct EndInterruption: AppVerb {
     static let configuration = CommandConfiguration(
         commandName: "end-interruption", abstract: "End an interruption: the app becomes active again (EndInterruption)."
     )
-    static let method = "EndInterruption"
+    typealias Parameters = ManagerWire.EndInterruption
+    static let method = ManagerMethod.endInterruption
     @OptionGroup var global: GlobalOptions
     @Argument(help: "The app's ID.") var app: String
 }
 
 struct Terminate: AppVerb {
     static let configuration = CommandConfiguration(abstract: "Terminate an app (Terminate).")
-    static let method = "Terminate"
+    typealias Parameters = ManagerWire.Terminate
+    static let method = ManagerMethod.terminate
     @OptionGroup var global: GlobalOptions
     @Argument(help: "The app's ID.") var app: String
 }
@@ -77,7 +83,7 @@ struct Reload: ParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     func run() throws {
-        try global.connect().manager("Reload")
+        try global.connect().manager(.reload)
     }
 }
 
@@ -91,7 +97,16 @@ struct Refresh: ParsableCommand {
             """
     )
 
-    enum GlobalMode: String, ExpressibleByArgument, CaseIterable { case on, unmetered, off }
+    enum GlobalMode: String, ExpressibleByArgument, CaseIterable {
+        case on, unmetered, off
+        var mode: RefreshMode {
+            switch self {
+            case .on: return .on
+            case .unmetered: return .unmetered
+            case .off: return .off
+            }
+        }
+    }
 
     @OptionGroup var global: GlobalOptions
     @Option(name: .customLong("global"), help: "The global setting: on, unmetered (only on unmetered networks) or off.")
@@ -113,20 +128,20 @@ struct Refresh: ParsableCommand {
     func run() throws {
         let client = try global.connect()
         if globalMode == nil, arguments.isEmpty {
-            var reply = try client.manager("ListApps")
-            let settings = try client.manager("GetSettings").object("settings") ?? [:]
+            var reply = try client.manager(.listApps)
+            let settings = try client.manager(.getSettings).object(ManagerWire.GetSettingsReply.fields[0]) ?? [:]
             let terminal = Terminal.current()
             if output.json {
-                reply["settings"] = .object(settings)
+                reply[ManagerWire.GetSettingsReply.fields[0]] = .object(settings)
                 return output.print(reply, terminal: terminal)
             }
             return Output.lines(
                 Render.refreshTable(reply, settings: settings, width: terminal.width, color: terminal.color, legend: !legend.noLegend))
         }
         if let globalMode {
-            try client.manager("SetGlobalRefresh", ["mode": .string(globalMode.rawValue)])
+            try client.manager(.setGlobalRefresh, ManagerWire.SetGlobalRefresh(mode: globalMode.mode))
         } else if let setting = Switch(rawValue: arguments[1]) {
-            try client.manager("SetRefreshPolicy", ["appId": .string(arguments[0]), "enabled": .bool(setting.enabled)])
+            try client.manager(.setRefreshPolicy, ManagerWire.SetRefreshPolicy(appId: arguments[0], enabled: setting.enabled))
         }
     }
 }
@@ -139,7 +154,7 @@ struct LowPower: ParsableCommand {
     @Argument(help: "on or off.") var setting: Switch
 
     func run() throws {
-        try global.connect().manager("SetLowPowerMode", ["enabled": .bool(setting.enabled)])
+        try global.connect().manager(.setLowPowerMode, ManagerWire.SetLowPowerMode(enabled: setting.enabled))
     }
 }
 
@@ -159,19 +174,18 @@ struct Conditions: ParsableCommand {
     func run() throws {
         let client = try global.connect()
         if power == nil && network == nil {
-            let reply = try client.manager("GetSettings")
+            let reply = try client.manager(.getSettings)
             let terminal = Terminal.current()
             if output.json { return output.print(reply, terminal: terminal) }
-            var settings = reply.object("settings") ?? [:]
+            var settings = reply.object(ManagerWire.GetSettingsReply.fields[0]) ?? [:]
             // Only the conditions and what they govern; `stats`/GetSettings hold the rest.
             settings = settings.filter { ["onExternalPower", "network", "backgroundAppRefresh", "lowPowerMode"].contains($0.key) }
             Output.lines(settings.isEmpty ? ["The daemon reports no conditions."] : Render.keyValues(settings, labels: Render.settingsLabels))
             return
         }
-        var parameters: [String: JSON] = [:]
-        if let power { parameters["onExternalPower"] = .bool(power == .external) }
-        if let network { parameters["network"] = .string(network.rawValue) }
-        try client.manager("SetConditions", parameters)
+        let parameters = ManagerWire.SetConditions(
+            onExternalPower: power.map { $0 == .external }, network: network.flatMap { NetworkCondition(rawValue: $0.rawValue) })
+        try client.manager(.setConditions, parameters)
     }
 }
 
@@ -185,10 +199,8 @@ struct Notify: ParsableCommand {
     @Option(help: "A JSON object delivered with the notification.") var payload: String?
 
     func run() throws {
-        var parameters: [String: JSON] = ["name": .string(name)]
-        if let app { parameters["appId"] = .string(app) }
-        if let payload = try parsePayload(payload) { parameters["payload"] = payload }
-        try global.connect().manager("PostNotification", parameters)
+        let parameters = ManagerWire.PostNotification(name: name, appId: app, payload: try parsePayload(payload))
+        try global.connect().manager(.postNotification, parameters)
     }
 }
 
@@ -201,9 +213,8 @@ struct Wake: ParsableCommand {
     @Option(help: "A JSON object delivered with the notification.") var payload: String?
 
     func run() throws {
-        var parameters: [String: JSON] = ["appId": .string(app)]
-        if let payload = try parsePayload(payload) { parameters["payload"] = payload }
-        try global.connect().manager("WakeForRemoteNotification", parameters)
+        let parameters = ManagerWire.WakeForRemoteNotification(appId: app, payload: try parsePayload(payload))
+        try global.connect().manager(.wakeForRemoteNotification, parameters)
     }
 }
 
@@ -217,6 +228,6 @@ struct RunTask: ParsableCommand {
     @Argument(help: "The task request's identifier.") var identifier: String
 
     func run() throws {
-        try global.connect().manager("RunTaskNow", ["appId": .string(app), "identifier": .string(identifier)])
+        try global.connect().manager(.runTaskNow, ManagerWire.RunTaskNow(appId: app, identifier: identifier))
     }
 }

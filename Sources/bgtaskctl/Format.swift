@@ -241,28 +241,10 @@ enum ErrorText {
     static func remote(_ e: VarlinkError) -> String {
         let short = e.name.split(separator: ".").last.map(String.init) ?? e.name
         let p = e.parameters
-        func str(_ key: String) -> String { p[key].map(scalarText) ?? "?" }
         let sentence: String
-        switch short {
-        case "NoSuchApp": sentence = "App \(str("appId")) not found"
-        case "PermissionDenied":
-            sentence = "Permission denied: this needs root or membership of bgtaskd's ControlGroup="
-        case "InvalidState": sentence = "Not possible while the app is \(str("state"))"
-        case "InvalidConfiguration":
-            sentence = "Configuration not reloaded, the previous one stays in force: \(str("message"))"
-        case "LaunchFailed": sentence = "Failed to launch \(str("appId")): \(str("message"))"
-        case "HoldLost": sentence = "The hold on \(str("appId")) was lost: \(str("message"))"
-        case "NotPermitted": sentence = "Task identifier \(str("identifier")) is not in the app's PermittedTaskIdentifiers="
-        case "Unavailable": sentence = "Unavailable (\(str("reason")))"
-        case "ModeNotDeclared": sentence = "The app's manifest does not declare the background mode \(str("mode"))"
-        case "ModeNotContinuous": sentence = "The background mode \(str("mode")) is not a continuous one"
-        case "NotCheckedIn": sentence = "App \(str("appId")) has not checked in"
-        case "AlreadyCheckedIn": sentence = "App \(str("appId")) has already checked in"
-        case "TooManyPendingTaskRequests": sentence = "Too many pending task requests"
-        case "InvalidParameter": sentence = "Invalid parameter \(str("parameter"))"
-        case "MethodNotFound", "MethodNotImplemented":
-            sentence = "The daemon does not know \(str("method")) (is it older than bgtaskctl?)"
-        default:
+        switch known(e) {
+        case let text?: sentence = text
+        case nil:
             if p.isEmpty {
                 sentence = short
             } else if p.count == 1, let v = p.values.first {
@@ -272,6 +254,49 @@ enum ErrorText {
             }
         }
         return "\(sentence) (\(e.name))."
+    }
+
+    /// The sentence for an error the contract declares; nil for others (a newer daemon's).
+    private static func known(_ e: VarlinkError) -> String? {
+        let denied = "Permission denied: this needs root or membership of bgtaskd's ControlGroup="
+        if let m = ManagerError(e) {
+            switch m {
+            case .noSuchApp(let a): return "App \(a) not found"
+            case .permissionDenied: return denied
+            case .invalidState(let s): return "Not possible while the app is \(s)"
+            case .invalidConfiguration(let message, _, _, _):
+                return "Configuration not reloaded, the previous one stays in force: \(message)"
+            case .launchFailed(let a, let message): return "Failed to launch \(a): \(message)"
+            case .holdLost(let a, _, let message): return "The hold on \(a) was lost: \(message)"
+            case .notPermitted(let i): return "Task identifier \(i) is not in the app's PermittedTaskIdentifiers="
+            case .unavailable(let r): return "Unavailable (\(r))"
+            case .modeNotDeclared(let mode): return "The app's manifest does not declare the background mode \(mode)"
+            case .notCheckedIn(let a): return "App \(a) has not checked in"
+            case .alreadyCheckedIn(let a): return "App \(a) has already checked in"
+            }
+        }
+        if let x = AppError(e) {
+            switch x {
+            case .noSuchApp(let a): return "App \(a) not found"
+            case .permissionDenied: return denied
+            case .invalidState(let s): return "Not possible while the app is \(s)"
+            case .notPermitted(let i): return "Task identifier \(i) is not in the app's PermittedTaskIdentifiers="
+            case .unavailable(let r): return "Unavailable (\(r))"
+            case .modeNotDeclared(let mode): return "The app's manifest does not declare the background mode \(mode)"
+            case .modeNotContinuous(let mode): return "The background mode \(mode) is not a continuous one"
+            case .notCheckedIn(let a): return "App \(a) has not checked in"
+            case .alreadyCheckedIn(let a): return "App \(a) has already checked in"
+            case .tooManyPendingTaskRequests: return "Too many pending task requests"
+            case .noSuchEvent: return nil
+            }
+        }
+        switch ServiceError(e) {
+        case .permissionDenied?: return denied
+        case .invalidParameter(let parameter)?: return "Invalid parameter \(parameter)"
+        case .methodNotFound(let m)?, .methodNotImplemented(let m)?:
+            return "The daemon does not know \(m) (is it older than bgtaskctl?)"
+        case .interfaceNotFound?, .expectedMore?, nil: return nil
+        }
     }
 
     static func scalarText(_ v: JSON) -> String {

@@ -76,7 +76,7 @@ struct Hold: ParsableCommand {
         let first: VarlinkReply
         do {
             try client.connection.send(
-                VarlinkCall(method: Client.manager + "Hold", parameters: ["appId": .string(app), "name": .string(holdName)], more: true))
+                VarlinkCall(ManagerMethod.hold, ManagerWire.Hold(appId: app, name: holdName), more: true))
             first = try client.connection.readReply()
         } catch {
             throw CtlError("Cannot hold \(app): " + ErrorText.describe(error, socket: client.socket))

@@ -20,11 +20,11 @@ struct List: ParsableCommand {
 
     func run() throws {
         let client = try global.connect()
-        var reply = try client.manager("ListApps")
+        var reply = try client.manager(.listApps)
         if running { reply["apps"] = .array(Render.runningApps(reply.array("apps"))) }
         let terminal = Terminal.current()
         if output.json { return output.print(reply, terminal: terminal) }
-        let settings = (try? client.manager("GetSettings"))?.object("settings") ?? [:]
+        let settings = (try? client.manager(.getSettings))?.object(ManagerWire.GetSettingsReply.fields[0]) ?? [:]
         var lines = running
             ? Render.runningList(reply, nowUSec: MonotonicClock.nowUSec(), width: terminal.width, color: terminal.color, legend: !legend.noLegend)
             : Render.list(reply, width: terminal.width, color: terminal.color, legend: !legend.noLegend)
@@ -56,14 +56,14 @@ struct Status: ParsableCommand {
 
     func run() throws {
         let client = try global.connect()
-        let reply = try client.manager("GetApp", ["appId": .string(app)])
+        let reply = try client.manager(.getApp, ManagerWire.GetApp(appId: app))
         let terminal = Terminal.current()
         let notRunning = reply.object("app")?.string("state") == "not-running"
         if output.json {
             output.print(reply, terminal: terminal)
         } else {
             let journal = lines > 0 ? JournalReader.recentDecisions(app: app, count: lines) : .entries([])
-            let settings = (try? client.manager("GetSettings"))?.object("settings") ?? [:]
+            let settings = (try? client.manager(.getSettings))?.object(ManagerWire.GetSettingsReply.fields[0]) ?? [:]
             Output.lines(
                 Render.status(
                     reply, journal: journal, userName: userName(uid:), clock: { LocalTime.format(realtimeUSec: $0) },
@@ -84,7 +84,7 @@ struct Assertions: ParsableCommand {
     @OptionGroup var legend: LegendOptions
 
     func run() throws {
-        let reply = try global.connect().manager("ListAssertions")
+        let reply = try global.connect().manager(.listAssertions)
         let terminal = Terminal.current()
         if output.json { return output.print(reply, terminal: terminal) }
         Output.lines(Render.assertions(reply, width: terminal.width, color: terminal.color, legend: !legend.noLegend))
@@ -100,7 +100,7 @@ struct Explain: ParsableCommand {
 
     func run() throws {
         try AppIDSyntax.check(app)
-        let reply = try global.connect().manager("Explain", ["appId": .string(app)])
+        let reply = try global.connect().manager(.explain, ManagerWire.ExplainCall(appId: app))
         let terminal = Terminal.current()
         if output.json { return output.print(reply, terminal: terminal) }
         // After a daemon restart its memory is empty: the journal still has what happened before.
@@ -126,7 +126,7 @@ struct Monitor: ParsableCommand {
         let client = try global.connect()
         let terminal = Terminal.current()
         let json = self.json
-        try client.stream(Client.manager + "Monitor") { reply in
+        try client.stream(ManagerMethod.monitor.qualifiedName) { reply in
             if json {
                 Output.line(JSONText.compact(.object(reply)))
             } else if reply["decision"] != nil {
@@ -144,7 +144,7 @@ struct Stats: ParsableCommand {
     @OptionGroup var output: JSONOptions
 
     func run() throws {
-        let reply = try global.connect().manager("Stats")
+        let reply = try global.connect().manager(.stats)
         let terminal = Terminal.current()
         if output.json { return output.print(reply, terminal: terminal) }
         let stats = reply.object("stats") ?? [:]

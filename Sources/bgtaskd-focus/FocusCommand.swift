@@ -138,7 +138,7 @@ final class FocusSession {
         switch setFocus(app, reason: reason) {
         case .success:
             log((app.map { "\($0) is in front" } ?? "no app is in front") + " (\(reason.rawValue))")
-        case .failure(let error) where error.errorName == "io.bgtaskd.Manager.NoSuchApp":
+        case .failure(let error) where error.errorName == ManagerError.noSuchApp(appId: "").varlinkError.name:
             // In front is a program bgtaskd does not manage: for bgtaskd, none of its apps is.
             log("\(app ?? "") is not an app of bgtaskd: no app is in front")
             if case .failure(let again) = setFocus(nil, reason: reason) { retry(again) }
@@ -165,8 +165,8 @@ final class FocusSession {
                 connection = c
             }
             guard let connection else { return .success(()) }
-            _ = try connection.call(
-                "io.bgtaskd.Manager.SetFocus", ["appId": app.map { .string($0) } ?? .null, "reason": .string(reason.rawValue)])
+            let call = ManagerWire.SetFocus(appId: app, reason: reason == .screenLocked ? .screenLocked : .compositorFocus)
+            _ = try connection.call(ManagerMethod.setFocus.qualifiedName, call.json)
             return .success(())
         } catch {
             return .failure(error)

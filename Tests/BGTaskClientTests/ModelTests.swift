@@ -173,12 +173,14 @@ import Foundation
 @Suite struct TimeRemainingTests {
     @Test func nullOrAbsentIsUnlimited() {
         #expect(secondsRemaining(fromUSec: nil) == .greatestFiniteMagnitude)
-        #expect(secondsRemaining(fromUSec: .null) == .greatestFiniteMagnitude)
+        let null = try? AppWire.BackgroundTimeRemainingReply(json: ["remainingUSec": .null])
+        #expect(null != nil)
+        #expect(secondsRemaining(fromUSec: null?.remainingUSec) == .greatestFiniteMagnitude)
     }
 
     @Test(arguments: [(Int64(0), 0.0), (1, 0.000001), (1_500_000, 1.5), (30_000_000, 30), (-5, 0)])
     func microsecondsBecomeSeconds(usec: Int64, seconds: Double) {
-        #expect(secondsRemaining(fromUSec: .int(usec)) == seconds)
+        #expect(secondsRemaining(fromUSec: usec) == seconds)
     }
 }
 
@@ -245,13 +247,13 @@ import Foundation
 @Suite struct TaskRequestTests {
     @Test func submitParameters() {
         let refresh = BGAppRefreshTaskRequest(identifier: "org.example.Mail.refresh")
-        #expect(refresh.parameters == ["identifier": "org.example.Mail.refresh", "kind": "refresh"])
+        #expect(refresh.parameters(appID: "a")?.json == ["appId": "a", "identifier": "org.example.Mail.refresh", "kind": "refresh"])
         refresh.earliestBeginDate = .init(timeIntervalSince1970: 1_700_000_000.25)
-        #expect(refresh.parameters["earliestBeginUSec"] == .int(1_700_000_000_250_000))
+        #expect(refresh.parameters(appID: "a")?.json["earliestBeginUSec"] == .int(1_700_000_000_250_000))
 
         let processing = BGProcessingTaskRequest(identifier: "p")
         processing.requiresExternalPower = true
-        #expect(processing.parameters == ["identifier": "p", "kind": "processing", "requiresNetwork": false, "requiresExternalPower": true])
+        #expect(processing.parameters(appID: "a")?.json == ["appId": "a", "identifier": "p", "kind": "processing", "requiresNetwork": false, "requiresExternalPower": true])
     }
 
     @Test func pendingRequestsAreRead() throws {

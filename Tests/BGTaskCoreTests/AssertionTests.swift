@@ -170,7 +170,6 @@ import Testing
         let undeclared = h.send(.activityRequested(mail, connection: connA, mode: .audio))
         #expect(undeclared.replies == [.failure(.modeNotDeclared)])
         #expect(undeclared.decisions(.deny).first?.reason == .modeNotDeclared)
-        #expect(CoreError.modeNotDeclared.varlinkName == "ModeNotDeclared")
         h.launchActive(music, connection: connB, pid: 2)
         let fetch = h.send(.activityRequested(music, connection: connB, mode: .fetch))
         #expect(fetch.replies == [.failure(.modeNotContinuous)])

@@ -56,7 +56,7 @@ import Testing
             "activity-held", "journal-budget",
         ]
         for reason in specReasons { #expect(Reason(rawValue: reason) != nil, "\(reason)") }
-        #expect(CoreError.allCases.map { $0.varlinkName }.allSatisfy { $0.first?.isUppercase == true })
+        // The errors' wire names: Tests/BGTaskDaemonTests/WireErrorTests.swift (the protocol names them).
     }
 
     @Test func appIDValidation() {

@@ -5,7 +5,9 @@
 // the call envelope) and every decoded call through the daemon's checks against its interface
 // descriptions (VarlinkInterfaceRegistry.check: interface, method, upgrade, parameter types). A crash,
 // a trap or a hang here is a crash, a trap or a hang of bgtaskd. Invariants checked as well: a decoded
-// call re-encodes to bytes that decode to the same method and flags.
+// call re-encodes to bytes that decode to the same method and flags; and the fast path of the common calls
+// (VarlinkFastDecoder) agrees with the full decoder on every message: where it answers, the full decoder
+// gives the same call and its checks accept it (a differential fuzz).
 import BGTaskProtocol
 
 /// Smaller than the daemon's default (64 KiB) so that the oversized path is reached too.
@@ -23,6 +25,19 @@ func fuzzOne(_ data: UnsafeRawBufferPointer) {
     guard let first = data.first else { return }
     let chunk = Int(first % 64) + 1
     let stream = UnsafeRawBufferPointer(rebasing: data.dropFirst())
+    // Differential: each NUL-terminated message (and the unterminated rest) through both decoders.
+    let bytes = stream.bindMemory(to: UInt8.self)
+    var from = 0
+    while from <= bytes.count {
+        var to = from
+        while to < bytes.count, bytes[to] != 0 { to += 1 }
+        if to - from <= maxMessageSize,
+            let why = VarlinkFastDecoder.disagreement(on: UnsafeBufferPointer(rebasing: bytes[from..<to]), registry: registry)
+        {
+            fatalError("fast and full decoders disagree: \(why)")
+        }
+        from = to + 1
+    }
     var decoder = VarlinkInboundDecoder(maxMessageSize: maxMessageSize)
     var offset = 0
     while offset < stream.count {

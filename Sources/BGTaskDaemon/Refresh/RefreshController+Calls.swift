@@ -1,132 +1,82 @@
 import BGTaskCore
 import BGTaskProtocol
 
-/// The refresh calls decoded into the ``RefreshMachine``'s inputs (the machine answers them).
+/// The refresh calls decoded (the contract's structs, BGTaskProtocol/Contract) into the ``RefreshMachine``'s
+/// inputs (the machine answers them).
 extension RefreshController {
     /// io.bgtaskd.App methods not handled by the service; false: not one of ours.
     func handleApp(_ request: VarlinkRequest, app: AppID) -> Bool {
-        let p = request.call.parameters
-        switch request.call.methodName {
-        case "SubmitTaskRequest":
-            guard let identifier = p["identifier"]?.stringValue, !identifier.isEmpty else {
-                request.fail(.invalidParameter("identifier"))
-                return true
-            }
-            guard let kind = p["kind"]?.stringValue.flatMap(TaskKind.init(rawValue:)) else {
-                request.fail(.invalidParameter("kind"))
-                return true
-            }
-            var begin: RealtimeInstant?
-            if let raw = p["earliestBeginUSec"], raw != .null {
-                guard let us = raw.intValue, us >= 0 else {
-                    request.fail(.invalidParameter("earliestBeginUSec"))
-                    return true
-                }
-                begin = RealtimeInstant(microsecondsSinceEpoch: us)
-            }
-            guard let network = optionalBool(p["requiresNetwork"]) else {
-                request.fail(.invalidParameter("requiresNetwork"))
-                return true
-            }
-            guard let power = optionalBool(p["requiresExternalPower"]) else {
-                request.fail(.invalidParameter("requiresExternalPower"))
-                return true
-            }
+        guard let method = AppMethod(request.call) else { return false }
+        switch method {
+        case .submitTaskRequest:
+            guard let call = decode(request, AppWire.SubmitTaskRequest.self) else { return true }
             let task = TaskRequest(
-                identifier: identifier, kind: kind, earliestBegin: begin, requiresNetwork: network ?? false,
-                requiresExternalPower: power ?? false)
+                identifier: call.identifier, kind: call.kind,
+                earliestBegin: call.earliestBeginUSec.map { RealtimeInstant(microsecondsSinceEpoch: $0) },
+                requiresNetwork: call.requiresNetwork ?? false, requiresExternalPower: call.requiresExternalPower ?? false)
             feed(.taskSubmitted(app, task), call: request)
-        case "CancelTaskRequest":
-            guard let identifier = p["identifier"]?.stringValue else {
-                request.fail(.invalidParameter("identifier"))
-                return true
-            }
-            feed(.taskCancelled(app, identifier: identifier), call: request)
-        case "CancelAllTaskRequests":
+        case .cancelTaskRequest:
+            guard let call = decode(request, AppWire.CancelTaskRequest.self) else { return true }
+            feed(.taskCancelled(app, identifier: call.identifier), call: request)
+        case .cancelAllTaskRequests:
             feed(.allTasksCancelled(app), call: request)
-        case "PendingTaskRequests":
-            request.reply(["requests": .array(machine.requests(for: app).map(RefreshState.requestJSON))])
-        case "CompleteTask":
-            guard let identifier = p["identifier"]?.stringValue else {
-                request.fail(.invalidParameter("identifier"))
-                return true
-            }
-            guard let success = p["success"]?.boolValue else {
-                request.fail(.invalidParameter("success"))
-                return true
-            }
-            host?.run(.taskCompleted(app, identifier: identifier, success: success), for: request, answer: nil)
-        default:
+        case .pendingTaskRequests:
+            request.reply(AppWire.PendingTaskRequestsReply(requests: machine.requests(for: app).map(Self.wireRequest)))
+        case .completeTask:
+            guard let call = decode(request, AppWire.CompleteTask.self) else { return true }
+            host?.run(.taskCompleted(app, identifier: call.identifier, success: call.success), for: request, answer: nil)
+        case .checkIn, .acknowledge, .beginBackgroundTask, .endBackgroundTask, .backgroundTimeRemaining, .beginActivity,
+            .endActivity, .refreshStatus:
             return false
         }
         return true
     }
 
-    /// `nil`: invalid; `.some(nil)`: absent or null.
-    private func optionalBool(_ value: JSON?) -> Bool?? {
-        guard let value, value != .null else { return .some(nil) }
-        guard let b = value.boolValue else { return nil }
-        return .some(b)
+    /// A pending request as on the wire (`type TaskRequest`).
+    static func wireRequest(_ r: TaskRequest) -> AppWire.TaskRequest {
+        AppWire.TaskRequest(
+            identifier: r.identifier, kind: r.kind, earliestBeginUSec: r.earliestBegin?.microsecondsSinceEpoch,
+            requiresNetwork: r.requiresNetwork, requiresExternalPower: r.requiresExternalPower)
+    }
+
+    /// The call's parameters as `T`, or nil once the call has failed with `InvalidParameter`.
+    private func decode<T: WireMessage>(_ request: VarlinkRequest, _: T.Type) -> T? {
+        do {
+            return try request.call.decode(T.self)
+        } catch {
+            request.fail(error)
+            return nil
+        }
     }
 
     /// io.bgtaskd.Manager methods not handled by the service; false: not one of ours. The service has
     /// already refused control methods to callers that may not control (root or `ControlGroup=`);
     /// `appParameter` answers `NoSuchApp` and `InvalidParameter` itself.
     func handleManager(_ request: VarlinkRequest, appParameter: (VarlinkRequest) -> AppID?) -> Bool {
-        let p = request.call.parameters
-        switch request.call.methodName {
-        case "SetRefreshPolicy":
-            guard let app = appParameter(request) else { return true }
-            guard let enabled = p["enabled"]?.boolValue else {
-                request.fail(.invalidParameter("enabled"))
+        guard let method = ManagerMethod(request.call) else { return false }
+        switch method {
+        case .setRefreshPolicy:
+            guard let app = appParameter(request), let call = decode(request, ManagerWire.SetRefreshPolicy.self) else { return true }
+            feed(.appSettingRequested(app, enabled: call.enabled), call: request)
+        case .setGlobalRefresh:
+            guard let call = decode(request, ManagerWire.SetGlobalRefresh.self) else { return true }
+            feed(.globalModeRequested(call.mode), call: request)
+        case .setLowPowerMode:
+            guard let call = decode(request, ManagerWire.SetLowPowerMode.self) else { return true }
+            feed(.lowPowerModeRequested(call.enabled), call: request)
+        case .setConditions:
+            guard let call = decode(request, ManagerWire.SetConditions.self) else { return true }
+            feed(.conditionsRequested(onExternalPower: call.onExternalPower, network: call.network), call: request)
+        case .wakeForRemoteNotification:
+            guard let app = appParameter(request), let call = decode(request, ManagerWire.WakeForRemoteNotification.self) else {
                 return true
             }
-            feed(.appSettingRequested(app, enabled: enabled), call: request)
-        case "SetGlobalRefresh":
-            guard let mode = p["mode"]?.stringValue.flatMap(RefreshMode.init(rawValue:)) else {
-                request.fail(.invalidParameter("mode"))
-                return true
-            }
-            feed(.globalModeRequested(mode), call: request)
-        case "SetLowPowerMode":
-            guard let enabled = p["enabled"]?.boolValue else {
-                request.fail(.invalidParameter("enabled"))
-                return true
-            }
-            feed(.lowPowerModeRequested(enabled), call: request)
-        case "SetConditions":
-            guard let power = optionalBool(p["onExternalPower"]) else {
-                request.fail(.invalidParameter("onExternalPower"))
-                return true
-            }
-            var network: NetworkCondition?
-            if let raw = p["network"], raw != .null {
-                guard let n = raw.stringValue.flatMap(NetworkCondition.init(rawValue:)) else {
-                    request.fail(.invalidParameter("network"))
-                    return true
-                }
-                network = n
-            }
-            feed(.conditionsRequested(onExternalPower: power, network: network), call: request)
-        case "WakeForRemoteNotification":
-            guard let app = appParameter(request) else { return true }
-            var payload: Payload?
-            if let raw = p["payload"], raw != .null {
-                guard raw.objectValue != nil else {
-                    request.fail(.invalidParameter("payload"))
-                    return true
-                }
-                payload = Payload(json: raw.serialized())
-            }
-            feed(.remoteNotificationRequested(app), call: request, payload: payload)
-        case "RunTaskNow":
-            guard let app = appParameter(request) else { return true }
-            guard let identifier = p["identifier"]?.stringValue, !identifier.isEmpty else {
-                request.fail(.invalidParameter("identifier"))
-                return true
-            }
-            feed(.runNowRequested(app, identifier: identifier), call: request)
-        default:
+            feed(.remoteNotificationRequested(app), call: request, payload: call.payload.map { Payload(json: $0.serialized()) })
+        case .runTaskNow:
+            guard let app = appParameter(request), let call = decode(request, ManagerWire.RunTaskNow.self) else { return true }
+            feed(.runNowRequested(app, identifier: call.identifier), call: request)
+        case .listApps, .getApp, .listAssertions, .getSettings, .explain, .monitor, .stats, .launch, .foreground, .background,
+            .setFocus, .interrupt, .endInterruption, .terminate, .postNotification, .reload, .hold:
             return false
         }
         return true

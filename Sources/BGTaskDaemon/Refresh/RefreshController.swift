@@ -187,20 +187,33 @@ final class RefreshController: @unchecked Sendable {
     }
 
     private static func send(_ reply: RefreshReply, to request: VarlinkRequest) {
-        let prefix = String(request.call.interface) + "."
         switch reply {
         case .ok:
             request.reply()
-        case .failure(.noSuchApp(let app)):
-            request.fail(VarlinkError(prefix + "NoSuchApp", ["appId": .string(app.rawValue)]))
-        case .failure(.notPermitted(let identifier)):
-            request.fail(VarlinkError(prefix + "NotPermitted", ["identifier": .string(identifier)]))
-        case .failure(.modeNotDeclared(let mode)):
-            request.fail(VarlinkError(prefix + "ModeNotDeclared", ["mode": .string(mode.rawValue)]))
-        case .failure(.unavailable(let reason)):
-            request.fail(VarlinkError(prefix + "Unavailable", ["reason": .string(reason)]))
-        case .failure(.tooManyPendingTaskRequests(let kind)):
-            request.fail(VarlinkError(prefix + "TooManyPendingTaskRequests", ["kind": .string(kind.rawValue)]))
+        case .failure(let failure):
+            request.fail(wireError(failure, manager: ManagerMethod(request.call) != nil))
+        }
+    }
+
+    /// A refusal as the interface of the call names it (BGTaskProtocol's contract).
+    static func wireError(_ failure: RefreshCallError, manager: Bool) -> VarlinkError {
+        if manager {
+            switch failure {
+            case .noSuchApp(let app): return ManagerError.noSuchApp(appId: app.rawValue).varlinkError
+            case .notPermitted(let identifier): return ManagerError.notPermitted(identifier: identifier).varlinkError
+            case .modeNotDeclared(let mode): return ManagerError.modeNotDeclared(mode: mode.rawValue).varlinkError
+            case .unavailable(let reason): return ManagerError.unavailable(reason: reason).varlinkError
+            case .tooManyPendingTaskRequests:
+                // Only SubmitTaskRequest (io.bgtaskd.App) adds requests; the Manager interface declares no such error.
+                return ManagerError.unavailable(reason: "too-many-pending-task-requests").varlinkError
+            }
+        }
+        switch failure {
+        case .noSuchApp(let app): return AppError.noSuchApp(appId: app.rawValue).varlinkError
+        case .notPermitted(let identifier): return AppError.notPermitted(identifier: identifier).varlinkError
+        case .modeNotDeclared(let mode): return AppError.modeNotDeclared(mode: mode.rawValue).varlinkError
+        case .unavailable(let reason): return AppError.unavailable(reason: reason).varlinkError
+        case .tooManyPendingTaskRequests(let kind): return AppError.tooManyPendingTaskRequests(kind: kind.rawValue).varlinkError
         }
     }
 

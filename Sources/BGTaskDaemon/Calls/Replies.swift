@@ -1,0 +1,146 @@
+import BGTaskConfig
+import BGTaskCore
+import BGTaskProtocol
+
+// Replies: the core's `Reply` and the daemon's views (apps, assertions, decisions, settings, stats)
+// encoded from the typed structs of BGTaskProtocol's contract.
+extension VarlinkRequest {
+    func reply(_ message: some WireMessage, continues: Bool = false) { reply(VarlinkReply(message, continues: continues)) }
+    func fail(_ error: AppError) { fail(error.varlinkError) }
+    func fail(_ error: ManagerError) { fail(error.varlinkError) }
+}
+
+extension DaemonService {
+    /// Answers `request` with the core's reply.
+    func send(_ reply: Reply, to request: VarlinkRequest) {
+        let call = request.call
+        switch reply {
+        case .ok:
+            request.reply()
+        case .checkedIn(let state):
+            // The CheckIn call stays open: it is the app's event stream.
+            streams[ConnectionID(request.connection.id)] = request
+            let app = WireAppID.optional(call.parameters).flatMap(AppID.init)
+            request.reply(checkInReply(app: app, state: state, event: nil), continues: true)
+        case .taskID(let id):
+            if ManagerMethod(call) == .hold {
+                if let app = WireAppID.optional(call.parameters).flatMap(AppID.init) {
+                    holdCalls[app, default: []].append(request)
+                }
+                request.reply(ManagerWire.HoldReply(holdId: Int64(id.rawValue)), continues: true)
+                return
+            }
+            request.reply(AppWire.BeginBackgroundTaskReply(taskId: Int64(id.rawValue)))
+        case .activityID(let id):
+            request.reply(AppWire.BeginActivityReply(activityId: Int64(id.rawValue)))
+        case .failure(let error):
+            request.fail(wireError(error, for: call))
+        }
+    }
+
+    /// The core's error as the interface of `call` names it, with the parameters the call gave.
+    func wireError(_ error: CoreError, for call: VarlinkCall) -> VarlinkError {
+        let appId = WireAppID.optional(call.parameters) ?? ""
+        let mode = (try? call.decode(AppWire.BeginActivity.self))?.mode.rawValue ?? ""
+        let state: String
+        if case .invalidState = error {
+            let app = AppID(appId)
+            state = app.flatMap { machine.app($0, now: now())?.state.rawValue } ?? "unknown"
+        } else {
+            state = ""
+        }
+        return Self.wireError(error, manager: ManagerMethod(call) != nil, appId: appId, mode: mode, state: state)
+    }
+
+    /// The core's error by its wire name: `io.bgtaskd.Manager.*` for a Manager call, else `io.bgtaskd.App.*`.
+    static func wireError(_ error: CoreError, manager: Bool, appId: String, mode: String, state: String) -> VarlinkError {
+        if manager {
+            switch error {
+            case .noSuchApp: return ManagerError.noSuchApp(appId: appId).varlinkError
+            case .notCheckedIn: return ManagerError.notCheckedIn(appId: appId).varlinkError
+            case .alreadyCheckedIn: return ManagerError.alreadyCheckedIn(appId: appId).varlinkError
+            case .modeNotDeclared, .modeNotContinuous: return ManagerError.modeNotDeclared(mode: mode).varlinkError
+            case .invalidState: return ManagerError.invalidState(state: state).varlinkError
+            case .permissionDenied: return ManagerError.permissionDenied.varlinkError
+            }
+        }
+        switch error {
+        case .noSuchApp: return AppError.noSuchApp(appId: appId).varlinkError
+        case .notCheckedIn: return AppError.notCheckedIn(appId: appId).varlinkError
+        case .alreadyCheckedIn: return AppError.alreadyCheckedIn(appId: appId).varlinkError
+        case .modeNotDeclared: return AppError.modeNotDeclared(mode: mode).varlinkError
+        case .modeNotContinuous: return AppError.modeNotContinuous(mode: mode).varlinkError
+        case .invalidState: return AppError.invalidState(state: state).varlinkError
+        case .permissionDenied: return AppError.permissionDenied.varlinkError
+        }
+    }
+
+    /// A reply of the CheckIn stream: the first (with the app's refresh status), or one event.
+    func checkInReply(app: AppID?, state: AppState, event: Event?) -> AppWire.CheckInReply {
+        AppWire.CheckInReply(
+            state: state, refreshStatus: app.map { refreshStatusValue($0) }, event: event.map(wireEvent))
+    }
+
+    func wireEvent(_ event: Event) -> AppWire.Event {
+        AppWire.Event(
+            id: Int64(event.id.rawValue), kind: event.kind, state: event.state, needsAck: event.needsAck,
+            taskId: event.taskID.map { Int64($0.rawValue) }, taskName: event.taskName, identifier: event.identifier,
+            name: event.name, payload: event.payload.flatMap { try? JSON.parse($0.json) }, launchReason: event.launchReason,
+            deadlineUSec: event.deadline?.microseconds)
+    }
+
+    // MARK: - Views
+
+    func wireDecision(_ r: DecisionRecord) -> ManagerWire.Decision {
+        ManagerWire.Decision(
+            realtimeUSec: r.realtimeUSec, appId: r.app?.rawValue, decision: r.kind, reason: r.reason, message: r.message)
+    }
+
+    func wireAssertion(_ a: AssertionSnapshot) -> ManagerWire.Assertion {
+        ManagerWire.Assertion(
+            taskId: Int64(a.taskID.rawValue), appId: a.app.rawValue, name: a.name, remainingUSec: a.remaining?.microseconds,
+            expiring: a.expiring, managerHold: a.managerHold)
+    }
+
+    func appInfo(_ s: AppSnapshot) -> ManagerWire.AppInfo {
+        let manifest = config.manifests[s.id]
+        return ManagerWire.AppInfo(
+            appId: s.id.rawValue, name: manifest?.name ?? s.id.rawValue, state: s.state, pid: s.pid.map { Int64($0) },
+            uid: s.pid == nil ? nil : Int64(expectedUID(s.id)), lifecycleAware: s.lifecycleAware,
+            assertions: s.assertions.map(wireAssertion),
+            activities: s.activities.map {
+                ManagerWire.Activity(activityId: Int64($0.activityID.rawValue), appId: $0.app.rawValue, mode: $0.mode)
+            },
+            refreshSetting: refreshSetting(s.id), refreshStatus: refreshStatusValue(s.id),
+            backgroundTimeRemainingUSec: s.backgroundTimeRemaining?.microseconds,
+            pendingTaskRequests: Int64(refresh.pendingCount(for: s.id)),
+            lastDecision: history[s.id]?.last(app: s.id).map(wireDecision), refreshStatusReason: refresh.denial(s.id),
+            lastForegroundUSec: s.lastForeground?.microseconds)
+    }
+
+    /// SPEC §5 as a value: restricted, denied or available.
+    func refreshStatusValue(_ app: AppID) -> RefreshStatus { RefreshStatus(rawValue: refreshStatus(app)) ?? .denied }
+
+    func settings() -> ManagerWire.Settings {
+        let d = config.daemon
+        let settings = ManagerWire.Settings(
+            backgroundAppRefresh: RefreshMode(rawValue: d.backgroundAppRefresh.rawValue) ?? .on, lowPowerMode: false, onExternalPower: true, network: .unmetered,
+            freezerBackend: freezer.name, socket: config.socketPath, didEnterBackgroundTimeoutUSec: d.didEnterBackgroundTimeoutUSec,
+            backgroundTimeBudgetUSec: d.backgroundTimeBudgetUSec, expirationWarningUSec: d.expirationWarningUSec,
+            maxBackgroundTasksPerApp: Int64(d.maxBackgroundTasksPerApp), launchTimeoutUSec: d.launchTimeoutUSec,
+            killTimeoutUSec: d.killTimeoutUSec, freezerBackendReason: freezerReason, dryRun: dryRun)
+        // Background App Refresh overrides the conditions in force (a JSON object: RefreshController's interface).
+        var json = settings.json
+        refresh.overrideSettings(&json)
+        return (try? ManagerWire.Settings(json: json)) ?? settings
+    }
+
+    func stats() -> ManagerWire.DaemonStats {
+        ManagerWire.DaemonStats(
+            uptimeUSec: Monotonic.nowUSec() - startedUSec, apps: Int64(machine.appIDs.count),
+            connections: Int64(server?.connectionCount ?? 0), calls: Int64(server?.callCount ?? 0),
+            decisions: Int64(decisionCount), liveAssertions: Int64(machine.liveAssertionCount),
+            journalEntries: Int64(journal.sent), journalDropped: Int64(journal.dropped), freezerBackend: freezer.name,
+            freezerBackendReason: freezerReason, dryRun: dryRun)
+    }
+}
