@@ -15,5 +15,7 @@ public enum CoreError: String, Error, CaseIterable, Hashable, Sendable {
     case modeNotContinuous = "mode-not-continuous"
     /// The request does not fit the app's state (not running, terminating, not lifecycle-aware…).
     case invalidState = "invalid-state"
+    /// The caller may not make this call (not root, not the app's user, not in `ControlGroup=`).
+    case permissionDenied = "permission-denied"
 
 }

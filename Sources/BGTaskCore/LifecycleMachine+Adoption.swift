@@ -28,9 +28,9 @@ extension LifecycleMachine {
         guard let i = slots[app], !records[i].instances.contains(instance) else { return }
         records[i].instances.append(instance)
         if let termination = records[i].termination {
-            emit(.kill(app, decision(
+            emit(.kill(app, processes(i), decision(
                 .terminate, termination.reason, i, severity: .notice,
-                "\(app) is being terminated: its new instance \(instance) goes with it")))
+                .newInstanceTerminated(instance))))
             return
         }
         switch records[i].state {
@@ -41,11 +41,11 @@ extension LifecycleMachine {
             records[i].pid = pid
             records[i].launchedByDaemon = false
             records[i].lastUsed = now
-            record(.launch, .adopted, i, previous: .notRunning, "adopted \(app), started by others (\(instance))")
+            record(.launch, .adopted, i, previous: .notRunning, .adopted(instance))
         case .active, .inactive:
-            record(.launch, .adopted, i, "adopted another instance of \(app) (\(instance))")
+            record(.launch, .adopted, i, .adoptedAnotherInstance(instance, backToForeground: false))
         case .background, .suspended:
-            record(.launch, .adopted, i, "adopted another instance of \(app) (\(instance)): back to the foreground")
+            record(.launch, .adopted, i, .adoptedAnotherInstance(instance, backToForeground: true))
             bringToForeground(i, exclusive: false, reason: .adopted)
         }
     }
@@ -59,19 +59,16 @@ extension LifecycleMachine {
         guard r.instances.isEmpty, !r.launchedByDaemon, r.state != .notRunning || r.termination != nil else { return }
         let previous = r.state
         resetToNotRunning(i)
-        let message = r.termination.map { "\(app) exited after termination (\($0.reason.rawValue)): its last instance \(instance) is gone" }
-            ?? "\(app) exited by itself: its last instance \(instance) is gone"
         emit(.record(Decision(
             kind: .terminate, reason: r.termination?.reason ?? .appExited, app: app, state: .notRunning,
-            previousState: previous, pid: r.pid, severity: r.termination == nil ? .notice : .info, message: message)))
+            previousState: previous, pid: r.pid, severity: r.termination == nil ? .notice : .info,
+            detail: .lastInstanceGone(instance, terminated: r.termination != nil))))
     }
 
     /// A cgroup of the app is no longer watched; its processes keep running. The last one releases the app.
     mutating func instanceReleased(_ app: AppID, _ instance: InstanceID) {
         guard let i = slots[app], let k = records[i].instances.firstIndex(of: instance) else { return }
-        if records[i].instances.count == 1,
-            releaseAdopted(i, .adoptionChanged, "[Apps] Adopt= or AdoptFrom= changed: its instance is no longer watched")
-        {
+        if records[i].instances.count == 1, releaseAdopted(i, .adoptionChanged) {
             return
         }
         records[i].instances.remove(at: k)
@@ -82,30 +79,27 @@ extension LifecycleMachine {
     /// management instead: thawed if suspended, the app not running as far as the daemon knows (forgotten
     /// if its manifest is gone), one `terminate` decision with the reason saying so. False (nothing done)
     /// for an app the daemon launched itself.
-    mutating func releaseAdopted(_ i: Int, _ reason: Reason, _ why: String) -> Bool {
+    mutating func releaseAdopted(_ i: Int, _ reason: Reason) -> Bool {
         let r = records[i]
         guard !r.launchedByDaemon, r.launch == nil, !r.instances.isEmpty, r.state != .notRunning else { return false }
         let app = r.id
         let previous = r.state
         if previous == .suspended {
             records[i].state = .background
-            emit(.thaw(app, decision(.resume, reason, i, previous: .suspended,
-                                     "resumed \(app) (\(reason.rawValue)): released from management")))
+            emit(.thaw(app, processes(i), decision(.resume, reason, i, previous: .suspended, .resumedForRelease)))
         }
-        let instances = r.instances.map(\.rawValue).joined(separator: ", ")
+        let instances = r.instances
         resetToNotRunning(i)
         records[i].instances = []
         emit(.record(Decision(
             kind: .terminate, reason: reason, app: app, state: .notRunning, previousState: previous,
-            pid: r.pid, severity: .notice,
-            message: "released \(app) from management: \(why); its instances, started by others, keep running "
-                + "unfrozen (\(instances))")))
+            pid: r.pid, severity: .notice, detail: .releasedFromManagement(instances: instances))))
         return true
     }
 
     /// An exempt app stays in the background unfrozen; the decision is recorded once per stay.
     mutating func keepExempt(_ i: Int) {
         guard records[i].lastDecision?.reason != .exempt else { return }
-        record(.policy, .exempt, i, remaining: remaining(i), "did not suspend \(records[i].id): it is exempt from freezing")
+        record(.policy, .exempt, i, remaining: remaining(i), .exemptFromFreezing)
     }
 }

@@ -21,6 +21,8 @@ public struct LifecycleConfig: Hashable, Sendable {
     public var processingTaskBudget: TimeSpan
     /// Names kept per app in the queue of notifications for a suspended app (SPEC §7: 64).
     public var maxQueuedNotificationsPerApp: Int
+    /// `ControlGroup=`: members (besides root) may use the control methods of `io.bgtaskd.Manager`.
+    public var controlGroup: UInt32?
 
     /// The SPEC's defaults, overridable one by one.
     public init(
@@ -33,7 +35,8 @@ public struct LifecycleConfig: Hashable, Sendable {
         killTimeout: TimeSpan = .seconds(5),
         refreshTaskBudget: TimeSpan = .seconds(30),
         processingTaskBudget: TimeSpan = .minutes(5),
-        maxQueuedNotificationsPerApp: Int = 64
+        maxQueuedNotificationsPerApp: Int = 64,
+        controlGroup: UInt32? = nil
     ) {
         self.didEnterBackgroundTimeout = didEnterBackgroundTimeout
         self.backgroundTimeBudget = backgroundTimeBudget
@@ -45,6 +48,7 @@ public struct LifecycleConfig: Hashable, Sendable {
         self.refreshTaskBudget = refreshTaskBudget
         self.processingTaskBudget = processingTaskBudget
         self.maxQueuedNotificationsPerApp = maxQueuedNotificationsPerApp
+        self.controlGroup = controlGroup
     }
 
     /// The SPEC's defaults.
@@ -61,13 +65,20 @@ public struct AppManifest: Hashable, Sendable {
     public var backgroundModes: Set<BackgroundMode>
     /// Never frozen (`[Apps] Exempt=`, `X-Bgtaskd-Exempt=true`): the shell, the on-screen keyboard.
     public var exempt: Bool
+    /// The uid of `User=` (resolved by the shell; the daemon's own when unset): besides root, only this uid
+    /// may call `io.bgtaskd.App` for the app. `nil`: root only. A reload re-registers it (issue 13).
+    public var uid: UInt32?
 
     /// A manifest; lifecycle-aware with no background modes unless told otherwise.
-    public init(id: AppID, lifecycleAware: Bool = true, backgroundModes: Set<BackgroundMode> = [], exempt: Bool = false) {
+    public init(
+        id: AppID, lifecycleAware: Bool = true, backgroundModes: Set<BackgroundMode> = [], exempt: Bool = false,
+        uid: UInt32? = nil
+    ) {
         self.id = id
         self.lifecycleAware = lifecycleAware
         self.backgroundModes = backgroundModes
         self.exempt = exempt
+        self.uid = uid
     }
 }
 
@@ -151,14 +162,14 @@ public struct Decision: Hashable, Sendable {
     public var pid: Int32?
     /// The journal priority.
     public var severity: Severity
-    /// `MESSAGE`: one human sentence.
-    public var message: String
+    /// The facts the shell renders `MESSAGE` from (the core holds no English).
+    public var detail: DecisionDetail
 
     /// A decision; optional fields default to `nil`, severity to `info`.
     public init(
         kind: DecisionKind, reason: Reason, app: AppID?, state: AppState? = nil, previousState: AppState? = nil,
         taskID: TaskID? = nil, taskName: String? = nil, activityID: ActivityID? = nil, remaining: TimeSpan? = nil,
-        pid: Int32? = nil, severity: Severity = .info, message: String
+        pid: Int32? = nil, severity: Severity = .info, detail: DecisionDetail
     ) {
         self.kind = kind
         self.reason = reason
@@ -171,7 +182,19 @@ public struct Decision: Hashable, Sendable {
         self.remaining = remaining
         self.pid = pid
         self.severity = severity
-        self.message = message
+        self.detail = detail
+    }
+
+    /// A decision taken by a shell component, with its sentence (``DecisionDetail/note(_:)``).
+    public init(
+        kind: DecisionKind, reason: Reason, app: AppID?, state: AppState? = nil, previousState: AppState? = nil,
+        taskID: TaskID? = nil, taskName: String? = nil, activityID: ActivityID? = nil, remaining: TimeSpan? = nil,
+        pid: Int32? = nil, severity: Severity = .info, message: String
+    ) {
+        self.init(
+            kind: kind, reason: reason, app: app, state: state, previousState: previousState, taskID: taskID,
+            taskName: taskName, activityID: activityID, remaining: remaining, pid: pid, severity: severity,
+            detail: .note(message))
     }
 }
 
@@ -189,35 +212,65 @@ public enum Reply: Hashable, Sendable {
     case failure(CoreError)
 }
 
+/// The processes a freeze, thaw, terminate or kill acts on, as the core knows them when it decides.
+public struct Processes: Hashable, Sendable {
+    /// The app's process: the one the shell spawned or the one that checked in (`nil`: none known; the
+    /// app's own cgroup may still hold processes, e.g. after a launch that failed or was called off).
+    public var pid: Int32?
+    /// The app's cgroups started by others (SPEC §13, adopted); empty: none.
+    public var instances: [InstanceID]
+
+    /// The processes of an action.
+    public init(pid: Int32?, instances: [InstanceID] = []) {
+        self.pid = pid
+        self.instances = instances
+    }
+}
+
+/// Names the request an input carries (``LifecycleMachine/handle(_:now:request:)``); its
+/// ``Action/reply(_:to:)`` echoes it, so the shell answers the right call without ambient state.
+public struct RequestID: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    public var rawValue: UInt64
+    public init(rawValue: UInt64) { self.rawValue = rawValue }
+    public init(_ value: UInt64) { self.rawValue = value }
+    public var description: String { String(rawValue) }
+}
+
 /// Imperatives for the shell, in the order it must perform them (events are never reordered).
 ///
 /// State has already changed when the actions are returned (as in async-http-client's state machines):
-/// the shell only performs them.
+/// the shell only performs them. Each carries what the shell needs to perform it.
 public enum Action: Hashable, Sendable {
     /// Send `event` on `connection`, the app's event stream (a `CheckIn` reply with `continues`).
     case deliver(AppID, ConnectionID, Event)
     /// Start the app's process (in its cgroup), then feed `appLaunched` or `launchFailed`.
     case launch(AppID, LaunchReason, Decision)
-    /// Freeze the app (cgroup.freeze 1, or SIGSTOP).
-    case freeze(AppID, Decision)
-    /// Thaw the app (cgroup.freeze 0, or SIGCONT). Always before any event it enables.
-    case thaw(AppID, Decision)
-    /// Send SIGTERM to the app's processes.
-    case terminate(AppID, Decision)
-    /// Kill the app at once: cgroup.kill, or SIGKILL (also for a frozen app).
-    case kill(AppID, Decision)
-    /// Answer the request of the input being handled.
-    case reply(Reply)
+    /// Freeze the app's processes (cgroup.freeze 1, or SIGSTOP).
+    case freeze(AppID, Processes, Decision)
+    /// Thaw them (cgroup.freeze 0, or SIGCONT). Always before any event it enables.
+    case thaw(AppID, Processes, Decision)
+    /// Send SIGTERM to them.
+    case terminate(AppID, Processes, Decision)
+    /// Kill them at once: cgroup.kill, or SIGKILL (also when frozen).
+    case kill(AppID, Processes, Decision)
+    /// Answer the request `to` names (the one the input carried; `nil` when it carried none).
+    case reply(Reply, to: RequestID?)
     /// Write a decision to the journal (and the `Monitor` stream) without any other effect.
     case record(Decision)
+    /// The app has no process the core knows of any more: end what its own cgroup still holds (frozen or
+    /// not) and drop the cgroup.
+    case release(AppID)
+    /// The daemon's stop (``Input/stopRequested``) is over: every app it started has exited (`unexited`
+    /// empty), or `WillTerminateTimeoutSec` + 2 × `KillTimeoutSec` + 1 s passed and these had not.
+    case stopFinished(unexited: [AppID])
 
     /// The decision this action carries, if any: every action that changes an app carries one.
     public var decision: Decision? {
         switch self {
-        case .launch(_, _, let d), .freeze(_, let d), .thaw(_, let d), .terminate(_, let d), .kill(_, let d),
-            .record(let d):
+        case .launch(_, _, let d), .freeze(_, _, let d), .thaw(_, _, let d), .terminate(_, _, let d),
+            .kill(_, _, let d), .record(let d):
             return d
-        case .deliver, .reply:
+        case .deliver, .reply, .release, .stopFinished:
             return nil
         }
     }
@@ -236,14 +289,25 @@ public enum Input: Hashable, Sendable {
     case configurationChanged(LifecycleConfig)
     /// `Launch(appId, background?)`. A foreground launch of an app already running foregrounds it.
     case launchRequested(AppID, background: Bool, exclusive: Bool)
-    /// The shell started the process of a ``Action/launch(_:_:_:)``.
+    /// The shell started the process of a ``Action/launch(_:_:_:)``. A process the core no longer expects
+    /// (the launch was called off meanwhile, the app is unknown) is killed.
     case appLaunched(AppID, pid: Int32)
-    /// The shell could not start the process.
+    /// The shell could not start the process (`message`: the launcher's text). The app's own cgroup is
+    /// killed (a launcher that answered too late may have started something there).
     case launchFailed(AppID, message: String)
     /// `CheckIn(appId)` on `connection`, which becomes the app's event stream.
     case appCheckedIn(AppID, connection: ConnectionID, pid: Int32?)
-    /// `Acknowledge(eventId)`. Unknown or stale identifiers are ignored.
-    case eventAcknowledged(EventID)
+    /// `Acknowledge(eventId)` from `caller`. Unknown or stale identifiers are ignored; an event of an app
+    /// acknowledged by a uid that is neither the app's nor root is refused (`permissionDenied`, journaled).
+    case eventAcknowledged(EventID, caller: Caller = .trusted)
+    /// A call of `io.bgtaskd.App` named `method` for `app` arrived from `caller`: replies `.ok` when the
+    /// caller is root or the app's user (``AppManifest/uid``), else denies (`permission-denied`, journaled)
+    /// with `.failure(.permissionDenied)`. The shell feeds it before the call's own input.
+    case appCallReceived(AppID, method: String, caller: Caller)
+    /// A control call of `io.bgtaskd.Manager` arrived from `caller`, a member of `groups` (its
+    /// supplementary groups): `.ok` for root or a member of ``LifecycleConfig/controlGroup``, else
+    /// `.failure(.permissionDenied)` (not journaled: a read-only caller probing is no decision about an app).
+    case controlCallReceived(caller: Caller, groups: [UInt32])
     /// `Foreground(appId, exclusive?)`: launches, thaws or activates the app.
     case foregroundRequested(AppID, exclusive: Bool)
     /// `Background(appId)`.
@@ -262,13 +326,14 @@ public enum Input: Hashable, Sendable {
     /// time budget that lives as long as `connection`. Replies ``Reply/taskID(_:)`` or a failure.
     case holdRequested(AppID, connection: ConnectionID, name: String?)
     /// The daemon is stopping (SIGTERM): every app it started is terminated (will-terminate, SIGTERM, SIGKILL;
-    /// a suspended one is killed). No reply.
+    /// a suspended one is killed). No reply; ``Action/stopFinished(unexited:)`` says when it is over.
     case stopRequested
     /// `BeginActivity(appId, mode)` on `connection`, which owns the activity.
     case activityRequested(AppID, connection: ConnectionID, mode: BackgroundMode)
     /// `EndActivity(appId, activityId)`.
     case activityEndRequested(AppID, ActivityID)
-    /// A client connection closed: its assertions and activities end; if it was an event stream, the app is gone.
+    /// A client connection closed: its assertions and activities end; if it was the event stream of an app
+    /// started by hand, the app is gone, and a process of it that the daemon spawned is killed.
     case connectionClosed(ConnectionID)
     /// The app's process exited. A `pid` that is not the app's current one is ignored (a stale report).
     case processExited(AppID, pid: Int32?)

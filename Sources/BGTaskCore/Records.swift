@@ -121,4 +121,6 @@ enum TimerKey: Hashable, Sendable {
     case taskWarning(AppID, String)
     case taskEnd(AppID, String)
     case wakeEnd(AppID)
+    /// The time limit of the daemon's stop.
+    case stopLimit
 }

@@ -37,16 +37,14 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
     /// Event streams: the CheckIn call of each connection that checked in.
     var streams: [ConnectionID: VarlinkRequest] = [:]
     var monitors: [ConnectionID: VarlinkRequest] = [:]
-    /// The request whose reply the input being handled produces.
-    var pendingRequest: VarlinkRequest?
     /// Recent decisions per app (for Explain and status), newest last, packed (DecisionHistory.swift).
     var history: [AppID: DecisionHistory] = [:]
     static let historyLimit = 32
     private(set) var decisionCount = 0
     /// Launch/Foreground calls whose reply waits for the spawn's result (issue 12), by app.
     var launchReplies: [AppID: [VarlinkRequest]] = [:]
-    /// Set while a `.launch` for the request being handled is performed: its `.ok` waits for the spawn.
-    var deferredLaunch: AppID?
+    /// Launch/Foreground requests whose `.ok` waits for the spawn their input caused, by request.
+    var deferredLaunches: [RequestID: AppID] = [:]
     /// Manager holds (SPEC §12): the `Hold` call of each, open while the hold lives, by app.
     var holdCalls: [AppID: [VarlinkRequest]] = [:]
     /// Called once every app the daemon started has exited (SIGTERM, `stopApps`).
@@ -55,6 +53,7 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
     var appByPid: [Int32: AppID] = [:]
     /// SPEC §13: apps started by others, adopted from their systemd cgroups (DaemonService+Adoption.swift).
     var adoption: AppAdoption?
+    /// The uid of each app's `User=`, resolved at (re)registration: shown and journaled (`BGTASKD_UID`).
     var uidByApp: [AppID: UInt32] = [:]
     /// SPEC §11's journal budget (issue 11): which grant/end entries are journaled, which are counted.
     private(set) var journalBudget: JournalBudgetGate!
@@ -85,10 +84,16 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
         startAdoption()
     }
 
-    /// Registers (or re-registers, keeping state) every manifest with the core, in app-id order.
+    /// Registers (or re-registers, keeping state) every manifest with the core, in app-id order, each with
+    /// the uid its `User=` resolves to now (issue 13: a reload that changes `User=` changes who may call).
     private func register(_ manifests: [AppID: AppManifestFile]) {
+        // Overwritten, not cleared: an app whose manifest went keeps its uid for its last decisions.
+        var resolved: [Account?: UInt32] = [:]
         for (id, manifest) in manifests.sorted(by: { $0.key < $1.key }) {
-            if let m = LoadedConfiguration.coreManifest(manifest, exempt: config.exempt.contains(id)) {
+            let uid = resolved[manifest.user] ?? resolveUser(manifest.user)?.uid ?? getuid()
+            resolved[manifest.user] = uid
+            uidByApp[id] = uid
+            if let m = LoadedConfiguration.coreManifest(manifest, exempt: config.exempt.contains(id), uid: uid) {
                 feed(.appRegistered(m))
             }
         }
@@ -126,53 +131,78 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
 
     func connectionClosed(_ connection: VarlinkConnection) {
         let id = ConnectionID(connection.id)
-        let streamApp = streams.removeValue(forKey: id).flatMap { WireAppID.optional($0.call.parameters) }.flatMap(AppID.init)
-        let pid = streamApp.flatMap { machine.app($0, now: now())?.pid }
+        streams[id] = nil
         monitors[id] = nil
         for (app, calls) in holdCalls {
             let left = calls.filter { $0.connection.id != connection.id }
             holdCalls[app] = left.isEmpty ? nil : left
         }
+        // The core kills what is left of an app it spawned that now counts as gone (issue 13).
         feed(.connectionClosed(id))
-        // An app the daemon started that the core now counts as gone (its stream closed during
-        // termination) must not live on unmanaged: kill what is left of it.
-        if let app = streamApp, let pid, launcher.isRunningChild(pid),
-            let snap = machine.app(app, now: now()), snap.state == .notRunning, !snap.launching
-        {
-            freezer.kill(app: app, pid: pid)
-        }
     }
 
     // MARK: - Driving the core
 
-    var pendingStream: (ConnectionID, VarlinkRequest)?
+    private var nextRequestNumber: UInt64 = 0
+    /// Requests fed to the core and not yet answered, by the ID its `.reply` echoes.
+    private var openRequests: [RequestID: VarlinkRequest] = [:]
+    /// Holds back the reply of a request (see `run(_:for:answer:)`).
+    private var replyGates: [RequestID: (@escaping () -> Void) -> Void] = [:]
+    /// Permission checks under way (`permitted`) and the core's verdicts on them.
+    private var checks: Set<RequestID> = []
+    private var verdicts: [RequestID: Reply] = [:]
+    /// The request being fed: its caller is the peer of the decisions it causes (`BGTASKD_PEER_PID`).
+    private var feeding: (id: RequestID, peer: PeerCredentials)?
 
-    /// Holds back the reply of the request being run (see `run(_:for:answer:)`).
-    private var replyGate: ((@escaping () -> Void) -> Void)?
+    private func openRequest(_ request: VarlinkRequest) -> RequestID {
+        nextRequestNumber += 1
+        let id = RequestID(nextRequestNumber)
+        openRequests[id] = request
+        return id
+    }
 
     /// Feeds a request's input and answers the request from the core's reply. `answer`, if given, gets the
     /// reply to send when it is ready (issue 11: a RunTaskNow is answered once the state file has it).
     func run(_ input: Input, for request: VarlinkRequest, answer gate: ((@escaping () -> Void) -> Void)? = nil) {
-        pendingRequest = request
-        replyGate = gate
-        defer { replyGate = nil }
-        feed(input)
-        if let still = pendingRequest, still.isOpen, !still.call.more {
+        let id = openRequest(request)
+        if let gate { replyGates[id] = gate }
+        feed(input, request: id)
+        replyGates[id] = nil
+        if let still = openRequests.removeValue(forKey: id), still.isOpen, !still.call.more {
             // Every request input yields one reply; this is a safety net for invariants.
             still.reply()
         }
-        pendingRequest = nil
+    }
+
+    /// Asks the core whether `request`'s caller may make it (issue 13: the core decides on the credentials
+    /// and journals a denial); a refused request is failed here.
+    func permitted(_ input: Input, _ request: VarlinkRequest) -> Bool {
+        let id = openRequest(request)
+        checks.insert(id)
+        feed(input, request: id)
+        checks.remove(id)
+        openRequests[id] = nil
+        guard let verdict = verdicts.removeValue(forKey: id) else { return false }
+        if case .ok = verdict { return true }
+        send(verdict, to: request)
+        return false
     }
 
     /// Feeds one input (and the inputs its actions cause), performs the actions, re-arms the timer.
-    func feed(_ first: Input) {
+    func feed(_ first: Input) { feed(first, request: nil) }
+
+    /// The same for the input of a request: the core's reply names `request`.
+    private func feed(_ first: Input, request: RequestID?) {
+        let outer = feeding
+        feeding = request.flatMap { id in openRequests[id].map { (id, $0.peer) } }
+        defer { feeding = outer }
         var inputs = [first]
         var i = 0
         while i < inputs.count {
             let input = inputs[i]
             i += 1
             let t = now()
-            for action in machine.handle(input, now: t) {
+            for action in machine.handle(input, now: t, request: i == 1 ? request : nil) {
                 if let follow = perform(action) { inputs.append(follow) }
             }
             switch input {
@@ -181,12 +211,8 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
             default: break
             }
         }
-        deferredLaunch = nil
+        if let request { deferredLaunches[request] = nil }
         armTimer()
-        if let stopCompletion, machine.appsStartedByDaemon.isEmpty {
-            self.stopCompletion = nil
-            stopCompletion([])
-        }
     }
 
     /// Answers the Launch/Foreground calls waiting for `app`'s spawn.
@@ -201,19 +227,11 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
         }
     }
 
-    /// SIGTERM (SPEC §9): terminates every app this daemon started and calls `completion` once all have
-    /// exited, or with those left when WillTerminateTimeoutSec + 2 × KillTimeoutSec have passed.
+    /// SIGTERM (SPEC §9): terminates every app this daemon started and calls `completion` when the core
+    /// says the stop is over: all have exited, or (with those left) its time limit passed.
     func stopApps(completion: @escaping ([AppID]) -> Void) {
         stopCompletion = completion
         feed(.stopRequested)
-        guard stopCompletion != nil else { return }
-        let lifecycle = config.lifecycle
-        let limit = lifecycle.willTerminateTimeout.microseconds + 2 * lifecycle.killTimeout.microseconds + 1_000_000
-        queue.asyncAfter(deadline: .now() + .microseconds(Int(limit))) { [weak self] in
-            guard let self, let completion = self.stopCompletion else { return }
-            self.stopCompletion = nil
-            completion(self.machine.appsStartedByDaemon)
-        }
     }
 
     /// Sentences on what, beside the recorded decisions, decides the app's fate (for Explain).
@@ -236,18 +254,21 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
         return out
     }
 
+    /// Performs one action of the core. Every case is spelled out (no `default:`): a new action does not
+    /// compile until the shell knows how to perform it.
     private func perform(_ action: Action) -> Input? {
-        if let d = action.decision { record(d, peer: pendingRequest?.peer) }
+        if let d = action.decision { record(d, peer: feeding?.peer) }
         switch action {
         case .deliver(_, let conn, let event):
             guard let stream = streams[conn] else { return nil }
             stream.reply(checkInReply(app: nil, state: event.state, event: event), continues: true)
             return nil
         case .launch(let app, _, _):
-            if let request = pendingRequest, let method = ManagerMethod(request.call), [.launch, .foreground].contains(method),
-                WireAppID.optional(request.call.parameters) == app.rawValue
+            if let (id, _) = feeding, let request = openRequests[id], let method = ManagerMethod(request.call),
+                [.launch, .foreground].contains(method), WireAppID.optional(request.call.parameters) == app.rawValue
             {
-                deferredLaunch = app
+                // The reply says whether the program could start (issue 12): it comes with the spawn's result.
+                deferredLaunches[id] = app
             }
             guard let manifest = config.manifests[app] else { return .launchFailed(app, message: "no manifest") }
             let cgroupFD = freezer.prepareLaunch(app: app)
@@ -268,35 +289,45 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
             case .failure(let error):
                 return .launchFailed(app, message: error.description)
             }
-        case .freeze(let app, _):
-            let pid = machine.app(app, now: now())?.pid
-            if ownsProcess(app, pid: pid) { freezer.freeze(app: app, pid: pid) }
-            adoption?.freeze(app)
-        case .thaw(let app, _):
-            let pid = machine.app(app, now: now())?.pid
-            if ownsProcess(app, pid: pid) { freezer.thaw(app: app, pid: pid) }
-            adoption?.thaw(app)
-        case .terminate(let app, _):
-            let pid = machine.app(app, now: now())?.pid
-            if ownsProcess(app, pid: pid) { freezer.signal(app: app, pid: pid, SIGTERM) }
-            adoption?.signal(app, SIGTERM)
-        case .kill(let app, _):
-            let pid = machine.app(app, now: now())?.pid
-            if ownsProcess(app, pid: pid) { freezer.kill(app: app, pid: pid) }
-            adoption?.kill(app)
-        case .reply(let reply):
-            answer(reply)
+        case .freeze(let app, let processes, _):
+            if ownsProcess(app, pid: processes.pid) { freezer.freeze(app: app, pid: processes.pid) }
+            if !processes.instances.isEmpty { adoption?.freeze(app) }
+        case .thaw(let app, let processes, _):
+            if ownsProcess(app, pid: processes.pid) { freezer.thaw(app: app, pid: processes.pid) }
+            if !processes.instances.isEmpty { adoption?.thaw(app) }
+        case .terminate(let app, let processes, _):
+            if ownsProcess(app, pid: processes.pid) { freezer.signal(app: app, pid: processes.pid, SIGTERM) }
+            if !processes.instances.isEmpty { adoption?.signal(app, SIGTERM) }
+        case .kill(let app, let processes, _):
+            if ownsProcess(app, pid: processes.pid) { freezer.kill(app: app, pid: processes.pid) }
+            if !processes.instances.isEmpty { adoption?.kill(app) }
+        case .reply(let reply, let id):
+            answer(reply, to: id)
         case .record:
             break
+        case .release(let app):
+            freezer.released(app: app)
+        case .stopFinished(let unexited):
+            let completion = stopCompletion
+            stopCompletion = nil
+            completion?(unexited)
         }
         return nil
     }
 
-    private func answer(_ reply: Reply) {
-        guard let request = pendingRequest else { return }
-        if let gate = replyGate {
-            pendingRequest = nil
-            replyGate = nil
+    /// Sends the core's reply to the request it names (none: a fact's, or an input fed without a request).
+    private func answer(_ reply: Reply, to id: RequestID?) {
+        guard let id else { return }
+        if checks.contains(id) {
+            verdicts[id] = reply
+            return
+        }
+        guard let request = openRequests.removeValue(forKey: id) else { return }
+        if case .ok = reply, let app = deferredLaunches.removeValue(forKey: id) {
+            launchReplies[app, default: []].append(request)
+            return
+        }
+        if let gate = replyGates.removeValue(forKey: id) {
             return gate { [weak self] in self?.send(reply, to: request) }
         }
         send(reply, to: request)
@@ -339,29 +370,21 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
     }
 
     /// The launcher's answer to a `.launch`. The core may have moved on meanwhile (terminated or
-    /// unregistered the app): a process it no longer expects is ended rather than left unmanaged.
+    /// unregistered the app): it decides to kill a process it no longer expects (issue 13).
     private func remoteLaunchFinished(_ app: AppID, _ result: Result<Int32, Launcher.LaunchError>) {
         switch result {
         case .success(let pid):
             appByPid[pid] = app
             feed(.appLaunched(app, pid: pid))
-            if machine.app(app, now: now())?.pid != pid {
-                logger.notice("\(app) was started (pid \(pid)) after its launch was called off: ending it")
-                freezer.kill(app: app, pid: pid)
-            }
         case .failure(let error):
             feed(.launchFailed(app, message: error.description))
-            // A launcher that answered too late may still have started it: nothing stays in the
-            // app's cgroup unmanaged (the cgroup freezer ends what is there; without one there is nothing
-            // to find it by).
-            if machine.app(app, now: now())?.pid == nil { freezer.kill(app: app, pid: nil) }
         }
     }
 
+    /// A process exited; the core says (`.release`) when its app has none left.
     private func processExited(pid: Int32, status: Int32?) {
         guard let app = appByPid.removeValue(forKey: pid) else { return }
         feed(.processExited(app, pid: pid))
-        if machine.app(app, now: now())?.pid == nil { freezer.released(app: app) }
     }
 
     func now() -> Instant { clock.monotonic() }
@@ -378,15 +401,15 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
     // MARK: - Decisions: journal, Monitor, history
 
     func record(_ decision: Decision, peer: PeerCredentials?) {
-        var marked = decision
-        if dryRun, [.suspend, .resume, .terminate].contains(marked.kind) {
-            marked.message += " (dry run: FreezerBackend=none, not enforced)"
+        let d = decision
+        var message = d.message
+        if dryRun, [.suspend, .resume, .terminate].contains(d.kind) {
+            message += " (dry run: FreezerBackend=none, not enforced)"
         }
-        let d = marked
         if d.kind == .terminate, let app = d.app, let calls = holdCalls.removeValue(forKey: app) {
             // SPEC §12: a manager hold does not outlive its app; `bgtaskctl hold` reports it.
             for call in calls {
-                call.fail(ManagerError.holdLost(appId: app.rawValue, reason: d.reason.rawValue, message: d.message))
+                call.fail(ManagerError.holdLost(appId: app.rawValue, reason: d.reason.rawValue, message: message))
             }
         }
         decisionCount += 1
@@ -395,7 +418,7 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
         if let app = d.app {
             // In place: no copy of the app's history per decision.
             history[app, default: DecisionHistory()].append(
-                realtimeUSec: realtime, kind: d.kind, reason: d.reason, message: d.message, app: app,
+                realtimeUSec: realtime, kind: d.kind, reason: d.reason, message: message, app: app,
                 limit: Self.historyLimit)
         }
         let priority: JournalPriority = d.severity == .warning ? .warning : (d.severity == .notice ? .notice : .info)
@@ -403,7 +426,7 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
         let uid = d.app.map { expectedUID($0) }
         let peerPID = peer?.pid
         if journalBudget.admit(d.kind, app: d.app) {
-            journal.send(d.message, priority: priority, essential: JournalBudget.isAlwaysJournaled(d.kind)) {
+            journal.send(message, priority: priority, essential: JournalBudget.isAlwaysJournaled(d.kind)) {
                 Self.journalFields(d, uid: uid, peerPID: peerPID)
             }
         }
@@ -411,7 +434,7 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
         if JournalBudget.isBudgeted(d.kind) { armTimer() }
         if !monitors.isEmpty {
             let reply = ManagerWire.MonitorReply(decision: wireDecision(
-                DecisionRecord(realtimeUSec: realtime, app: d.app, kind: d.kind, reason: d.reason, message: d.message)))
+                DecisionRecord(realtimeUSec: realtime, app: d.app, kind: d.kind, reason: d.reason, message: message)))
             for m in monitors.values { m.reply(reply, continues: true) }
         }
     }
@@ -450,13 +473,11 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
     /// Read-only access to the core for the refresh controller.
     var lifecycle: LifecycleMachine { machine }
 
-    /// Control methods: root, or a member of `ControlGroup=` (primary or supplementary group of the
-    /// calling process, read from /proc at call time).
-    func mayControl(_ peer: PeerCredentials) -> Bool {
-        if peer.uid == 0 { return true }
-        guard let gid = config.controlGroupID else { return false }
-        if peer.gid == gid { return true }
-        return ProcessInfoReader.supplementaryGroups(pid: peer.pid).contains(gid)
+    /// Control methods: the core decides (root, or a member of `ControlGroup=`) on the caller's credentials
+    /// and its supplementary groups, read from /proc at call time; a refused request is failed.
+    func mayControl(_ request: VarlinkRequest) -> Bool {
+        let peer = request.peer
+        return permitted(.controlCallReceived(caller: peer.caller, groups: ProcessInfoReader.supplementaryGroups(pid: peer.pid)), request)
     }
 }
 
@@ -473,3 +494,8 @@ enum ProcessInfoReader {
 
 /// Reads a whole (small) file, nil on any error.
 func readFile(_ path: String) -> String? { FileIO.read(path) }
+
+extension PeerCredentials {
+    /// The core's view of a caller.
+    var caller: Caller { Caller(pid: pid, uid: uid, gid: gid) }
+}

@@ -34,15 +34,17 @@ struct LoadedConfiguration: Sendable {
             willTerminateTimeout: .microseconds(d.willTerminateTimeoutUSec),
             killTimeout: .microseconds(d.killTimeoutUSec),
             refreshTaskBudget: .microseconds(d.refreshTaskBudgetUSec),
-            processingTaskBudget: .microseconds(d.processingTaskBudgetUSec)
+            processingTaskBudget: .microseconds(d.processingTaskBudgetUSec),
+            controlGroup: controlGroupID
         )
     }
 
-    static func coreManifest(_ m: AppManifestFile, exempt: Bool = false) -> AppManifest? {
+    /// The core's view of a manifest; `uid`: its `User=` resolved (the daemon's own uid when unset).
+    static func coreManifest(_ m: AppManifestFile, exempt: Bool = false, uid: UInt32? = nil) -> AppManifest? {
         guard let id = AppID(m.id) else { return nil }
         return AppManifest(
             id: id, lifecycleAware: m.lifecycleAware,
-            backgroundModes: m.backgroundModes, exempt: exempt)
+            backgroundModes: m.backgroundModes, exempt: exempt, uid: uid)
     }
 
     static func load(from options: DaemonOptions) -> Result<LoadedConfiguration, LoadError> {

@@ -84,7 +84,12 @@ private let scopeB = InstanceID("user-1000.slice/user@1000.service/app.slice/app
         let released = removed.decisions(.terminate)
         #expect(released.map(\.reason) == [.manifestRemoved])
         #expect(released.first?.previousState == .suspended && released.first?.state == .notRunning)
-        #expect(released.first?.message.contains("released") == true)
+        // issue 13: the decision's facts say it was released (the journal layer writes "released … from management").
+        if case .releasedFromManagement(let instances)? = released.first?.detail {
+            #expect(instances == [scopeA, scopeB])
+        } else {
+            Issue.record("not a release: \(String(describing: released.first?.detail))")
+        }
         // Forgotten: the app is gone, and its instances' later exit is nothing to it.
         #expect(h.snapshot(maps) == nil)
         #expect(h.send(.instanceVanished(maps, scopeA)).isEmpty)
@@ -116,7 +121,9 @@ private let scopeB = InstanceID("user-1000.slice/user@1000.service/app.slice/app
         h.send(.launchRequested(maps, background: false, exclusive: false))
         let removed = h.send(.appUnregistered(maps))
         #expect(removed.decisions(.terminate).map(\.reason) == [.manifestRemoved])
-        #expect(!(removed.decisions(.terminate).first?.message.contains("released") ?? true))
+        let detail = removed.decisions(.terminate).first?.detail
+        #expect(detail != nil)
+        if case .releasedFromManagement? = detail { Issue.record("released rather than terminated") }
     }
 
     @Test func terminationKillsEveryInstanceAndEndsWithTheLast() {

@@ -139,7 +139,7 @@ import Testing
         var h = Harness()
         h.launchActive(music)
         let begin = h.send(.activityRequested(music, connection: connA, mode: .audio))
-        guard case .reply(.activityID(let activity))? = begin.last else { return #expect(Bool(false)) }
+        guard case .reply(.activityID(let activity), _)? = begin.last else { return #expect(Bool(false)) }
         #expect(begin.decisions(.grant).first?.activityID == activity)
         let t0 = h.now
         guard let dib = h.background(music) else { return #expect(Bool(false)) }
@@ -189,7 +189,7 @@ import Testing
             .notificationPosted(name: "n", app: ghost, payload: nil), .memoryWarningRequested(ghost),
         ]
         for input in inputs {
-            #expect(h.send(input) == [.reply(.failure(.noSuchApp))], "\(input)")
+            #expect(h.send(input) == [.reply(.failure(.noSuchApp), to: nil)], "\(input)")
         }
         // Facts about unknown apps are ignored.
         #expect(h.send(.processExited(ghost, pid: 3)).isEmpty)

@@ -31,7 +31,7 @@ import Testing
         h.send(.notificationPosted(name: "a", app: mail, payload: Payload(json: "2")))
         #expect(h.snapshot(mail)?.queuedNotifications.map { $0.name } == ["b", "a"])
         let wake = h.send(.taskRunRequested(mail, identifier: "r", kind: .refresh, reason: .taskScheduled))
-        guard case .thaw(mail, _)? = wake.first else { return #expect(Bool(false)) }
+        guard case .thaw(mail, _, _)? = wake.first else { return #expect(Bool(false)) }
         #expect(
             wake.sequence == [
                 Step(.notification, .background), Step(.notification, .background),

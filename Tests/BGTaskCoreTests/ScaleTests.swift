@@ -23,7 +23,7 @@ import Testing
                 // Assertions on their own connections, apart from the event streams.
                 let actions = machine.handle(
                     .assertionRequested(app, connection: ConnectionID(UInt64(1_000_000 + n)), name: nil), now: now)
-                for case .reply(.taskID(let task)) in actions { tasks.append((app, task)) }
+                for case .reply(.taskID(let task), _) in actions { tasks.append((app, task)) }
             }
         }
         #expect(tasks.count == 100_000)

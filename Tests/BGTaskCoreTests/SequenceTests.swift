@@ -66,7 +66,7 @@ import Testing
         #expect(s.state(mail) == .suspended)
         s.send(.notificationPosted(name: "mail-arrived", app: mail, payload: Payload(json: #"{"n":1}"#)))
         let fromSuspended = s.after(.seconds(60), .foregroundRequested(mail, exclusive: true))
-        guard case .thaw(mail, let resume)? = fromSuspended.first else { return #expect(Bool(false), "thaw first") }
+        guard case .thaw(mail, _, let resume)? = fromSuspended.first else { return #expect(Bool(false), "thaw first") }
         #expect(resume.kind == .resume && resume.reason == .userRequest)
         #expect(
             fromSuspended.sequence == [
@@ -133,7 +133,7 @@ import Testing
         #expect(h.state(music) == .suspended)
 
         let wake = h.after(.minutes(20), .taskRunRequested(music, identifier: "sync", kind: .processing, reason: .taskScheduled))
-        guard case .thaw(music, _)? = wake.first else { return #expect(Bool(false), "thaw first") }
+        guard case .thaw(music, _, _)? = wake.first else { return #expect(Bool(false), "thaw first") }
         #expect(wake.sequence == [Step(.didEnterBackground, .background), Step(.performTask, .background)])
         #expect(wake.events[1].deadline == h.now + .minutes(5))
         #expect(h.snapshot(music)?.backgroundTimeRemaining == .seconds(30))

@@ -72,7 +72,7 @@ struct Harness {
     /// Begins an assertion and returns its identifier (``TaskID/invalid`` if denied).
     mutating func begin(_ app: AppID, on connection: ConnectionID = connA, name: String? = nil) -> TaskID {
         for action in send(.assertionRequested(app, connection: connection, name: name)) {
-            if case .reply(.taskID(let task)) = action { return task }
+            if case .reply(.taskID(let task), _) = action { return task }
         }
         return .invalid
     }
@@ -96,14 +96,14 @@ extension Array where Element == Action {
     var decisions: [Decision] { compactMap(\.decision) }
     var replies: [Reply] {
         compactMap { action in
-            if case .reply(let reply) = action { return reply }
+            if case .reply(let reply, _) = action { return reply }
             return nil
         }
     }
-    var freezes: [AppID] { compactMap { if case .freeze(let app, _) = $0 { return app } else { return nil } } }
-    var thaws: [AppID] { compactMap { if case .thaw(let app, _) = $0 { return app } else { return nil } } }
-    var sigterms: [AppID] { compactMap { if case .terminate(let app, _) = $0 { return app } else { return nil } } }
-    var kills: [AppID] { compactMap { if case .kill(let app, _) = $0 { return app } else { return nil } } }
+    var freezes: [AppID] { compactMap { if case .freeze(let app, _, _) = $0 { return app } else { return nil } } }
+    var thaws: [AppID] { compactMap { if case .thaw(let app, _, _) = $0 { return app } else { return nil } } }
+    var sigterms: [AppID] { compactMap { if case .terminate(let app, _, _) = $0 { return app } else { return nil } } }
+    var kills: [AppID] { compactMap { if case .kill(let app, _, _) = $0 { return app } else { return nil } } }
     var launches: [AppID] { compactMap { if case .launch(let app, _, _) = $0 { return app } else { return nil } } }
     func decisions(_ kind: DecisionKind) -> [Decision] { decisions.filter { $0.kind == kind } }
 }

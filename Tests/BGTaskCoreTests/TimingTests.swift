@@ -168,7 +168,7 @@ import Testing
         h.send(.eventAcknowledged(dib.id))
         h.at(t0 + .seconds(27))
         let actions = h.send(.assertionRequested(music, connection: connA, name: "late"))
-        guard case .reply(.taskID(let late))? = actions.first(where: { if case .reply = $0 { true } else { false } }) else {
+        guard case .reply(.taskID(let late), _)? = actions.first(where: { if case .reply = $0 { true } else { false } }) else {
             return #expect(Bool(false))
         }
         #expect(late.isValid)
@@ -245,7 +245,7 @@ import Testing
         h.send(.backgroundRequested(terminal))
         // `bgtaskctl hold --app`: another client holds an assertion for it.
         let hold = h.at(t0 + .seconds(2), .assertionRequested(terminal, connection: connC, name: "hold"))
-        guard case .reply(.taskID(let task))? = hold.last else { return #expect(Bool(false)) }
+        guard case .reply(.taskID(let task), _)? = hold.last else { return #expect(Bool(false)) }
         #expect(h.at(t0 + .seconds(5)).freezes.isEmpty)
         #expect(h.state(terminal) == .background)
         // Warnings cannot be delivered to it, but are recorded.

@@ -50,10 +50,18 @@ private final class FakeLauncher: AppLauncher, @unchecked Sendable {
         recorder.processes.append("spawn \(manifest.id) \(nextPid)")
         return .success(nextPid)
     }
+    /// Remote launches whose answer the test gives (`answerRemote`), in order.
+    var remoteAnswers: [@Sendable (Result<Int32, Launcher.LaunchError>) -> Void] = []
     func spawnRemotely(appID: String, socketPath: String, launcherSocket: String, cgroupProcsFD: Int32?,
                        completion: @escaping @Sendable (Result<Int32, Launcher.LaunchError>) -> Void)
     {
-        completion(.failure(Launcher.LaunchError(description: "no remote launcher in this test")))
+        remoteAnswers.append(completion)
+    }
+    /// The remote launcher answers its oldest launch: it started `pid`.
+    func answerRemote(pid: Int32) {
+        running.insert(pid)
+        recorder.processes.append("remote spawn \(pid)")
+        remoteAnswers.removeFirst()(.success(pid))
     }
     /// The process ended (as SIGCHLD would report it).
     func exited(_ pid: Int32) {
@@ -106,7 +114,7 @@ private final class ServiceHarness: @unchecked Sendable {
     var service: DaemonService!
     var server: VarlinkServer!
 
-    init(daemon: DaemonConfig = ServiceHarness.daemonConfig) throws {
+    init(daemon: DaemonConfig = ServiceHarness.daemonConfig, launcherSocket: String? = nil) throws {
         freezer = FakeFreezer(recorder)
         launcher = FakeLauncher(recorder)
         stateDir = NSTemporaryDirectory() + "bgtaskd-servicetest-\(UUID().uuidString)"
@@ -114,9 +122,10 @@ private final class ServiceHarness: @unchecked Sendable {
         let manifest = AppManifestFile(
             id: mail.rawValue, exec: ["/bin/true"], backgroundModes: [.fetch, .remoteNotification],
             permittedTaskIdentifiers: [refreshID])
-        let config = LoadedConfiguration(
+        var config = LoadedConfiguration(
             daemon: daemon, manifests: [mail: manifest], socketPath: "/nonexistent/bgtaskd-servicetest.sock",
             controlGroupID: nil, warnings: [])
+        config.launcherSocketPath = launcherSocket
         var options = DaemonOptions()
         options.stateDir = stateDir
         let logger = Logger(label: "bgtaskd-servicetest") { _ in SwiftLogNoOpLogHandler() }
@@ -280,6 +289,24 @@ private final class ServiceHarness: @unchecked Sendable {
         let launch = h.call(stranger, "io.bgtaskd.Manager.Launch", ["appId": .string(mail.rawValue)])
         #expect(launch.map(\.error) == ["io.bgtaskd.Manager.PermissionDenied"])
         #expect(h.processes.isEmpty)
+    }
+
+    /// issue 13: the launcher answers after the launch was called off; the core decides the kill (with a
+    /// journaled decision) and the shell performs it on the pid the action carries.
+    @Test func aRemoteLaunchAnsweredAfterItWasCalledOffIsKilled() throws {
+        let h = try ServiceHarness(launcherSocket: "/nonexistent/bgtaskd-launcher.sock")
+        defer { h.removeStateDirectory() }
+        let monitor = h.connect()
+        h.call(monitor, "io.bgtaskd.Manager.Monitor", more: true)
+        let ctl = h.connect()
+        // Launch waits for the launcher's answer; Terminate calls the launch off meanwhile.
+        #expect(h.call(ctl, "io.bgtaskd.Manager.Launch", ["appId": .string(mail.rawValue), "background": true]).isEmpty)
+        #expect(h.call(ctl, "io.bgtaskd.Manager.Terminate", ["appId": .string(mail.rawValue)]).map(\.error) == [nil])
+        h.queue.sync { h.launcher.answerRemote(pid: 41_234) }
+        #expect(h.processes.suffix(2) == ["remote spawn 41234", "kill \(mail) 41234"])
+        #expect(h.decisions(monitor).last.map { [$0.decision, $0.reason] } == ["terminate", "user-request"])
+        let apps = h.call(ctl, "io.bgtaskd.Manager.GetApp", ["appId": .string(mail.rawValue)])
+        #expect(apps.first?.parameters["app"]?.objectValue?["state"]?.stringValue == "not-running")
     }
 
     @Test func aScheduledTaskLaunchesTheAppWhenTheWallClockReachesItsDate() throws {

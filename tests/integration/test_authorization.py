@@ -263,3 +263,28 @@ def test_authorization_matrix_covers_every_described_method(daemon):
     print(f"\nauthorization matrix: {len(methods)} methods x {len(IDENTITIES)} callers = "
           f"{len(methods) * len(IDENTITIES)} calls, {len(wrong)} wrong")
     assert not wrong, "\n".join(wrong)
+
+
+# MARK: issue 13: the app's uid follows a reload
+
+def test_a_changed_user_takes_effect_on_reload(daemon):
+    """`User=` changed and reloaded: the new uid may call for the app, the old one is refused (the
+    daemon once kept the uid it had resolved first, for good)."""
+    sleeper = "Exec=/bin/sleep 600\nLifecycleAware=no\n"
+    d = daemon(conf="[Daemon]\nFreezerBackend=signal\n",
+               apps={A: f"[App]\nID={A}\nUser={OWNER_UID}\n{sleeper}"})
+    open_to_others(d)
+
+    def remaining():
+        with RawClient(d.socket) as c:
+            return c.call(f"{APP_IFACE}.BackgroundTimeRemaining", {"appId": A})
+
+    denied = f"{APP_IFACE}.PermissionDenied"
+    assert "error" not in as_user(OWNER_UID, OWNER_UID, [], remaining)
+    assert as_user(OTHER_UID, OTHER_UID, [], remaining).get("error") == denied
+
+    (d.config_dir / "apps.d" / f"{A}.app").write_text(f"[App]\nID={A}\nUser={OTHER_UID}\n{sleeper}")
+    with RawClient(d.socket) as root:
+        assert "error" not in root.call(f"{MANAGER}.Reload")
+    assert "error" not in as_user(OTHER_UID, OTHER_UID, [], remaining)
+    assert as_user(OWNER_UID, OWNER_UID, [], remaining).get("error") == denied

@@ -57,18 +57,12 @@ extension DaemonService {
             ? AppError.noSuchApp(appId: raw).varlinkError : ManagerError.noSuchApp(appId: raw).varlinkError
     }
 
-    /// The uids an app's calls may come from (besides root), and the uid it is shown and journaled with
-    /// (the first): the owners of its adopted instances (SPEC §13: the user manager each unit runs under,
-    /// from its cgroup path), else its `User=`, else the daemon's own.
-    func appUIDs(_ app: AppID) -> [UInt32] {
-        if let owners = adoption?.ownerUIDs(of: app), !owners.isEmpty { return owners }
-        if let cached = uidByApp[app] { return [cached] }
-        let uid = config.manifests[app].flatMap { resolveUser($0.user)?.uid } ?? getuid()
-        uidByApp[app] = uid
-        return [uid]
+    /// The uid an app is shown and journaled with: the owner of its first adopted instance (SPEC §13: the
+    /// user manager it runs under), else its `User=` (as registered), else the daemon's own. Who may call
+    /// for it is the core's decision (`LifecycleMachine+Permissions.swift`).
+    func expectedUID(_ app: AppID) -> UInt32 {
+        adoption?.ownerUIDs(of: app).first ?? uidByApp[app] ?? getuid()
     }
-
-    func expectedUID(_ app: AppID) -> UInt32 { appUIDs(app)[0] }
 
     private func handleApp(_ request: VarlinkRequest, _ method: AppMethod) {
         let conn = ConnectionID(request.connection.id)
@@ -76,26 +70,13 @@ extension DaemonService {
 
         if method == .acknowledge {
             guard let call = decode(request, AppWire.Acknowledge.self) else { return }
-            let event = EventID(UInt64(call.eventId))
-            // issue 11: event ids are small and sequential; only the app's own user (whose processes
-            // alone can hold its event stream) or root may acknowledge its events.
-            if let app = machine.appAwaitingAcknowledgement(of: event), peer.uid != 0, !appUIDs(app).contains(peer.uid) {
-                record(Decision(kind: .deny, reason: .permissionDenied, app: app, severity: .warning,
-                                message: "Denied Acknowledge of event \(call.eventId) of \(app) to \(peer): not the app's user"),
-                       peer: peer)
-                return request.fail(AppError.permissionDenied)
-            }
-            return run(.eventAcknowledged(event), for: request)
+            // The core refuses an event of an app acknowledged by another uid (issue 11).
+            return run(.eventAcknowledged(EventID(UInt64(call.eventId)), caller: peer.caller), for: request)
         }
         // Every other method names the app: known, and called by its user (or root), before the rest
         // of its parameters are looked at.
         guard let app = appParameter(request) else { return }
-        guard peer.uid == 0 || appUIDs(app).contains(peer.uid) else {
-            record(Decision(kind: .deny, reason: .permissionDenied, app: app, severity: .warning,
-                            message: "Denied \(method.rawValue) for \(app) to \(peer): not the app's user"),
-                   peer: peer)
-            return request.fail(AppError.permissionDenied)
-        }
+        guard permitted(.appCallReceived(app, method: method.rawValue, caller: peer.caller), request) else { return }
 
         switch method {
         case .acknowledge:
@@ -108,9 +89,7 @@ extension DaemonService {
                 freezer.attach(app: app, pid: peer.pid)
             }
             launcher.watch(pid: peer.pid)
-            pendingStream = (conn, request)
             run(.appCheckedIn(app, connection: conn, pid: peer.pid), for: request)
-            pendingStream = nil
         case .beginBackgroundTask:
             guard let call = decode(request, AppWire.BeginBackgroundTask.self) else { return }
             run(.assertionRequested(app, connection: conn, name: call.name), for: request)

@@ -6,7 +6,7 @@ import BGTaskProtocol
 // case of `ManagerMethod`; the switch has no default.
 extension DaemonService {
     func handleManager(_ request: VarlinkRequest, _ method: ManagerMethod) {
-        if !method.isReadOnly && !mayControl(request.peer) {
+        if !method.isReadOnly && !mayControl(request) {
             return request.fail(ManagerError.permissionDenied)
         }
         let t = now()

@@ -16,27 +16,18 @@ extension DaemonService {
         let call = request.call
         switch reply {
         case .ok:
-            if let app = deferredLaunch {
-                // The reply says whether the program could start (issue 12): it comes with the spawn's result.
-                deferredLaunch = nil
-                launchReplies[app, default: []].append(request)
-                pendingRequest = nil
-                return
-            }
             request.reply()
         case .checkedIn(let state):
-            guard let (conn, stream) = pendingStream else { return request.reply() }
-            streams[conn] = stream
+            // The CheckIn call stays open: it is the app's event stream.
+            streams[ConnectionID(request.connection.id)] = request
             let app = WireAppID.optional(call.parameters).flatMap(AppID.init)
-            stream.reply(checkInReply(app: app, state: state, event: nil), continues: true)
-            pendingRequest = nil
+            request.reply(checkInReply(app: app, state: state, event: nil), continues: true)
         case .taskID(let id):
             if ManagerMethod(call) == .hold {
                 if let app = WireAppID.optional(call.parameters).flatMap(AppID.init) {
                     holdCalls[app, default: []].append(request)
                 }
                 request.reply(ManagerWire.HoldReply(holdId: Int64(id.rawValue)), continues: true)
-                pendingRequest = nil
                 return
             }
             request.reply(AppWire.BeginBackgroundTaskReply(taskId: Int64(id.rawValue)))
@@ -70,6 +61,7 @@ extension DaemonService {
             case .alreadyCheckedIn: return ManagerError.alreadyCheckedIn(appId: appId).varlinkError
             case .modeNotDeclared, .modeNotContinuous: return ManagerError.modeNotDeclared(mode: mode).varlinkError
             case .invalidState: return ManagerError.invalidState(state: state).varlinkError
+            case .permissionDenied: return ManagerError.permissionDenied.varlinkError
             }
         }
         switch error {
@@ -79,6 +71,7 @@ extension DaemonService {
         case .modeNotDeclared: return AppError.modeNotDeclared(mode: mode).varlinkError
         case .modeNotContinuous: return AppError.modeNotContinuous(mode: mode).varlinkError
         case .invalidState: return AppError.invalidState(state: state).varlinkError
+        case .permissionDenied: return AppError.permissionDenied.varlinkError
         }
     }
 

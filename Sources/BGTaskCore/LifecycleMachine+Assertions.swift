@@ -1,0 +1,97 @@
+// SPEC §3 and §12: background-task assertions and manager holds, their budget and expiration.
+extension LifecycleMachine {
+    mutating func assertionRequested(_ app: AppID, connection: ConnectionID, name: String?) {
+        guard let i = slots[app] else { return reply(.failure(.noSuchApp)) }
+        func deny(_ reason: Reason) {
+            record(
+                .deny, reason, i, taskName: name, remaining: remaining(i), severity: .notice,
+                .assertionDenied(live: records[i].assertions.count))
+            reply(.taskID(.invalid))
+        }
+        if records[i].termination != nil { return deny(.terminating) }
+        if records[i].state == .notRunning { return deny(.notRunning) }
+        if records[i].assertions.count >= config.maxBackgroundTasksPerApp {
+            return deny(.tooManyAssertions)
+        }
+        // Suspended or not: resuming it for an assertion gives it no fresh budget (SPEC §3).
+        if records[i].state == .background || records[i].state == .suspended, let left = remaining(i), left <= .zero {
+            return deny(.budgetExhausted)
+        }
+        if records[i].state == .suspended { resumeHeld(i, reason: .assertionHeld) }
+        let task = TaskID(nextTaskNumber)
+        nextTaskNumber += 1
+        // The record's own AppID: its text is shared, not the copy the request carried.
+        assertionTable.insert(
+            AssertionRecord(id: task, app: records[i].id, connection: connection, name: name, begun: now, warned: false))
+        records[i].assertions.append(task)
+        connections.hold(task, on: connection)
+        let left = remaining(i)
+        record(
+            .grant, .appRequest, i, taskID: task, taskName: name, remaining: left,
+            .assertionGranted)
+        reply(.taskID(task))
+        // Begun after the warning point: warn it at once, it will not see the budget's warning.
+        if records[i].state == .background, let left, left <= nonNegative(config.expirationWarning) {
+            warn(i, task)
+        }
+    }
+
+    /// A manager hold (SPEC §12): like an assertion, but with no time budget and Manager permission (checked by
+    /// the shell). Refused for an app that is not running or is being terminated.
+    mutating func holdRequested(_ app: AppID, connection: ConnectionID, name: String?) {
+        guard let i = slots[app] else { return reply(.failure(.noSuchApp)) }
+        func deny(_ reason: Reason) {
+            record(.deny, reason, i, taskName: name, severity: .notice, .holdDenied)
+            reply(.failure(.invalidState))
+        }
+        if records[i].termination != nil { return deny(.terminating) }
+        if records[i].state == .notRunning { return deny(.notRunning) }
+        if records[i].state == .suspended { resumeHeld(i, reason: .managerHold) }
+        let task = TaskID(nextTaskNumber)
+        nextTaskNumber += 1
+        assertionTable.insert(
+            AssertionRecord(
+                id: task, app: records[i].id, connection: connection, name: name, begun: now, warned: false,
+                managerHold: true))
+        records[i].assertions.append(task)
+        connections.hold(task, on: connection)
+        record(
+            .grant, .managerHold, i, taskID: task, taskName: name,
+            .holdGranted)
+        reply(.taskID(task))
+    }
+
+    mutating func warn(_ i: Int, _ task: TaskID) {
+        guard let assertion = assertionTable[task], !assertion.warned, let since = records[i].backgroundSince else { return }
+        assertionTable.setWarned(task, true)
+        let end = since + nonNegative(config.backgroundTimeBudget)
+        let left = nonNegative(end - now)
+        deliver(i, .backgroundTaskWillExpire, taskID: task, taskName: assertion.name, deadline: end)
+        record(
+            .expire, .budgetEnding, i, taskID: task, taskName: assertion.name, remaining: left,
+            .assertionExpiring(in: left))
+    }
+
+    mutating func assertionEndRequested(_ app: AppID, _ task: TaskID) {
+        guard let i = slots[app] else { return reply(.failure(.noSuchApp)) }
+        guard let assertion = assertionTable[task], assertion.app == app else {
+            record(
+                .end, .unknownIdentifier, i, taskID: task, severity: .warning,
+                .unknownAssertionEnded)
+            return reply(.ok)
+        }
+        releaseAssertion(task)
+        record(
+            .end, assertion.managerHold ? .managerHold : .appRequest, i, taskID: task, taskName: assertion.name,
+            remaining: remaining(i),
+            .assertionEnded)
+        reply(.ok)
+        maybeSuspend(i)
+    }
+
+    mutating func releaseAssertion(_ task: TaskID) {
+        guard let assertion = assertionTable.remove(task) else { return }
+        if let i = slots[assertion.app] { records[i].assertions.removeAll { $0 == task } }
+        connections.release(task, on: assertion.connection)
+    }
+}

@@ -1,0 +1,93 @@
+// SPEC §3: an assertion, an activity and an event stream live no longer than their connection.
+/// What each client connection holds; only this file touches its storage.
+struct ConnectionTable: Sendable {
+    fileprivate var holdings: [ConnectionID: Holdings] = [:]
+    /// Event streams: the connection an app checked in on.
+    fileprivate var streams: [ConnectionID: AppID] = [:]
+
+    mutating func hold(_ task: TaskID, on connection: ConnectionID) {
+        holdings[connection, default: Holdings()].tasks.insert(task)
+    }
+
+    mutating func hold(_ activity: ActivityID, on connection: ConnectionID) {
+        holdings[connection, default: Holdings()].activities.insert(activity)
+    }
+
+    mutating func release(_ task: TaskID, on connection: ConnectionID) {
+        holdings[connection]?.tasks.remove(task)
+        if holdings[connection]?.isEmpty == true { holdings[connection] = nil }
+    }
+
+    mutating func release(_ activity: ActivityID, on connection: ConnectionID) {
+        holdings[connection]?.activities.remove(activity)
+        if holdings[connection]?.isEmpty == true { holdings[connection] = nil }
+    }
+
+    /// Everything `connection` held, forgotten.
+    mutating func removeHoldings(of connection: ConnectionID) -> Holdings? { holdings.removeValue(forKey: connection) }
+
+    /// The app whose event stream `connection` is.
+    func stream(_ connection: ConnectionID) -> AppID? { streams[connection] }
+
+    mutating func setStream(_ connection: ConnectionID, _ app: AppID) { streams[connection] = app }
+
+    /// Forgets the stream; the app it was.
+    mutating func removeStream(_ connection: ConnectionID) -> AppID? { streams.removeValue(forKey: connection) }
+}
+
+extension LifecycleMachine {
+    mutating func connectionClosed(_ connection: ConnectionID) {
+        var affected: Set<AppID> = []
+        if let held = connections.removeHoldings(of: connection) {
+            for task in held.tasks.sorted() {
+                guard let assertion = assertionTable[task], let i = slots[assertion.app] else { continue }
+                releaseAssertion(task)
+                if assertion.managerHold {
+                    record(
+                        .end, .managerHold, i, taskID: task, taskName: assertion.name,
+                        .holdEndedByDisconnect)
+                } else {
+                    record(
+                        .end, .clientDisconnected, i, taskID: task, taskName: assertion.name, remaining: remaining(i),
+                        .assertionReleasedByDisconnect)
+                }
+                affected.insert(assertion.app)
+            }
+            for activity in held.activities.sorted() {
+                guard let owned = activityTable[activity], let i = slots[owned.app] else { continue }
+                releaseActivity(activity)
+                record(
+                    .end, .clientDisconnected, i, activityID: activity,
+                    .activityReleasedByDisconnect(owned.mode))
+                affected.insert(owned.app)
+            }
+        }
+        if let app = connections.removeStream(connection), let i = slots[app] {
+            let streamPID = records[i].pid
+            records[i].connection = nil
+            if records[i].termination == nil, records[i].state != .notRunning {
+                if records[i].launchedByDaemon {
+                    // The daemon's own child may check in again; if it does not, launch-timeout.
+                    if records[i].manifest.lifecycleAware {
+                        deadlines.arm(.launch(app), at: now + nonNegative(config.launchTimeout))
+                    }
+                } else if records[i].instances.isEmpty {
+                    // Started by hand: its event stream was all we knew of it.
+                    let previous = records[i].state
+                    if previous == .suspended { thaw(i, reason: .clientDisconnected) }
+                    resetToNotRunning(i)
+                    record(.terminate, .clientDisconnected, i, previous: previous, .eventStreamClosed)
+                }
+            }
+            affected.insert(app)
+            // An app the daemon spawned that now counts as gone must not live on unmanaged: kill what is
+            // left of its process.
+            if let pid = streamPID, spawned[pid] == app, records[i].state == .notRunning, records[i].launch == nil {
+                emit(.kill(app, Processes(pid: pid), decision(.terminate, .clientDisconnected, i, severity: .notice, .orphanKilled(pid: pid))))
+            }
+        }
+        for app in affected.sorted() {
+            if let i = slots[app] { maybeSuspend(i) }
+        }
+    }
+}

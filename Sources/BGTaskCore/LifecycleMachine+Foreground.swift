@@ -1,0 +1,156 @@
+// SPEC §2 sequences 2, 3 and 6: foreground, background, interruption; the grace window and the budget armed.
+extension LifecycleMachine {
+    mutating func foregroundRequested(_ app: AppID, exclusive: Bool) {
+        guard let i = slots[app] else { return reply(.failure(.noSuchApp)) }
+        guard records[i].termination == nil else { return reply(.failure(.invalidState)) }
+        bringToForeground(i, exclusive: exclusive, reason: .userRequest)
+        reply(.ok)
+    }
+
+    mutating func bringToForeground(_ i: Int, exclusive: Bool, reason: Reason) {
+        let app = records[i].id
+        if exclusive {
+            let others = records.indices
+                .filter { records[$0].id != app && records[$0].state.isForeground && records[$0].termination == nil }
+                .map { records[$0].id }
+                .sorted()
+            for other in others {
+                if let j = slots[other] { sendToBackground(j, reason: .anotherAppForeground) }
+            }
+        }
+        switch records[i].state {
+        case .notRunning:
+            if records[i].launch != nil {
+                records[i].launch?.foreground = true
+            } else {
+                startLaunch(i, .user, foreground: true, cause: reason, work: [])
+            }
+        case .active:
+            break
+        case .inactive:
+            records[i].interrupted = false
+            records[i].state = .active
+            records[i].lastUsed = now
+            deliver(i, .didBecomeActive)
+            record(.foreground, reason, i, previous: .inactive, .becameActive)
+        case .background:
+            enterForeground(i, reason: reason, previous: .background)
+        case .suspended:
+            thaw(i, reason: reason)
+            enterForeground(i, reason: reason, previous: .suspended)
+        }
+    }
+
+    /// Sequence 3 from a running background app: `will-enter-foreground`, `did-become-active`.
+    mutating func enterForeground(_ i: Int, reason: Reason, previous: AppState) {
+        let app = records[i].id
+        clearGrace(i)
+        deadlines.cancel(.budgetWarning(app))
+        deadlines.cancel(.budgetEnd(app))
+        records[i].backgroundSince = nil
+        // The budget resets in the foreground, and with it the warnings.
+        for task in records[i].assertions { assertionTable.setWarned(task, false) }
+        records[i].state = .inactive
+        deliver(i, .willEnterForeground)
+        records[i].state = .active
+        records[i].lastUsed = now
+        deliver(i, .didBecomeActive)
+        record(.foreground, reason, i, previous: previous, .cameToForeground)
+    }
+
+    mutating func backgroundRequested(_ app: AppID) {
+        guard let i = slots[app] else { return reply(.failure(.noSuchApp)) }
+        guard records[i].termination == nil else { return reply(.failure(.invalidState)) }
+        switch records[i].state {
+        case .active, .inactive:
+            sendToBackground(i, reason: .userRequest)
+        case .background, .suspended:
+            break
+        case .notRunning:
+            guard records[i].launch != nil else { return reply(.failure(.invalidState)) }
+            records[i].launch?.foreground = false
+        }
+        reply(.ok)
+    }
+
+    /// Sequence 2: `will-resign-active` (if active), `did-enter-background`.
+    mutating func sendToBackground(_ i: Int, reason: Reason) {
+        let previous = records[i].state
+        switch previous {
+        case .active:
+            records[i].state = .inactive
+            deliver(i, .willResignActive)
+        case .inactive:
+            break
+        case .notRunning, .background, .suspended:
+            return
+        }
+        records[i].interrupted = false
+        records[i].leftForeground = now
+        enterBackground(i)
+        record(
+            .background, reason, i, previous: previous, remaining: remaining(i),
+            .wentToBackground(budget: nonNegative(config.backgroundTimeBudget)))
+        startWaitingTasks(i)
+    }
+
+    /// Enters the background: `did-enter-background` to acknowledge within the grace window, budget from now.
+    mutating func enterBackground(_ i: Int) {
+        let app = records[i].id
+        records[i].state = .background
+        records[i].backgroundSince = now
+        let graceEnd = now + nonNegative(config.didEnterBackgroundTimeout)
+        if records[i].manifest.lifecycleAware {
+            let event = deliver(i, .didEnterBackground, needsAck: true, deadline: graceEnd)
+            records[i].grace = .awaitingAck(event)
+            if let event { pendingAcks[event] = app }
+        } else {
+            records[i].grace = .window
+        }
+        deadlines.arm(.grace(app), at: graceEnd)
+        armBudget(i)
+    }
+
+    mutating func armBudget(_ i: Int) {
+        guard let since = records[i].backgroundSince else { return }
+        let app = records[i].id
+        let end = since + nonNegative(config.backgroundTimeBudget)
+        deadlines.arm(.budgetWarning(app), at: Swift.max(since, end - nonNegative(config.expirationWarning)))
+        deadlines.arm(.budgetEnd(app), at: end)
+    }
+
+    mutating func interruptionBegan(_ app: AppID) {
+        guard let i = slots[app] else { return reply(.failure(.noSuchApp)) }
+        guard records[i].termination == nil else { return reply(.failure(.invalidState)) }
+        switch records[i].state {
+        case .active:
+            records[i].state = .inactive
+            records[i].interrupted = true
+            deliver(i, .willResignActive)
+            record(.foreground, .interruption, i, previous: .active, .interrupted)
+            reply(.ok)
+        case .inactive where records[i].interrupted:
+            reply(.ok)
+        default:
+            reply(.failure(.invalidState))
+        }
+    }
+
+    mutating func interruptionEnded(_ app: AppID) {
+        guard let i = slots[app] else { return reply(.failure(.noSuchApp)) }
+        guard records[i].termination == nil else { return reply(.failure(.invalidState)) }
+        switch records[i].state {
+        case .inactive where records[i].interrupted:
+            records[i].interrupted = false
+            records[i].state = .active
+            records[i].lastUsed = now
+            deliver(i, .didBecomeActive)
+            record(.foreground, .interruptionEnded, i, previous: .inactive, .interruptionEnded)
+            reply(.ok)
+        case .active:
+            reply(.ok)
+        default:
+            reply(.failure(.invalidState))
+        }
+    }
+}

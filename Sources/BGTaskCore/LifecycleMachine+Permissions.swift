@@ -1,0 +1,37 @@
+// issue 11 and 13: who may call what, decided on the caller's credentials the shell read from the socket.
+extension LifecycleMachine {
+    /// Root, or one of the app's users: the owners of its adopted instances (SPEC §13: the user manager
+    /// each unit runs under, from its cgroup path), else its `User=` (re-read on every reload).
+    func mayAct(_ caller: Caller, for i: Int) -> Bool {
+        caller.uid == 0 || appUIDs(i).contains(caller.uid)
+    }
+
+    /// The uids besides root that may act for the app.
+    func appUIDs(_ i: Int) -> [UInt32] {
+        var owners: [UInt32] = []
+        for instance in records[i].instances.sorted() {
+            if let uid = instance.ownerUID, !owners.contains(uid) { owners.append(uid) }
+        }
+        if !owners.isEmpty { return owners }
+        return records[i].manifest.uid.map { [$0] } ?? []
+    }
+
+    /// A call of `io.bgtaskd.App` for `app`: allowed for root and the app's user, else denied and journaled.
+    mutating func appCallReceived(_ app: AppID, method: String, caller: Caller) {
+        guard let i = slots[app] else { return reply(.failure(.noSuchApp)) }
+        guard mayAct(caller, for: i) else {
+            record(.deny, .permissionDenied, i, severity: .warning, .callerNotAppUser(method: method, caller: caller))
+            return reply(.failure(.permissionDenied))
+        }
+        reply(.ok)
+    }
+
+    /// A control call: root, or a member (primary or supplementary group) of `ControlGroup=`.
+    mutating func controlCallReceived(caller: Caller, groups: [UInt32]) {
+        if caller.uid == 0 { return reply(.ok) }
+        guard let group = config.controlGroup, caller.gid == group || groups.contains(group) else {
+            return reply(.failure(.permissionDenied))
+        }
+        reply(.ok)
+    }
+}

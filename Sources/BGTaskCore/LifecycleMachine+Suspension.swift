@@ -1,0 +1,62 @@
+// SPEC §3: suspension when nothing holds the app, resumption, the grace window and the budget left.
+extension LifecycleMachine {
+    /// Freezes the app at once if it is in the background, acknowledged, and nothing holds it.
+    mutating func maybeSuspend(_ i: Int) {
+        let r = records[i]
+        guard r.state == .background, r.termination == nil, r.grace == .none, !r.holdsBackground else { return }
+        if r.manifest.exempt { return keepExempt(i) }
+        let app = r.id
+        deadlines.cancel(.budgetWarning(app))
+        deadlines.cancel(.budgetEnd(app))
+        records[i].state = .suspended
+        emit(
+            .freeze(
+                app, processes(i),
+                decision(
+                    .suspend, .noAssertions, i, previous: .background, remaining: remaining(i),
+                    .suspended)))
+    }
+
+    /// Thaws a suspended app into the background and delivers its queued notifications (SPEC §7).
+    mutating func thaw(_ i: Int, reason: Reason) {
+        let app = records[i].id
+        records[i].state = .background
+        emit(.thaw(app, processes(i), decision(.resume, reason, i, previous: .suspended, .resumed)))
+        for notification in records[i].notifications.drain() {
+            deliver(i, .notification, name: notification.name, payload: notification.payload)
+        }
+    }
+
+    /// Thaws a suspended app for an assertion, an activity or a manager hold: no event, and the budget it
+    /// had (SPEC §3: only the foreground resets it).
+    mutating func resumeHeld(_ i: Int, reason: Reason) {
+        thaw(i, reason: reason)
+        if records[i].backgroundSince == nil { records[i].backgroundSince = now }
+        records[i].grace = .none
+        armBudget(i)
+    }
+
+    /// Sequence 5: thaw, `did-enter-background`; the caller delivers the event.
+    mutating func resumeForEvent(_ i: Int, reason: Reason) {
+        thaw(i, reason: reason)
+        enterBackground(i)
+    }
+
+    mutating func clearGrace(_ i: Int) {
+        if case .awaitingAck(let event?) = records[i].grace { pendingAcks[event] = nil }
+        records[i].grace = .none
+        deadlines.cancel(.grace(records[i].id))
+    }
+
+    /// Background time left at `now`: `nil` unless the app is in the background or suspended.
+    func remaining(_ i: Int) -> TimeSpan? {
+        remaining(of: records[i], at: now)
+    }
+
+    func remaining(of record: AppRecord, at instant: Instant) -> TimeSpan? {
+        guard record.state == .background || record.state == .suspended, let since = record.backgroundSince else {
+            return nil
+        }
+        return nonNegative(since + nonNegative(config.backgroundTimeBudget) - instant)
+    }
+}
