@@ -53,9 +53,16 @@ public final class Daemon: @unchecked Sendable {
     }
 
     /// Loads configuration, starts serving, and parks the main thread in `dispatchMain()`.
+    ///
+    /// issue 15: start-up in two steps. bgtaskd.conf is read (a bad one refuses the start), the socket
+    /// bound and the signal sources registered; then READY=1. The apps (ten thousand manifests take
+    /// ~0.2 s) are read meanwhile on this thread, in parallel, and registered on the queue afterwards;
+    /// only then does the socket thread take the listening socket. A client that connects after READY=1
+    /// is accepted by the kernel (the backlog) and its calls are answered once every app is registered:
+    /// no call ever sees some of the apps.
     public func run() -> Never {
-        let config: LoadedConfiguration
-        switch LoadedConfiguration.load(from: options) {
+        var config: LoadedConfiguration
+        switch LoadedConfiguration.loadDaemon(from: options) {
         case .success(let c): config = c
         case .failure(let error):
             // Refuse to start: the message names file, line and key.
@@ -78,47 +85,15 @@ public final class Daemon: @unchecked Sendable {
         }
         makeDirectories(options.stateDir, mode: 0o755)
 
+        let daemonConfig = config
         queue.async { [self] in
-            let (freezer, freezerReason) = makeFreezer(config)
-            let service = DaemonService(
-                queue: queue, config: config, journal: journal, logger: logger, options: options, freezer: freezer)
-            service.freezerReason = freezerReason
-            service.reloadHandler = { [weak self] in self?.reload() }
-            var limits = VarlinkLimits()
-            limits.maxMessageSize = config.maxMessageSize
-            limits.maxConnectionsPerUser = config.daemon.maxConnectionsPerUser  // issue 11
-            limits.incompleteMessageTimeoutUSec = config.daemon.incompleteMessageTimeoutUSec
-            let server = VarlinkServer(queue: queue, service: service, limits: limits)
-            service.server = server
-            server.beforeTurn = { [journal] in journal.holdWakeups() }
-            server.afterTurn = { [journal] in journal.releaseWakeups() }
-            // Flow control: while journald cannot keep up, clients wait instead of decisions being lost.
-            // Entries mostly come from this queue (decisions), where the pause takes effect before the
-            // next call is served; the logger may send from elsewhere.
-            queue.setSpecific(key: Self.stateQueueKey, value: true)
-            journal.onCongestion({ [self] in
-                if DispatchQueue.getSpecific(key: Self.stateQueueKey) == true {
-                    pauseForJournal()
-                } else {
-                    queue.async { [self] in pauseForJournal() }
-                }
-            }, relieved: { [queue, server, journal] in
-                // Congested again before this runs: stay paused until the next relief.
-                queue.async { if !journal.isCongested { server.resumeIO() } }
-            })
-            self.service = service
-            updateMemoryPressure(config)  // issue 5
-            self.server = server
-            startWatchdog()
+            let (freezer, freezerReason) = makeFreezer(daemonConfig)
+            self.freezer = (freezer, freezerReason)
+            let freezerName = freezer.name
             // READY=1 only once the signal sources are registered: a SIGTERM sent right after READY
             // must stop the daemon, not fall into the SIG_IGN set before registration.
-            let freezerName = freezer.name
             installSignalHandlers { [self] in
-                // issue 15: serving starts here, once the signal sources are registered. The socket
-                // thread answers calls without libdispatch's event thread, so a client could otherwise
-                // be answered before SIGTERM/SIGHUP are taken (still SIG_IGN then: lost). Connections
-                // made before wait in the listening socket's backlog. READY=1 follows at once.
-                server.listen(fd: fd)
+                signalsRegistered = true
                 let socket = boundPath ?? "the socket passed by systemd"
                 let freezerText = "freezer backend \(freezerName): \(freezerReason)"
                 logger.info("bgtaskd started, listening on \(socket); \(freezerText)")
@@ -133,9 +108,78 @@ public final class Daemon: @unchecked Sendable {
                     writeStderr("bgtaskd: \(freezerText)\n")
                     if freezerName == "none" { writeStderr("bgtaskd: dry run: decisions are logged but not enforced\n") }
                 }
+                startServing(fd: fd)
             }
         }
+        // The apps, here (not on the queue: it stays free for the signal sources and READY=1).
+        config.loadApps(from: options)
+        let appWarnings = Array(config.warnings.dropFirst(daemonConfig.warnings.count))
+        let loaded = config
+        queue.async { [self] in
+            for w in appWarnings { logger.warning("\(w)") }
+            makeService(loaded, fd: fd)
+        }
         dispatchMain()
+    }
+
+    /// The freezer made at start-up (on the queue, before READY=1) and why it is the one in force.
+    private var freezer: (any Freezer, String)?
+    /// Set on the queue once the signal sources are registered (READY=1 was sent).
+    private var signalsRegistered = false
+    /// A SIGHUP that came before the service existed: reloaded once it does.
+    private var reloadPending = false
+
+    /// The service and the server for `config` (with its apps), on the queue; serving starts once READY=1
+    /// was sent too (`startServing`).
+    private func makeService(_ config: LoadedConfiguration, fd: Int32) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard let made = self.freezer, !stopping else { return }
+        let (freezer, freezerReason) = made
+        let service = DaemonService(
+            queue: queue, config: config, journal: journal, logger: logger, options: options, freezer: freezer)
+        service.freezerReason = freezerReason
+        service.reloadHandler = { [weak self] in self?.reload() }
+        var limits = VarlinkLimits()
+        limits.maxMessageSize = config.maxMessageSize
+        limits.maxConnectionsPerUser = config.daemon.maxConnectionsPerUser  // issue 11
+        limits.incompleteMessageTimeoutUSec = config.daemon.incompleteMessageTimeoutUSec
+        let server = VarlinkServer(queue: queue, service: service, limits: limits)
+        service.server = server
+        server.beforeTurn = { [journal] in journal.holdWakeups() }
+        server.afterTurn = { [journal] in journal.releaseWakeups() }
+        // Flow control: while journald cannot keep up, clients wait instead of decisions being lost.
+        // Entries mostly come from this queue (decisions), where the pause takes effect before the
+        // next call is served; the logger may send from elsewhere.
+        queue.setSpecific(key: Self.stateQueueKey, value: true)
+        journal.onCongestion({ [self] in
+            if DispatchQueue.getSpecific(key: Self.stateQueueKey) == true {
+                pauseForJournal()
+            } else {
+                queue.async { [self] in pauseForJournal() }
+            }
+        }, relieved: { [queue, server, journal] in
+            // Congested again before this runs: stay paused until the next relief.
+            queue.async { if !journal.isCongested { server.resumeIO() } }
+        })
+        self.service = service
+        updateMemoryPressure(config)  // issue 5
+        self.server = server
+        startWatchdog()
+        startServing(fd: fd)
+    }
+
+    /// Serving starts once both the signal sources are registered (the socket thread answers calls
+    /// without libdispatch's event thread, so a client could otherwise be answered before
+    /// SIGTERM/SIGHUP are taken: still SIG_IGN then, lost) and every app is registered. Connections
+    /// made before wait in the listening socket's backlog. On the queue; the second call starts.
+    private func startServing(fd: Int32) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard signalsRegistered, let server, !stopping else { return }
+        server.listen(fd: fd)
+        if reloadPending {
+            reloadPending = false
+            reload()
+        }
     }
 
     /// Stops serving clients while the journal is congested, for `journalPauseLimit` at most. On `queue`.
@@ -227,6 +271,11 @@ public final class Daemon: @unchecked Sendable {
     @discardableResult
     func reload() -> LoadedConfiguration.LoadError? {
         dispatchPrecondition(condition: .onQueue(queue))
+        // issue 15: a SIGHUP during start-up, before the apps are registered, reloads once they are.
+        guard service != nil else {
+            reloadPending = true
+            return nil
+        }
         notifier.reloading()
         var loaded = LoadedConfiguration.load(from: options)
         // A manifest that cannot be read is left out at start; on reload it would end its running app,

@@ -47,7 +47,18 @@ struct LoadedConfiguration: Sendable {
             backgroundModes: m.backgroundModes, exempt: exempt, uid: uid)
     }
 
+    /// bgtaskd.conf (+ drop-ins) and the manifests (`loadDaemon` then `loadApps`).
     static func load(from options: DaemonOptions) -> Result<LoadedConfiguration, LoadError> {
+        loadDaemon(from: options).map { config in
+            var config = config
+            config.loadApps(from: options)
+            return config
+        }
+    }
+
+    /// bgtaskd.conf (+ drop-ins) and what the flags override, without any app (issue 15: start-up binds
+    /// the socket and sends READY=1 with this; `loadApps` follows off the queue, and calls wait for it).
+    static func loadDaemon(from options: DaemonOptions) -> Result<LoadedConfiguration, LoadError> {
         let daemon: DaemonConfig
         var warnings: [String] = []
         do {
@@ -56,13 +67,6 @@ struct LoadedConfiguration: Sendable {
             warnings += loaded.warnings.map(\.description)
         } catch {
             return .failure(LoadError(description: error.description, source: error))
-        }
-        let apps = AppManifestFile.loadAll(appsDirectory: AppManifestFile.appsDirectory(inConfigDirectory: options.configDir))
-        warnings += apps.errors.map { "\($0) (app left out)" }
-        warnings += apps.warnings.map(\.description)
-        var manifests: [AppID: AppManifestFile] = [:]
-        for m in apps.manifests {
-            if let id = AppID(m.id) { manifests[id] = m }
         }
         var gid: UInt32?
         if let group = daemon.controlGroup {
@@ -78,12 +82,23 @@ struct LoadedConfiguration: Sendable {
         // --socket wins; then an explicit Socket=; else the socket lives in the runtime directory.
         let socket = options.socketPath
             ?? (daemon.socket != DaemonConfig().socket ? daemon.socket : options.runtimeDir + "/io.bgtaskd")
-        var loaded = LoadedConfiguration(daemon: daemon, manifests: manifests, socketPath: socket, controlGroupID: gid, warnings: warnings)
+        var loaded = LoadedConfiguration(daemon: daemon, manifests: [:], socketPath: socket, controlGroupID: gid, warnings: warnings)
         // --launcher-socket wins (an empty one: spawn in-process whatever the file says).
         loaded.launcherSocketPath = options.launcherSocketPath.map { $0.isEmpty ? nil : $0 } ?? daemon.launcherSocket
-        loaded.manifestErrors = apps.errors
-        loaded.addDesktopApps()
         return .success(loaded)
+    }
+
+    /// Adds the apps: the manifests of `apps.d` (a bad one is a warning and left out) and the desktop
+    /// entries. Reads files: never on the state queue at start-up (issue 15).
+    mutating func loadApps(from options: DaemonOptions) {
+        let apps = AppManifestFile.loadAll(appsDirectory: AppManifestFile.appsDirectory(inConfigDirectory: options.configDir))
+        warnings += apps.errors.map { "\($0) (app left out)" }
+        warnings += apps.warnings.map(\.description)
+        for m in apps.manifests {
+            if let id = AppID(m.id) { manifests[id] = m }
+        }
+        manifestErrors = apps.errors
+        addDesktopApps()
     }
 
     struct LoadError: Error, CustomStringConvertible, Sendable {

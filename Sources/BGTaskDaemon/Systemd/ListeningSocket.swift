@@ -73,7 +73,9 @@ public enum ListeningSocket: Sendable {
             throw SocketError(description: "\(path): bind: \(String(cString: strerror(e)))")
         }
         chmod(path, 0o666)
-        guard listen(fd, 256) == 0 else {
+        // issue 15: clients that connect between READY=1 and the end of start-up (the apps being
+        // registered) wait in the backlog; as deep as the kernel allows (net.core.somaxconn caps it).
+        guard listen(fd, SOMAXCONN) == 0 else {
             let e = errno
             close(fd)
             throw SocketError(description: "\(path): listen: \(String(cString: strerror(e)))")
