@@ -836,16 +836,20 @@ def row_startup(t: Table, res: dict, a):
         with Daemon("startup-10k", BASE_CONF.format(max=16), [f"org.bench.S{i:05d}" for i in range(10000)]) as d:
             res["startup_10k_apps_s"] = d.ready_s
             t0 = time.monotonic()
-            n = len(d.call("io.bgtaskd.Manager.ListApps")["apps"])
+            d.call("org.varlink.service.GetInfo")
             res["startup_10k_first_call_s"] = time.monotonic() - t0
-            res["startup_10k_listed"] = n
+            t0 = time.monotonic()
+            res["startup_10k_listed"] = len(d.call("io.bgtaskd.Manager.ListApps")["apps"])
+            res["startup_10k_list_s"] = time.monotonic() - t0
     if res.get("startup_10k_apps_s"):
         t.add("", "start-up, exec → READY=1, 10,000 manifests (one start)", fmt_us(res["startup_10k_apps_s"] * 1e6),
-              f"native process sending READY=1 at once: {fmt_us(bm)}", ratio(res["startup_10k_apps_s"] * 1e6, bm))
+              f"native process sending READY=1 at once: {fmt_us(bm)}", ratio(res["startup_10k_apps_s"] * 1e6, bm),
+              "≤ 100 ms", "yes" if res["startup_10k_apps_s"] <= 0.1 else "NO")
     if res.get("startup_10k_first_call_s"):
         # Calls wait until every app is registered (issue 15): what a client sees right after READY=1.
-        t.notes.append(f"row 6: after READY=1, the first call (ListApps) was answered in "
-                       f"{fmt_us(res['startup_10k_first_call_s'] * 1e6)} with {res['startup_10k_listed']} apps")
+        t.notes.append(f"row 6: 10,000 manifests: after READY=1 the first call (GetInfo) was answered in "
+                       f"{fmt_us(res['startup_10k_first_call_s'] * 1e6)} (it waits for the apps to be registered); "
+                       f"then ListApps listed {res['startup_10k_listed']} apps in {fmt_us(res['startup_10k_list_s'] * 1e6)}")
 
 
 def main():

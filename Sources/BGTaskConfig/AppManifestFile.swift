@@ -194,7 +194,7 @@ public struct AppManifestFile: Hashable, Sendable {
         schema.apply(file, to: &draft, errors: &errors, warnings: &warnings, assigned: &assigned)
 
         let fileLocation = SourceLocation(file: path, line: 0)
-        let baseName = String(path.split(separator: "/", omittingEmptySubsequences: false).last ?? "")
+        let baseName = String(path.utf8.lastIndex(of: UInt8(ascii: "/")).map { path[path.utf8.index(after: $0)...] } ?? Substring(path))
         let fileID = baseName.hasSuffix(fileExtension) ? String(baseName.dropLast(fileExtension.count)) : baseName
         guard let header = file.sections.first(where: { $0.name == section }) else {
             if errors.isEmpty {

@@ -116,7 +116,9 @@ func listDirectory(_ directory: String, suffix: String) -> Result<[String], Conf
         names.append(name)
     }
     let paths = names
-        .sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        // Bytewise: strcmp compares unsigned bytes, as `utf8.lexicographicallyPrecedes` did, at a fraction
+        // of its cost (the generic comparison was 4% of a 10,000-manifest start); names hold no NUL.
+        .sorted { strcmp($0, $1) < 0 }
         .map { joinPath(directory, $0) }
     return .success(paths)
 }

@@ -83,3 +83,21 @@ def test_sigterm_right_after_ready_stops_the_daemon(daemon, notify_socket):
             raise
         stopping, _ = notify_socket.wait_for("STOPPING")
         assert stopping["STOPPING"] == "1"
+
+
+def test_a_call_right_after_ready_sees_every_app(daemon, notify_socket):
+    """issue 15: READY=1 no longer waits for the manifests; they are registered afterwards, and calls made
+    meanwhile wait for them: the first call after READY=1 sees every app, never a part of them."""
+    n = 2000
+    apps = {f"org.test.Start{i:04d}": f"[App]\nID=org.test.Start{i:04d}\nExec=/bin/sleep 600\nLifecycleAware=no\n"
+            for i in range(n)}
+    d = daemon(env={"NOTIFY_SOCKET": notify_socket.path}, wait=False, apps=apps)
+    ready, _ = notify_socket.wait_for("READY")
+    assert ready["READY"] == "1"
+    with RawClient(d.socket, timeout=30.0) as c:
+        c.send_call("io.bgtaskd.Manager.ListApps")
+        reply = c.recv_message(timeout=30.0)
+    assert "error" not in reply, reply
+    listed = {a["appId"] for a in reply["parameters"]["apps"]}
+    missing = set(apps) - listed
+    assert not missing, f"{len(missing)} of {n} apps missing from the first ListApps after READY=1"
