@@ -123,6 +123,26 @@ func isWhitespace(_ c: Character) -> Bool {
 }
 
 func trimWhitespace(_ s: Substring) -> Substring {
+    // issue 15: on the UTF-8 bytes when the bytes beside what is trimmed are ASCII: a whitespace byte then
+    // forms a Character of its own (only CR LF joins, both whitespace), so the result is the Character-wise
+    // one below, without grapheme breaking. A space before a combining mark (one Character, not
+    // whitespace) or after a prepended mark takes the Character-wise path.
+    let u = s.utf8
+    var lo = u.startIndex
+    var hi = u.endIndex
+    while lo < hi, isWhitespaceByte(u[lo]) { lo = u.index(after: lo) }
+    while hi > lo, isWhitespaceByte(u[u.index(before: hi)]) { hi = u.index(before: hi) }
+    let leftASCII = lo == u.startIndex || lo == hi || u[lo] < 0x80
+    let rightASCII = hi == u.endIndex || hi == lo || u[u.index(before: hi)] < 0x80
+    if leftASCII && rightASCII { return s[lo..<hi] }
+    return trimWhitespaceByCharacter(s)
+}
+
+private func isWhitespaceByte(_ b: UInt8) -> Bool {
+    b == 0x20 || b == 0x09 || b == 0x0A || b == 0x0D
+}
+
+private func trimWhitespaceByCharacter(_ s: Substring) -> Substring {
     var s = s
     while let first = s.first, isWhitespace(first) { s.removeFirst() }
     while let last = s.last, isWhitespace(last) { s.removeLast() }

@@ -89,7 +89,9 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
     private func register(_ manifests: [AppID: AppManifestFile]) {
         // Overwritten, not cleared: an app whose manifest went keeps its uid for its last decisions.
         var resolved: [Account?: UInt32] = [:]
-        for (id, manifest) in manifests.sorted(by: { $0.key < $1.key }) {
+        // App IDs are ASCII (A-Za-z0-9._-), where strcmp's order is String's `<`, at a fraction of its cost
+        // (issue 15: sorting 10,000 IDs was 4% of start-up).
+        for (id, manifest) in manifests.sorted(by: { strcmp($0.key.rawValue, $1.key.rawValue) < 0 }) {
             let uid = resolved[manifest.user] ?? resolveUser(manifest.user)?.uid ?? getuid()
             resolved[manifest.user] = uid
             uidByApp[id] = uid

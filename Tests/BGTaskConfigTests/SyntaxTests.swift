@@ -107,4 +107,17 @@ struct SyntaxTests {
         ])
         #expect(file.errors.allSatisfy { $0.key == nil })
     }
+
+    /// issue 15: whitespace is trimmed on the bytes where that is the Character-wise trim, and Character-wise
+    /// where a space and a combining mark are one Character (not whitespace), as before.
+    @Test func trimmingAroundNonASCII() {
+        let text = "[S]\nA=  caf\u{E9}  \nB= \u{301}x\nC=x \u{301}\n  D\u{E9} =\t\u{E9}\t\r\nE=\r\n"
+        #expect(assignments(text) == [
+            "2 [S] A=caf\u{E9}",
+            "3 [S] B= \u{301}x",
+            "4 [S] C=x \u{301}",
+            "5 [S] D\u{E9}=\u{E9}",
+            "6 [S] E=",
+        ])
+    }
 }
