@@ -16,7 +16,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from support import RawClient
+from support import TEST_DAEMON_PIDS, RawClient, own_daemon_matches
 
 _counter = itertools.count()
 
@@ -304,9 +304,11 @@ class Monitor:
 # MARK: the journal
 
 def journal(since_realtime: float, *matches: str) -> list[dict]:
-    """Entries of bgtaskd since a wall-clock time, filtered by FIELD=value matches."""
+    """Entries of this test's bgtaskd processes (`_PID`, support.own_daemon_matches) since a wall-clock
+    time, filtered by FIELD=value matches."""
     out = subprocess.run(
-        ["journalctl", "-t", "bgtaskd", "-o", "json", "--no-pager", f"--since=@{since_realtime:.6f}", *matches],
+        ["journalctl", "-t", "bgtaskd", "-o", "json", "--no-pager", f"--since=@{since_realtime:.6f}",
+         *own_daemon_matches(matches)],
         capture_output=True, text=True, timeout=30)
     return [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
 
@@ -420,6 +422,7 @@ class DaemonInCgroup:
             self.proc = subprocess.Popen(
                 ["sh", "-c", f'echo $$ > "$0/cgroup.procs" && exec "$@"', cgroup, *args],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+        TEST_DAEMON_PIDS.append(self.proc.pid)  # `sh` execs bgtaskd: the same process
         deadline = time.monotonic() + 10
         while True:
             try:
