@@ -443,10 +443,11 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
                 limit: Self.historyLimit)
         }
         let priority: JournalPriority = d.severity == .warning ? .warning : (d.severity == .notice ? .notice : .info)
-        // The fields are formatted by the journal's writer, off this queue.
-        let uid = d.app.map { expectedUID($0) }
-        let peerPID = peer?.pid
+        // The fields are formatted by the journal's writer, off this queue; the uid is looked up only for
+        // an entry that is journaled (issue 15: most grants and ends are counted by the budget instead).
         if journalBudget.admit(d.kind, app: d.app) {
+            let uid = d.app.map { expectedUID($0) }
+            let peerPID = peer?.pid
             journal.send(message, priority: priority, essential: JournalBudget.isAlwaysJournaled(d.kind)) {
                 Self.journalFields(d, uid: uid, peerPID: peerPID)
             }
