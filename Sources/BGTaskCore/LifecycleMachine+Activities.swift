@@ -24,7 +24,7 @@ extension LifecycleMachine {
         guard let i = slots[app] else { return reply(.failure(.noSuchApp)) }
         func deny(_ reason: Reason, _ error: CoreError) {
             record(.deny, reason, i, severity: .notice, .activityDenied(mode))
-            reply(.failure(error))
+            if error == .invalidState { refuseInState(i) } else { reply(.failure(error)) }
         }
         guard records[i].manifest.backgroundModes.contains(mode) else {
             return deny(.modeNotDeclared, .modeNotDeclared)

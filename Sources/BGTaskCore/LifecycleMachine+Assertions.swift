@@ -42,7 +42,7 @@ extension LifecycleMachine {
         guard let i = slots[app] else { return reply(.failure(.noSuchApp)) }
         func deny(_ reason: Reason) {
             record(.deny, reason, i, taskName: name, severity: .notice, .holdDenied)
-            reply(.failure(.invalidState))
+            refuseInState(i)
         }
         if records[i].termination != nil { return deny(.terminating) }
         if records[i].state == .notRunning { return deny(.notRunning) }
@@ -55,6 +55,7 @@ extension LifecycleMachine {
                 managerHold: true))
         records[i].assertions.append(task)
         connections.hold(task, on: connection)
+        if let replyTo = currentRequest { holdRequests[task] = replyTo }
         record(
             .grant, .managerHold, i, taskID: task, taskName: name,
             .holdGranted)
@@ -91,6 +92,7 @@ extension LifecycleMachine {
 
     mutating func releaseAssertion(_ task: TaskID) {
         guard let assertion = assertionTable.remove(task) else { return }
+        holdRequests[task] = nil
         if let i = slots[assertion.app] { records[i].assertions.removeAll { $0 == task } }
         connections.release(task, on: assertion.connection)
     }

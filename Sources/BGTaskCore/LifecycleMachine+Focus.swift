@@ -7,7 +7,7 @@ extension LifecycleMachine {
         var target: Int?
         if let app {
             guard let i = slots[app] else { return reply(.failure(.noSuchApp)) }
-            guard records[i].termination == nil else { return reply(.failure(.invalidState)) }
+            guard records[i].termination == nil else { return refuseInState(i) }
             target = i
         }
         let others = records.indices

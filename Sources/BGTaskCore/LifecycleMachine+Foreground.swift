@@ -2,7 +2,7 @@
 extension LifecycleMachine {
     mutating func foregroundRequested(_ app: AppID, exclusive: Bool) {
         guard let i = slots[app] else { return reply(.failure(.noSuchApp)) }
-        guard records[i].termination == nil else { return reply(.failure(.invalidState)) }
+        guard records[i].termination == nil else { return refuseInState(i) }
         bringToForeground(i, exclusive: exclusive, reason: .userRequest)
         reply(.ok)
     }
@@ -60,14 +60,14 @@ extension LifecycleMachine {
 
     mutating func backgroundRequested(_ app: AppID) {
         guard let i = slots[app] else { return reply(.failure(.noSuchApp)) }
-        guard records[i].termination == nil else { return reply(.failure(.invalidState)) }
+        guard records[i].termination == nil else { return refuseInState(i) }
         switch records[i].state {
         case .active, .inactive:
             sendToBackground(i, reason: .userRequest)
         case .background, .suspended:
             break
         case .notRunning:
-            guard records[i].launch != nil else { return reply(.failure(.invalidState)) }
+            guard records[i].launch != nil else { return refuseInState(i) }
             records[i].launch?.foreground = false
         }
         reply(.ok)
@@ -121,7 +121,7 @@ extension LifecycleMachine {
 
     mutating func interruptionBegan(_ app: AppID) {
         guard let i = slots[app] else { return reply(.failure(.noSuchApp)) }
-        guard records[i].termination == nil else { return reply(.failure(.invalidState)) }
+        guard records[i].termination == nil else { return refuseInState(i) }
         switch records[i].state {
         case .active:
             records[i].state = .inactive
@@ -132,13 +132,13 @@ extension LifecycleMachine {
         case .inactive where records[i].interrupted:
             reply(.ok)
         default:
-            reply(.failure(.invalidState))
+            refuseInState(i)
         }
     }
 
     mutating func interruptionEnded(_ app: AppID) {
         guard let i = slots[app] else { return reply(.failure(.noSuchApp)) }
-        guard records[i].termination == nil else { return reply(.failure(.invalidState)) }
+        guard records[i].termination == nil else { return refuseInState(i) }
         switch records[i].state {
         case .inactive where records[i].interrupted:
             records[i].interrupted = false
@@ -150,7 +150,7 @@ extension LifecycleMachine {
         case .active:
             reply(.ok)
         default:
-            reply(.failure(.invalidState))
+            refuseInState(i)
         }
     }
 }

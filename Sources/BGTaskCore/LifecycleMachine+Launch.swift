@@ -44,7 +44,7 @@ extension LifecycleMachine {
 
     mutating func launchRequested(_ app: AppID, background: Bool, exclusive: Bool) {
         guard let i = slots[app] else { return reply(.failure(.noSuchApp)) }
-        guard records[i].termination == nil else { return reply(.failure(.invalidState)) }
+        guard records[i].termination == nil else { return refuseInState(i) }
         if background {
             if records[i].state == .notRunning, records[i].launch == nil {
                 startLaunch(i, .user, foreground: false, cause: .userRequest, work: [])
@@ -156,7 +156,7 @@ extension LifecycleMachine {
         guard records[i].connection == nil, connections.stream(connection) == nil else {
             return reply(.failure(.alreadyCheckedIn))
         }
-        guard records[i].termination == nil else { return reply(.failure(.invalidState)) }
+        guard records[i].termination == nil else { return refuseInState(i) }
         records[i].connection = connection
         connections.setStream(connection, app)
         if let pid { records[i].pid = pid }

@@ -39,7 +39,29 @@ extension LifecycleMachine {
         reply(.ok)
     }
 
+    /// A PSI trigger fired: the episode says whether to warn or to reclaim (SPEC §8), and the same paths as the
+    /// requests carry it out (without their reply: a trigger is a fact).
+    mutating func memoryPressureTriggered(window: TimeSpan) {
+        let response = pressure.triggered(at: now, window: window)
+        emit(.memoryPressure(response))
+        switch response {
+        case .warn: sendMemoryWarnings(nil)
+        case .reclaim(let count): reclaimMemory(count: count)
+        }
+    }
+
     mutating func memoryWarningRequested(_ target: AppID?) {
+        if let target, slots[target] == nil { return reply(.failure(.noSuchApp)) }
+        sendMemoryWarnings(target)
+        reply(.ok)
+    }
+
+    mutating func memoryReclaimRequested(count: Int) {
+        reclaimMemory(count: count)
+        reply(.ok)
+    }
+
+    private mutating func sendMemoryWarnings(_ target: AppID?) {
         let targets: [Int]
         if let target {
             guard let i = slots[target] else { return reply(.failure(.noSuchApp)) }
@@ -54,10 +76,9 @@ extension LifecycleMachine {
                 record(.notify, .memoryPressure, i, .memoryWarningSent)
             }
         }
-        reply(.ok)
     }
 
-    mutating func memoryReclaimRequested(count: Int) {
+    private mutating func reclaimMemory(count: Int) {
         func victims(_ state: AppState) -> [AppID] {
             records.indices
                 .filter { records[$0].state == state && records[$0].termination == nil }
@@ -67,6 +88,27 @@ extension LifecycleMachine {
         for app in (victims(.suspended) + victims(.background)).prefix(Swift.max(0, count)) {
             if let i = slots[app] { beginTermination(i, .memoryPressure, .memoryPressure) }
         }
-        reply(.ok)
+    }
+}
+
+/// The memory-pressure episode (SPEC §8): the first trigger of an episode asks for `memory-warning`; a trigger
+/// that follows the previous one within ``calmWindows`` windows means the pressure persists, and one app is
+/// terminated per trigger. The kernel fires a trigger at most once per window, so this reclaims at most one
+/// app per window.
+struct PressureEpisode: Hashable, Sendable {
+    /// Quiet windows after which the next trigger starts a new episode (a new warning).
+    static let calmWindows: Int64 = 3
+    private(set) var lastTrigger: Instant?
+    private(set) var triggersInEpisode = 0
+
+    mutating func triggered(at now: Instant, window: TimeSpan) -> MemoryPressureResponse {
+        defer { lastTrigger = now }
+        let calm = TimeSpan(microseconds: saturatingMultiply(Swift.max(0, window.microseconds), Self.calmWindows))
+        if let last = lastTrigger, now - last <= calm {
+            triggersInEpisode += 1
+            return .reclaim(count: 1)
+        }
+        triggersInEpisode = 1
+        return .warn
     }
 }

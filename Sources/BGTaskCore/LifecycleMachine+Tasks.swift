@@ -4,7 +4,7 @@ extension LifecycleMachine {
         guard let i = slots[app] else { return reply(.failure(.noSuchApp)) }
         func deny(_ denial: Reason) {
             record(.deny, denial, i, taskName: identifier, severity: .notice, .taskDenied)
-            reply(.failure(.invalidState))
+            refuseInState(i)
         }
         guard records[i].manifest.lifecycleAware else { return deny(.notLifecycleAware) }
         guard records[i].termination == nil else { return deny(.terminating) }
@@ -84,7 +84,7 @@ extension LifecycleMachine {
         guard records[i].manifest.lifecycleAware, records[i].termination == nil else {
             let why: Reason = records[i].termination == nil ? .notLifecycleAware : .terminating
             record(.deny, why, i, severity: .notice, .wakeDenied)
-            return reply(.failure(.invalidState))
+            return refuseInState(i)
         }
         switch records[i].state {
         case .notRunning:

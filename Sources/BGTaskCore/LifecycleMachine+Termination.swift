@@ -4,7 +4,7 @@ extension LifecycleMachine {
         guard let i = slots[app] else { return reply(.failure(.noSuchApp)) }
         if records[i].termination != nil { return reply(.ok) }
         guard records[i].state != .notRunning || records[i].launch != nil else {
-            return reply(.failure(.invalidState))
+            return refuseInState(i)
         }
         beginTermination(i, .userRequest, .requested)
         reply(.ok)

@@ -33,6 +33,8 @@ public struct LifecycleMachine: Sendable {
     var removals: Set<AppID> = []
     /// The request the input being handled carries: its reply names it.
     private var replyTo: RequestID?
+    /// The request the input being handled carries (`nil`: a fact, or none given).
+    var currentRequest: RequestID? { replyTo }
     /// Processes the shell reported spawned (`appLaunched`) that have not exited: the daemon's children.
     /// A stream closing on one that the core no longer runs gets it killed (never left unmanaged).
     var spawned: [Int32: AppID] = [:]
@@ -41,6 +43,10 @@ public struct LifecycleMachine: Sendable {
     var spawnsAwaited: Set<AppID> = []
     /// The daemon is stopping: ``Action/stopFinished(unexited:)`` is still to come.
     var stopping = false
+    /// The `Hold` calls of live manager holds that have not been told of their app's termination yet.
+    var holdRequests: [TaskID: RequestID] = [:]
+    /// The memory-pressure episode under way (SPEC §8).
+    var pressure = PressureEpisode()
 
     /// A machine with no apps.
     public init(config: LifecycleConfig = .default) {
@@ -126,6 +132,7 @@ public struct LifecycleMachine: Sendable {
         case .notificationPosted(let name, let app, let payload): notificationPosted(name: name, app: app, payload: payload)
         case .memoryWarningRequested(let app): memoryWarningRequested(app)
         case .memoryReclaimRequested(let count): memoryReclaimRequested(count: count)
+        case .memoryPressureTriggered(let window): memoryPressureTriggered(window: window)
         case .deadlineReached: break
         case .instanceAppeared(let app, let instance, let pid): instanceAppeared(app, instance, pid: pid)
         case .instanceVanished(let app, let instance): instanceVanished(app, instance)
@@ -249,10 +256,23 @@ public struct LifecycleMachine: Sendable {
     }
 
     mutating func emit(_ action: Action) {
-        if let decision = action.decision, let app = decision.app, let i = slots[app] {
-            records[i].lastDecision = decision
+        guard let decision = action.decision, let app = decision.app, let i = slots[app] else {
+            return out.append(action)
         }
+        records[i].lastDecision = decision
         out.append(action)
+        // SPEC §12: the app's termination ends the Hold calls on it (HoldLost), each once.
+        if decision.kind == .terminate {
+            for task in records[i].assertions {
+                guard let request = holdRequests.removeValue(forKey: task) else { continue }
+                out.append(.holdLost(records[i].id, task, to: request, because: decision))
+            }
+        }
+    }
+
+    /// Refuses the request: it does not fit app `i`'s state, which the reply carries.
+    mutating func refuseInState(_ i: Int) {
+        reply(.invalidState(records[i].state))
     }
 
     mutating func reply(_ reply: Reply) {

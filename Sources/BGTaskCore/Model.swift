@@ -210,6 +210,17 @@ public enum Reply: Hashable, Sendable {
     case activityID(ActivityID)
     /// The request failed.
     case failure(CoreError)
+    /// The request does not fit the app's state (``CoreError/invalidState``), which this carries as the core saw
+    /// it when it refused: the wire's `InvalidState(state)` (issue 13: the shell no longer asks the machine).
+    case invalidState(AppState)
+}
+
+/// What the core made of a memory-pressure trigger (SPEC §8), for the shell's log line.
+public enum MemoryPressureResponse: Hashable, Sendable {
+    /// The first trigger of an episode: `memory-warning` to the background apps.
+    case warn
+    /// The pressure persists: up to `count` apps are terminated, suspended ones first.
+    case reclaim(count: Int)
 }
 
 /// The processes a freeze, thaw, terminate or kill acts on, as the core knows them when it decides.
@@ -263,6 +274,12 @@ public enum Action: Hashable, Sendable {
     /// The daemon's stop (``Input/stopRequested``) is over: every app it started has exited (`unexited`
     /// empty), or `WillTerminateTimeoutSec` + 2 × `KillTimeoutSec` + 1 s passed and these had not.
     case stopFinished(unexited: [AppID])
+    /// SPEC §12: a manager hold does not outlive its app. The app's termination was decided (`because`: that
+    /// terminate decision, already carried by the action before this one), so the `Hold` call `to` names (the
+    /// request ``Input/holdRequested(_:connection:name:)`` came with) ends with `HoldLost`. Once per hold.
+    case holdLost(AppID, TaskID, to: RequestID, because: Decision)
+    /// A ``Input/memoryPressureTriggered(window:)`` was taken as `response`; the actions that carry it out follow.
+    case memoryPressure(MemoryPressureResponse)
 
     /// The decision this action carries, if any: every action that changes an app carries one.
     public var decision: Decision? {
@@ -270,7 +287,7 @@ public enum Action: Hashable, Sendable {
         case .launch(_, _, let d), .freeze(_, _, let d), .thaw(_, _, let d), .terminate(_, _, let d),
             .kill(_, _, let d), .record(let d):
             return d
-        case .deliver, .reply, .release, .stopFinished:
+        case .deliver, .reply, .release, .stopFinished, .holdLost, .memoryPressure:
             return nil
         }
     }
@@ -347,6 +364,12 @@ public enum Input: Hashable, Sendable {
     case notificationPosted(name: String, app: AppID?, payload: Payload?)
     /// Memory pressure: send `memory-warning` to the app, or to every background app when `nil`.
     case memoryWarningRequested(AppID?)
+    /// The PSI trigger fired (a fact, at the `now` it is fed with; `window`: the trigger's window as the kernel
+    /// took it). The core decides (SPEC §8): the first trigger of an episode sends `memory-warning` as
+    /// ``memoryWarningRequested(_:)`` with `nil`; a trigger within 3 windows of the previous one means the
+    /// pressure persists and terminates one app as ``memoryReclaimRequested(count:)``. Emits
+    /// ``Action/memoryPressure(_:)`` first. No reply.
+    case memoryPressureTriggered(window: TimeSpan)
     /// Memory pressure persists: terminate up to `count` apps, suspended ones first, least recently used
     /// first, then background ones; never a foreground app.
     case memoryReclaimRequested(count: Int)

@@ -183,12 +183,13 @@ public final class Daemon: @unchecked Sendable {
     }
 
     /// issue 5: starts, restarts or stops the memory-pressure trigger for `config` (SPEC §8); its
-    /// triggers become the core's `memoryWarningRequested` / `memoryReclaimRequested` inputs.
+    /// triggers become the core's `memoryPressureTriggered` input (the core decides to warn or reclaim).
     private func updateMemoryPressure(_ config: LoadedConfiguration) {
         let cgroupPressure = (service?.freezer as? CgroupFreezer).map { $0.layout.apps + "/memory.pressure" }
         memoryPressure = MemoryPressureMonitor.reconfigure(
             memoryPressure, config: config.daemon, cgroupPressure: cgroupPressure, queue: queue, logger: logger
         ) { [weak self] input in self?.service?.feed(input) }
+        service?.memoryPressure = memoryPressure
     }
 
     /// Installs the signal sources; `registered` runs on the queue once all of them are registered.

@@ -45,8 +45,11 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
     var launchReplies: [AppID: [VarlinkRequest]] = [:]
     /// Launch/Foreground requests whose `.ok` waits for the spawn their input caused, by request.
     var deferredLaunches: [RequestID: AppID] = [:]
-    /// Manager holds (SPEC §12): the `Hold` call of each, open while the hold lives, by app.
-    var holdCalls: [AppID: [VarlinkRequest]] = [:]
+    /// Manager holds (SPEC §12): the `Hold` call of each, open while the hold lives, by the request ID the
+    /// core's `.holdLost` names.
+    var holdCalls: [RequestID: VarlinkRequest] = [:]
+    /// The PSI trigger (SPEC §8), for the log line of the core's response to it.
+    weak var memoryPressure: MemoryPressureMonitor?
     /// Called once every app the daemon started has exited (SIGTERM, `stopApps`).
     private var stopCompletion: (([AppID]) -> Void)?
     /// pid → app, for exit reports.
@@ -133,10 +136,7 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
         let id = ConnectionID(connection.id)
         streams[id] = nil
         monitors[id] = nil
-        for (app, calls) in holdCalls {
-            let left = calls.filter { $0.connection.id != connection.id }
-            holdCalls[app] = left.isEmpty ? nil : left
-        }
+        holdCalls = holdCalls.filter { $0.value.connection.id != connection.id }
         // The core kills what is left of an app it spawned that now counts as gone (issue 13).
         feed(.connectionClosed(id))
     }
@@ -321,6 +321,12 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
             let completion = stopCompletion
             stopCompletion = nil
             completion?(unexited)
+        case .holdLost(let app, _, let id, let d):
+            // SPEC §12: `bgtaskctl hold` reports it.
+            holdCalls.removeValue(forKey: id)?.fail(
+                ManagerError.holdLost(appId: app.rawValue, reason: d.reason.rawValue, message: journalMessage(d)))
+        case .memoryPressure(let response):
+            memoryPressure?.log(response)
         }
         return nil
     }
@@ -336,6 +342,10 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
         if case .ok = reply, let app = deferredLaunches.removeValue(forKey: id) {
             launchReplies[app, default: []].append(request)
             return
+        }
+        if case .taskID(let task) = reply, task != .invalid, ManagerMethod(request.call) == .hold {
+            // Open until the core says the hold is lost (`.holdLost` names this request).
+            holdCalls[id] = request
         }
         if let gate = replyGates.removeValue(forKey: id) {
             return gate { [weak self] in self?.send(reply, to: request) }
@@ -418,8 +428,8 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
 
     // MARK: - Decisions: journal, Monitor, history
 
-    func record(_ decision: Decision, peer: PeerCredentials?) {
-        let d = decision
+    /// The decision's `MESSAGE`, as the journal, Monitor and a HoldLost error give it.
+    func journalMessage(_ d: Decision) -> String {
         var message = d.message
         if dryRun {
             switch d.kind {
@@ -427,12 +437,12 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
             default: break
             }
         }
-        if d.kind == .terminate, let app = d.app, let calls = holdCalls.removeValue(forKey: app) {
-            // SPEC §12: a manager hold does not outlive its app; `bgtaskctl hold` reports it.
-            for call in calls {
-                call.fail(ManagerError.holdLost(appId: app.rawValue, reason: d.reason.rawValue, message: message))
-            }
-        }
+        return message
+    }
+
+    func record(_ decision: Decision, peer: PeerCredentials?) {
+        let d = decision
+        let message = journalMessage(d)
         decisionCount += 1
         refresh?.observe(d)
         let realtime = clock.realtime().microsecondsSinceEpoch

@@ -91,7 +91,7 @@ import Testing
     @Test func aManagerHoldThawsASuspendedAppAndIsRefusedForOneNotRunning() {
         var h = Harness()
         let refused = h.send(.holdRequested(terminal, connection: connB, name: nil))
-        #expect(refused.replies == [.failure(.invalidState)])
+        #expect(refused.replies == [.invalidState(.notRunning)])
         #expect(refused.decisions(.deny).first?.reason == .notRunning)
         let t0 = suspendMail(&h)
         // Even with the app's own budget spent: a manager hold has none.

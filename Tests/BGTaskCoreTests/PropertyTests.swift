@@ -77,6 +77,9 @@ struct Driver {
     var views: [AppID: AppView] = [:]
     var acks: [AppID: [EventID]] = [:]
     var lastEvent: UInt64 = 0
+    /// Requests fed so far (each request input carries a new one), and the Hold calls told HoldLost.
+    var requests: UInt64 = 0
+    var holdsLost: Set<RequestID> = []
 
     init() {
         for manifest in Harness.standardManifests { _ = machine.handle(.appRegistered(manifest), now: now) }
@@ -98,7 +101,12 @@ struct Driver {
             } else {
                 fed = input
             }
-            let actions = machine.handle(fed, now: now)
+            var request: RequestID?
+            if Self.isRequest(fed) {
+                requests += 1
+                request = RequestID(requests)
+            }
+            let actions = machine.handle(fed, now: now, request: request)
             log += actions
             check(fed, actions)
         }
@@ -161,6 +169,7 @@ struct Driver {
         case 27: return [.notificationPosted(name: "n\(random % 4)", app: random & 1 == 0 ? nil : app, payload: nil)]
         case 28: return [.memoryWarningRequested(random & 1 == 0 ? nil : app)]
         case 29: return [.memoryReclaimRequested(count: Int(random % 3))]
+        case 30: return [.memoryPressureTriggered(window: .seconds(Int64(1 + random % 3)))]
         default: return [.deadlineReached]
         }
     }
@@ -168,7 +177,7 @@ struct Driver {
     static func isRequest(_ input: Input) -> Bool {
         switch input {
         case .appRegistered, .appUnregistered, .configurationChanged, .appLaunched, .launchFailed, .connectionClosed,
-            .processExited, .deadlineReached:
+            .processExited, .deadlineReached, .memoryPressureTriggered:
             return false
         default:
             return true
@@ -223,7 +232,12 @@ struct Driver {
                     case .background, .suspended: views[app] = .background
                     }
                 }
-            case .reply, .release, .stopFinished:
+            case .holdLost(let app, _, let request, let d):
+                // Only a terminate decision about the app ends its Hold calls, each once.
+                if d.kind != .terminate || d.app != app { fail("hold lost on \(d.kind) about \(String(describing: d.app))") }
+                if !holdsLost.insert(request).inserted { fail("Hold call \(request) ended twice") }
+                if request.rawValue > requests { fail("hold lost on a request never made") }
+            case .reply, .release, .stopFinished, .memoryPressure:
                 break
             }
         }

@@ -49,7 +49,7 @@ import Testing
         #expect(cancel.kills == [mail])
         #expect(h.snapshot(mail)?.launching == false)
         #expect(h.snapshot(mail)?.terminating == false)
-        #expect(h.send(.terminateRequested(mail)).replies == [.failure(.invalidState)])
+        #expect(h.send(.terminateRequested(mail)).replies == [.invalidState(.notRunning)])
     }
 
     @Test func terminatingASpawnedAppThatHasNotCheckedInSignalsIt() {
@@ -57,7 +57,7 @@ import Testing
         h.send(.launchRequested(mail, background: false, exclusive: true))
         h.send(.appLaunched(mail, pid: 40))
         #expect(h.send(.terminateRequested(mail)).sigterms == [mail])
-        #expect(h.send(.appCheckedIn(mail, connection: connA, pid: 40)).replies == [.failure(.invalidState)])
+        #expect(h.send(.appCheckedIn(mail, connection: connA, pid: 40)).replies == [.invalidState(.notRunning)])
         h.send(.processExited(mail, pid: 40))
         #expect(h.snapshot(mail)?.terminating == false)
         #expect(h.state(mail) == .notRunning)

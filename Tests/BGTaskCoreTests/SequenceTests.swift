@@ -157,7 +157,7 @@ import Testing
         #expect(end.decisions.first?.reason == .interruptionEnded)
         #expect(h.state(mail) == .active)
         // Ending an interruption that did not begin is refused.
-        #expect(h.send(.interruptionEnded(terminal)).replies == [.failure(.invalidState)])
+        #expect(h.send(.interruptionEnded(terminal)).replies == [.invalidState(.notRunning)])
     }
 
     @Test func terminationOfRunningApp() {

@@ -106,16 +106,4 @@ import Testing
         #expect(MemoryPressureMonitor.triggerSpec(fraction: 0, windowUSec: 500_000, unprivileged: false).stallUSec == 1)
         #expect(MemoryPressureMonitor.triggerSpec(fraction: 1, windowUSec: 500_000, unprivileged: false).stallUSec == 500_000)
     }
-
-    @Test func warningFirstThenOneAppPerTriggerWhilePressurePersists() {
-        var episode = PressureEpisode(windowUSec: 1_000_000)
-        #expect(episode.triggered(atUSec: 10_000_000) == .warn)
-        #expect(episode.triggered(atUSec: 11_000_000) == .reclaim(count: 1))
-        #expect(episode.triggered(atUSec: 12_000_000) == .reclaim(count: 1))
-        // 3 windows later is still the same episode…
-        #expect(episode.triggered(atUSec: 15_000_000) == .reclaim(count: 1))
-        // …one microsecond more and it is a new one: a new warning first.
-        #expect(episode.triggered(atUSec: 18_000_001) == .warn)
-        #expect(episode.triggersInEpisode == 1)
-    }
 }

@@ -276,6 +276,36 @@ private final class ServiceHarness: @unchecked Sendable {
         #expect(apps.first?.parameters["app"]?.objectValue?["state"]?.stringValue == "not-running")
     }
 
+    /// SPEC §12 through the shell: the core's `.holdLost` ends the open Hold call it names with HoldLost
+    /// (reason and message of the terminate decision); a refusal carries the state the core gave it.
+    @Test func aHoldCallEndsWithHoldLostWhenItsAppIsTerminated() throws {
+        let h = try ServiceHarness()
+        defer { h.removeStateDirectory() }
+        let ctl = h.connect()
+        let refused = h.call(ctl, "io.bgtaskd.Manager.Terminate", ["appId": .string(mail.rawValue)])
+        #expect(refused.map(\.error) == ["io.bgtaskd.Manager.InvalidState"])
+        #expect(refused.first?.parameters["state"]?.stringValue == "not-running")
+
+        h.call(ctl, "io.bgtaskd.Manager.Launch", ["appId": .string(mail.rawValue), "background": true])
+        let pid = try #require(h.processes.first.flatMap { Int32($0.split(separator: " ").last ?? "") })
+        h.call(h.connect(uid: 0, pid: pid), "io.bgtaskd.App.CheckIn", ["appId": .string(mail.rawValue)], more: true)
+        let holder = h.connect()
+        let held = h.call(holder, "io.bgtaskd.Manager.Hold", ["appId": .string(mail.rawValue)], more: true)
+        #expect(held.count == 1 && held.first?.continues == true && held.first?.parameters["holdId"] != nil)
+        #expect(h.call(ctl, "io.bgtaskd.Manager.Terminate", ["appId": .string(mail.rawValue)]).map(\.error) == [nil])
+        let lost = h.queue.sync { holder.replies }
+        #expect(lost.count == 2)
+        #expect(lost.last?.error == "io.bgtaskd.Manager.HoldLost")
+        #expect(lost.last?.parameters["appId"]?.stringValue == mail.rawValue)
+        #expect(lost.last?.parameters["reason"]?.stringValue == "user-request")
+        #expect(lost.last?.parameters["message"]?.stringValue?.isEmpty == false)
+        // The escalation decides again; the call was ended once.
+        let d = ServiceHarness.daemonConfig
+        h.advance(.microseconds(d.killTimeoutUSec))
+        h.advance(.microseconds(d.killTimeoutUSec))
+        #expect(h.queue.sync { holder.replies.count } == 2)
+    }
+
     @Test func callsFromAnotherUserAreRefusedAndJournaled() throws {
         let h = try ServiceHarness()
         defer { h.removeStateDirectory() }

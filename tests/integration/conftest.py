@@ -21,7 +21,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from support import Closed, RawClient  # noqa: E402
+from support import TEST_DAEMON_PIDS, Closed, RawClient  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 JOURNAL_SOCKET = "/run/systemd/journal/socket"
@@ -182,6 +182,14 @@ def kill_apps_of(socket_path: str):
             pass
 
 
+@pytest.fixture(autouse=True)
+def _own_daemons_only():
+    """Journal read-backs of a test match the daemons it starts (support.own_daemon_matches)."""
+    TEST_DAEMON_PIDS.clear()
+    yield
+    TEST_DAEMON_PIDS.clear()
+
+
 @pytest.fixture
 def daemon(bin_dir, journald):
     """Factory: `daemon()` starts a bgtaskd and returns once its socket answers.
@@ -242,6 +250,7 @@ def daemon(bin_dir, journald):
             proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=proc_env)
         d = Daemon(proc, root, sock, log_path)
         started.append(d)
+        TEST_DAEMON_PIDS.append(proc.pid)  # the wrapper and `prefix` exec the daemon: the same process
         if socket_activate:
             # The wrapper binds the path first; wait for it before anyone connects.
             deadline = time.monotonic() + START_TIMEOUT

@@ -16,7 +16,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from support import RawClient
+from support import TEST_DAEMON_PIDS, RawClient, own_daemon_matches
 
 _counter = itertools.count()
 
@@ -304,9 +304,11 @@ class Monitor:
 # MARK: the journal
 
 def journal(since_realtime: float, *matches: str) -> list[dict]:
-    """Entries of bgtaskd since a wall-clock time, filtered by FIELD=value matches."""
+    """Entries of this test's bgtaskd processes (`_PID`, support.own_daemon_matches) since a wall-clock
+    time, filtered by FIELD=value matches."""
     out = subprocess.run(
-        ["journalctl", "-t", "bgtaskd", "-o", "json", "--no-pager", f"--since=@{since_realtime:.6f}", *matches],
+        ["journalctl", "-t", "bgtaskd", "-o", "json", "--no-pager", f"--since=@{since_realtime:.6f}",
+         *own_daemon_matches(matches)],
         capture_output=True, text=True, timeout=30)
     return [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
 
@@ -350,6 +352,13 @@ def memory_pressure(limit_mib: int = 32, file_mib: int = 256):
         chunk = os.urandom(1 << 20)
         for _ in range(file_mib):
             f.write(chunk)
+        # Written back and dropped from the page cache now: cached pages stay charged to the cgroup of
+        # this (writing) process, and the reader below would read them from there without ever
+        # stalling (seen: 0 ms of stall, 0 MiB cached in its cgroup; the trigger fired on other load
+        # of the machine, or not at all). DONTNEED drops clean pages only, hence the fsync first.
+        f.flush()
+        os.fsync(f.fileno())
+        os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
     v2 = v2_mount()
     cg = None
     try:
@@ -420,6 +429,7 @@ class DaemonInCgroup:
             self.proc = subprocess.Popen(
                 ["sh", "-c", f'echo $$ > "$0/cgroup.procs" && exec "$@"', cgroup, *args],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+        TEST_DAEMON_PIDS.append(self.proc.pid)  # `sh` execs bgtaskd: the same process
         deadline = time.monotonic() + 10
         while True:
             try:

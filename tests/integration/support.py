@@ -168,12 +168,31 @@ def wait_for(predicate, timeout: float, describe=lambda: "condition"):
         time.sleep(0.005)  # poll interval of a bounded wait on a condition that has no notification
 
 
+# The bgtaskd processes the running test started (the `daemon` fixture, DaemonInCgroup): journal read-backs
+# match only their entries (`_PID`), never those of other daemons journaling at the same time (other
+# worktrees' tests, CI runs on the same machine). conftest.py empties it before each test.
+TEST_DAEMON_PIDS: list[int] = []
+
+
+def own_daemon_matches(matches) -> list[str]:
+    """`matches` (FIELD=value) plus `_PID=` of each daemon the test started (journalctl ORs matches of
+    one field, ANDs different fields), unless the test names a `_PID` itself."""
+    matches = list(matches)
+    if any(m.startswith("_PID=") for m in matches):
+        return matches
+    if not TEST_DAEMON_PIDS:
+        raise AssertionError("this test started no bgtaskd: whose journal entries are these? (pass _PID=…)")
+    return matches + [f"_PID={pid}" for pid in TEST_DAEMON_PIDS]
+
+
 def journal_entries(**match) -> list:
-    """The bgtaskd journal entries matching FIELD=value pairs, oldest first, after `journalctl --sync`."""
+    """The journal entries of this test's bgtaskd processes (`own_daemon_matches`) matching FIELD=value
+    pairs, oldest first, after `journalctl --sync`."""
     import json as _json
     import subprocess as _sp
     _sp.run(["journalctl", "--sync"], check=False)
-    args = ["journalctl", "-t", "bgtaskd", "-o", "json", "--no-pager"] + [f"{k}={v}" for k, v in match.items()]
+    args = ["journalctl", "-t", "bgtaskd", "-o", "json", "--no-pager"] + own_daemon_matches(
+        f"{k}={v}" for k, v in match.items())
     out = _sp.run(args, capture_output=True, text=True, check=True).stdout
     return [_json.loads(l) for l in out.splitlines() if l.strip()]
 

@@ -301,7 +301,7 @@ def test_memory_pressure_kills_suspended_apps_oldest_first(daemon):
         monitor = Monitor(d.socket)
         try:
             with memory_pressure():
-                wait_for(lambda: m.state(new) == "not-running", 30, "both suspended apps to be terminated",
+                wait_for(lambda: m.state(new) == "not-running", 90, "both suspended apps to be terminated",
                          interval=0.05)
             terminated = [x for x in monitor.poll() if x["decision"] == "terminate"]
         finally:

@@ -24,9 +24,7 @@ extension DaemonService {
             request.reply(checkInReply(app: app, state: state, event: nil), continues: true)
         case .taskID(let id):
             if ManagerMethod(call) == .hold {
-                if let app = WireAppID.optional(call.parameters).flatMap(AppID.init) {
-                    holdCalls[app, default: []].append(request)
-                }
+                // The Hold call stays open until the hold ends (`.holdLost`, or its connection closing).
                 request.reply(ManagerWire.HoldReply(holdId: Int64(id.rawValue)), continues: true)
                 return
             }
@@ -34,21 +32,17 @@ extension DaemonService {
         case .activityID(let id):
             request.reply(AppWire.BeginActivityReply(activityId: Int64(id.rawValue)))
         case .failure(let error):
-            request.fail(wireError(error, for: call))
+            request.fail(wireError(error, for: call, state: "unknown"))
+        case .invalidState(let state):
+            request.fail(wireError(.invalidState, for: call, state: state.rawValue))
         }
     }
 
-    /// The core's error as the interface of `call` names it, with the parameters the call gave.
-    func wireError(_ error: CoreError, for call: VarlinkCall) -> VarlinkError {
+    /// The core's error as the interface of `call` names it, with the parameters the call gave and the app's
+    /// `state` the core's refusal carried (``Reply/invalidState(_:)``).
+    func wireError(_ error: CoreError, for call: VarlinkCall, state: String) -> VarlinkError {
         let appId = WireAppID.optional(call.parameters) ?? ""
         let mode = (try? call.decode(AppWire.BeginActivity.self))?.mode.rawValue ?? ""
-        let state: String
-        if case .invalidState = error {
-            let app = AppID(appId)
-            state = app.flatMap { machine.app($0, now: now())?.state.rawValue } ?? "unknown"
-        } else {
-            state = ""
-        }
         return Self.wireError(error, manager: ManagerMethod(call) != nil, appId: appId, mode: mode, state: state)
     }
 

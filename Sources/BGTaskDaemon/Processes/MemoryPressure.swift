@@ -7,38 +7,6 @@ import Logging
 import Glibc
 #endif
 
-/// What the daemon does on each PSI trigger (SPEC §8), pure so that it is tested by stepping time:
-/// the first trigger of an episode asks for `memory-warning`; a trigger that follows the previous one
-/// within `calmWindows` windows means the pressure persists, and one app is terminated per trigger
-/// (the core picks suspended apps least recently used first, then background ones, never an active one).
-/// The kernel fires a trigger at most once per window, so this reclaims at most one app per window.
-struct PressureEpisode: Equatable, Sendable {
-    enum Response: Equatable, Sendable {
-        case warn
-        case reclaim(count: Int)
-    }
-
-    var windowUSec: Int64
-    /// Quiet windows after which the next trigger starts a new episode (a new warning).
-    var calmWindows: Int64 = 3
-    private(set) var lastTriggerUSec: Int64?
-    private(set) var triggersInEpisode = 0
-
-    init(windowUSec: Int64) {
-        self.windowUSec = windowUSec
-    }
-
-    mutating func triggered(atUSec now: Int64) -> Response {
-        defer { lastTriggerUSec = now }
-        if let last = lastTriggerUSec, now - last <= calmWindows * windowUSec {
-            triggersInEpisode += 1
-            return .reclaim(count: 1)
-        }
-        triggersInEpisode = 1
-        return .warn
-    }
-}
-
 /// Registers a PSI trigger ("some <stall> <window>") on `/proc/pressure/memory` (or the apps' cgroup
 /// `memory.pressure`) and feeds the core when it fires. No timer: the trigger descriptor signals
 /// POLLPRI, which a Dispatch read source cannot ask for (the descriptor always looks readable), so
@@ -56,7 +24,6 @@ final class MemoryPressureMonitor {
     private let epollFD: Int32
     private let source: any DispatchSourceRead
     private let logger: Logger
-    private var episode: PressureEpisode
     private var lastFireUSec: Int64?
     private var rapidFires = 0
     private let feed: (Input) -> Void
@@ -73,7 +40,6 @@ final class MemoryPressureMonitor {
         self.epollFD = epollFD
         self.logger = logger
         self.feed = feed
-        self.episode = PressureEpisode(windowUSec: windowUSec)
         source = DispatchSource.makeReadSource(fileDescriptor: epollFD, queue: queue)
         source.setCancelHandler {
             _ = close(epollFD)
@@ -201,14 +167,18 @@ final class MemoryPressureMonitor {
         rapidFires = 0
         lastFireUSec = now
         triggers += 1
+        // A fact: the core decides whether this warns or reclaims (SPEC §8), and `.memoryPressure` says which.
+        feed(.memoryPressureTriggered(window: .microseconds(windowUSec)))
+    }
+
+    /// The log line of the core's response to a trigger (journaled: the memory-warning line comes first).
+    func log(_ response: MemoryPressureResponse) {
         let psi = readFile(path)?.split(separator: "\n").first.map(String.init) ?? ""
-        switch episode.triggered(atUSec: now) {
+        switch response {
         case .warn:
             logger.notice("memory pressure (\(path): \(psi)): sending memory-warning to background apps")
-            feed(.memoryWarningRequested(nil))
         case .reclaim(let count):
             logger.notice("memory pressure persists (\(path): \(psi)): terminating \(count) app(s), suspended ones first")
-            feed(.memoryReclaimRequested(count: count))
         }
     }
 }
