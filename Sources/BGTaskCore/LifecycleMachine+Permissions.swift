@@ -16,6 +16,15 @@ extension LifecycleMachine {
         return records[i].manifest.uid.map { [$0] } ?? []
     }
 
+    /// Whether ``appCallReceived(_:method:caller:)`` would allow the call (its `.ok`), without deciding
+    /// anything: the shell's fast path (issue 15). False: feed ``Input/appCallReceived(_:method:caller:)``,
+    /// which records the denial and answers it. Mutating only so that the shell reaches it in place (a
+    /// read of the machine from the daemon's class would copy it); it changes nothing.
+    public mutating func allowsAppCall(_ app: AppID, caller: Caller) -> Bool {
+        guard let i = slots[app] else { return false }
+        return mayAct(caller, for: i)
+    }
+
     /// A call of `io.bgtaskd.App` for `app`: allowed for root and the app's user, else denied and journaled.
     mutating func appCallReceived(_ app: AppID, method: String, caller: Caller) {
         guard let i = slots[app] else { return reply(.failure(.noSuchApp)) }

@@ -56,6 +56,11 @@ public struct LifecycleMachine: Sendable {
     /// The earliest pending deadline: arm a timer for it and feed ``Input/deadlineReached``. `nil`: none.
     public var nextDeadline: Instant? { deadlines.next }
 
+    /// ``nextDeadline``, for a shell that keeps the machine in a class: a mutating access is made in
+    /// place, where a read of the property from outside this module copies the whole machine (every
+    /// table retained and released: issue 15's profile of the call path). Changes nothing.
+    public mutating func peekNextDeadline() -> Instant? { deadlines.next }
+
     /// Applies one input at `now` and returns what the shell must do, in order.
     ///
     /// Requests produce exactly one ``Action/reply(_:to:)``, naming `request` (the shell's handle on the

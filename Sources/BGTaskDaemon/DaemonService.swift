@@ -179,6 +179,12 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
     /// Asks the core whether `request`'s caller may make it (issue 13: the core decides on the credentials
     /// and journals a denial); a refused request is failed here.
     func permitted(_ input: Input, _ request: VarlinkRequest) -> Bool {
+        // issue 15: the common case, an App call its app's user (or root) may make, asks the core without
+        // feeding it (no request, no reply, no actions); the core still decides, and a refusal is fed in
+        // full below, so it is recorded and journaled as before.
+        if case .appCallReceived(let app, _, let caller) = input, machine.allowsAppCall(app, caller: caller) {
+            return true
+        }
         let id = openRequest(request)
         checks.insert(id)
         feed(input, request: id)
@@ -198,20 +204,24 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
         let outer = feeding
         feeding = request.flatMap { id in openRequests[id].map { (id, $0.peer) } }
         defer { feeding = outer }
-        var inputs = [first]
-        var i = 0
-        while i < inputs.count {
-            let input = inputs[i]
-            i += 1
+        // The inputs the actions cause (a spawn's result) follow the first; no array for the common case
+        // of none (issue 15: nothing allocated per call that is not needed).
+        var follows: [Input] = []
+        var next = 0
+        var input = first
+        while true {
             let t = now()
-            for action in machine.handle(input, now: t, request: i == 1 ? request : nil) {
-                if let follow = perform(action) { inputs.append(follow) }
+            for action in machine.handle(input, now: t, request: next == 0 ? request : nil) {
+                if let follow = perform(action) { follows.append(follow) }
             }
             switch input {
             case .appLaunched(let app, _): answerLaunch(app, failure: nil)
             case .launchFailed(let app, let message): answerLaunch(app, failure: message)
             default: break
             }
+            guard next < follows.count else { break }
+            input = follows[next]
+            next += 1
         }
         if let request { deferredLaunches[request] = nil }
         armTimer()
@@ -346,8 +356,16 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
     }
 
     private func armTimer() {
-        let deadlines = [machine.nextDeadline, journalBudget.nextDeadline].compactMap { $0 }
-        guard let deadline = deadlines.min() else {
+        // In place (`peekNextDeadline` is mutating): reading `machine.nextDeadline` from this class copies
+        // the whole machine, twice per call on the hot path (issue 15). No array either.
+        let core = machine.peekNextDeadline()
+        let budget = journalBudget.nextDeadline
+        let deadline: Instant? = switch (core, budget) {
+        case (let a?, let b?): min(a, b)
+        case (let a?, nil): a
+        case (nil, let b): b
+        }
+        guard let deadline else {
             if armedDeadline != nil {
                 timer?.suspend()
                 armedDeadline = nil
@@ -415,8 +433,11 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
     /// The decision's `MESSAGE`, as the journal, Monitor and a HoldLost error give it.
     func journalMessage(_ d: Decision) -> String {
         var message = d.message
-        if dryRun, [.suspend, .resume, .terminate].contains(d.kind) {
-            message += " (dry run: FreezerBackend=none, not enforced)"
+        if dryRun {
+            switch d.kind {
+            case .suspend, .resume, .terminate: message += " (dry run: FreezerBackend=none, not enforced)"
+            default: break
+            }
         }
         return message
     }
@@ -434,10 +455,11 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
                 limit: Self.historyLimit)
         }
         let priority: JournalPriority = d.severity == .warning ? .warning : (d.severity == .notice ? .notice : .info)
-        // The fields are formatted by the journal's writer, off this queue.
-        let uid = d.app.map { expectedUID($0) }
-        let peerPID = peer?.pid
+        // The fields are formatted by the journal's writer, off this queue; the uid is looked up only for
+        // an entry that is journaled (issue 15: most grants and ends are counted by the budget instead).
         if journalBudget.admit(d.kind, app: d.app) {
+            let uid = d.app.map { expectedUID($0) }
+            let peerPID = peer?.pid
             journal.send(message, priority: priority, essential: JournalBudget.isAlwaysJournaled(d.kind)) {
                 Self.journalFields(d, uid: uid, peerPID: peerPID)
             }

@@ -28,6 +28,34 @@ import Testing
         #expect(h.send(.appCallReceived(music, method: "CheckIn", caller: caller(0))).replies == [.failure(.noSuchApp)])
     }
 
+    /// issue 15: the shell's fast path asks `allowsAppCall` and feeds `appCallReceived` only when it says
+    /// no; the two must agree in every case (owner, root, stranger, unknown app, adopted instances, reload).
+    @Test func theFastPermissionQueryAgreesWithTheDecision() {
+        var h = harness()
+        func agree(_ app: AppID, _ uid: UInt32) -> Bool? {
+            let allowed = h.machine.allowsAppCall(app, caller: caller(uid))
+            let decided = h.send(.appCallReceived(app, method: "BeginBackgroundTask", caller: caller(uid))).replies == [.ok]
+            return allowed == decided ? allowed : nil
+        }
+        #expect(agree(mail, Self.owner) == true)
+        #expect(agree(mail, 0) == true)
+        #expect(agree(mail, Self.stranger) == false)
+        #expect(agree(music, 0) == false)
+        let scope = InstanceID("user.slice/user-2000.slice/user@2000.service/app.slice/app-x.scope")
+        h.send(.instanceAppeared(mail, scope, pid: 5))
+        #expect(agree(mail, Self.stranger) == true)
+        #expect(agree(mail, Self.owner) == false)
+        h.send(.instanceVanished(mail, scope))
+        h.send(.appRegistered(AppManifest(id: mail, uid: Self.stranger)))
+        #expect(agree(mail, Self.stranger) == true)
+        #expect(agree(mail, Self.owner) == false)
+        // Asking decides nothing: no action, no deadline.
+        let before = h.machine.nextDeadline
+        _ = h.machine.allowsAppCall(mail, caller: caller(Self.owner))
+        #expect(h.send(.deadlineReached).isEmpty)
+        #expect(h.machine.peekNextDeadline() == before)
+    }
+
     /// SPEC §13: an adopted app's users are the owners of its instances (their user managers), not `User=`.
     @Test func theOwnersOfAnAdoptedAppsInstancesMayCallForIt() {
         var h = harness()
