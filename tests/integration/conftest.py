@@ -21,6 +21,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import support  # noqa: E402
 from support import TEST_DAEMON_PIDS, Closed, RawClient  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -186,6 +187,7 @@ def kill_apps_of(socket_path: str):
 def _own_daemons_only():
     """Journal read-backs of a test match the daemons it starts (support.own_daemon_matches)."""
     TEST_DAEMON_PIDS.clear()
+    support.TEST_STARTED_USEC = time.time_ns() // 1000
     yield
     TEST_DAEMON_PIDS.clear()
 

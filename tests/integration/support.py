@@ -172,6 +172,10 @@ def wait_for(predicate, timeout: float, describe=lambda: "condition"):
 # match only their entries (`_PID`), never those of other daemons journaling at the same time (other
 # worktrees' tests, CI runs on the same machine). conftest.py empties it before each test.
 TEST_DAEMON_PIDS: list[int] = []
+# When the running test began (CLOCK_REALTIME µs; conftest.py sets it): pids are reused over a long run
+# (pid_max is 32768 here and one test alone starts a thousand apps), so an entry of the same `_PID` from
+# before the test began is an earlier process's.
+TEST_STARTED_USEC = 0
 
 
 def own_daemon_matches(matches) -> list[str]:
@@ -194,7 +198,8 @@ def journal_entries(**match) -> list:
     args = ["journalctl", "-t", "bgtaskd", "-o", "json", "--no-pager"] + own_daemon_matches(
         f"{k}={v}" for k, v in match.items())
     out = _sp.run(args, capture_output=True, text=True, check=True).stdout
-    return [_json.loads(l) for l in out.splitlines() if l.strip()]
+    entries = [_json.loads(l) for l in out.splitlines() if l.strip()]
+    return [e for e in entries if int(e.get("__REALTIME_TIMESTAMP", "0")) >= TEST_STARTED_USEC]
 
 
 class AppLog:
