@@ -122,7 +122,7 @@ let package = Package(
         .testTarget(name: "BGTaskProtocolTests", dependencies: ["BGTaskProtocol"], swiftSettings: strict),
         .testTarget(name: "BGTaskConfigTests", dependencies: ["BGTaskConfig"], swiftSettings: strict),
         .testTarget(name: "BGTaskLaunchTests", dependencies: ["BGTaskLaunch", "BGTaskProtocol", "BGTaskConfig"], swiftSettings: strict),
-        .testTarget(name: "BGTaskDaemonTests", dependencies: ["BGTaskDaemon"], swiftSettings: strict),
+        .testTarget(name: "BGTaskDaemonTests", dependencies: ["BGTaskDaemon", "CSystemd"], swiftSettings: strict),
         .testTarget(name: "BGTaskFocusTests", dependencies: ["BGTaskFocus"], swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]

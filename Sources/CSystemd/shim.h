@@ -35,6 +35,13 @@ static inline int bgtaskd_pidfd_open(pid_t pid) {
     return r < 0 ? -errno : (int)r;
 }
 
+/* pidfd_open(2) of one thread (PIDFD_THREAD, which is O_EXCL; Linux 6.9): readable when that thread
+ * exits. The tests wait on it for the socket thread's end. -errno on failure. */
+static inline int bgtaskd_thread_pidfd_open(pid_t tid) {
+    long r = syscall(SYS_pidfd_open, tid, O_EXCL);
+    return r < 0 ? -errno : (int)r;
+}
+
 /* --- Privilege separation (bgtaskd-launcher) ------------------------------------------------------- */
 
 #include <sys/stat.h>

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Testing
 import BGTaskProtocol
+import CSystemd
 @testable import BGTaskDaemon
 
 /// issue 15: the Varlink server waits for its sockets on a thread of its own (`bgtaskd-sockets`) that
@@ -19,24 +20,25 @@ import BGTaskProtocol
             .trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
-    /// Polls `condition` (bounded: 10,000 looks, 1 ms apart). A poll of /proc: a thread's start (it
-    /// names itself) and its exit have no event this test could wait on.
-    static func eventually(_ condition: () -> Bool) -> Bool {
-        for _ in 0..<10_000 {
-            if condition() { return true }
-            usleep(1000)
-        }
-        return false
+    /// The server's socket thread id, named `bgtaskd-sockets` (`socketThreadID` waits for the new thread
+    /// to have named itself and said its id); nil if it is not that thread.
+    static func runningSocketThread(of server: VarlinkServer?, on queue: DispatchQueue) -> Int32? {
+        let tid = queue.sync { server?.socketThreadID ?? 0 }
+        return tid != 0 && name(ofThread: tid) == "bgtaskd-sockets" ? tid : nil
     }
 
-    /// The server's socket thread id once it runs and has named itself; nil if it never does.
-    static func runningSocketThread(of server: VarlinkServer?, on queue: DispatchQueue) -> Int32? {
-        var tid: Int32 = 0
-        let ok = eventually {
-            tid = queue.sync { server?.socketThreadID ?? 0 }
-            return tid != 0 && name(ofThread: tid) == "bgtaskd-sockets"
-        }
-        return ok ? tid : nil
+    /// A descriptor that becomes readable when thread `tid` exits (pidfd of one thread).
+    static func exitDescriptor(ofThread tid: Int32) throws -> Int32 {
+        let fd = bgtaskd_thread_pidfd_open(tid)
+        try #require(fd >= 0, "pidfd_open(\(tid), PIDFD_THREAD): \(String(cString: strerror(-fd)))")
+        return fd
+    }
+
+    /// Whether the thread of `exitFD` ends within 10 s (an event: the pidfd turns readable).
+    static func ends(_ exitFD: Int32) -> Bool {
+        defer { close(exitFD) }
+        var p = pollfd(fd: exitFD, events: Int16(POLLIN), revents: 0)
+        return poll(&p, 1, 10_000) == 1
     }
 
     @Test func theSocketThreadStartsWithItsServerAndEndsAtShutdown() throws {
@@ -44,11 +46,12 @@ import BGTaskProtocol
         let service = NullService()
         nonisolated(unsafe) var server: VarlinkServer? = queue.sync { VarlinkServer(queue: queue, service: service) }
         let tid = try #require(Self.runningSocketThread(of: server, on: queue), "the server's socket thread runs")
+        let exit = try Self.exitDescriptor(ofThread: tid)
         queue.sync {
             server?.shutdown()
             server = nil
         }
-        #expect(Self.eventually { Self.name(ofThread: tid) == nil }, "the socket thread ended at shutdown")
+        #expect(Self.ends(exit), "the socket thread ended at shutdown")
     }
 
     @Test func aServerDroppedWithoutShutdownEndsItsThreadToo() throws {
@@ -56,10 +59,11 @@ import BGTaskProtocol
         let service = NullService()
         nonisolated(unsafe) var server: VarlinkServer? = queue.sync { VarlinkServer(queue: queue, service: service) }
         let tid = try #require(Self.runningSocketThread(of: server, on: queue), "the server's socket thread runs")
+        let exit = try Self.exitDescriptor(ofThread: tid)
         queue.sync {
             #expect(server?.connectionCount == 0)
             server = nil
         }
-        #expect(Self.eventually { Self.name(ofThread: tid) == nil }, "the socket thread ended with its server")
+        #expect(Self.ends(exit), "the socket thread ended with its server")
     }
 }

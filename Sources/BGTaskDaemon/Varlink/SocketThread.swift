@@ -38,6 +38,8 @@ final class SocketThread: @unchecked Sendable {
     private var paused = false
     private var stopping = false
     private var threadID: Int32 = 0
+    /// `start` created the thread (guarded by `lock`): `tid` may wait for it to say its id.
+    private var started = false
     /// The token of `wakeFD`; connections and listeners get tokens from 1.
     static let wakeToken: UInt64 = 0
 
@@ -81,6 +83,9 @@ final class SocketThread: @unchecked Sendable {
             return false
         }
         pthread_detach(tid)
+        pthread_mutex_lock(lock)
+        started = true
+        pthread_mutex_unlock(lock)
         return true
     }
 
@@ -116,13 +121,16 @@ final class SocketThread: @unchecked Sendable {
     private func setThreadID(_ tid: Int32) {
         pthread_mutex_lock(lock)
         threadID = tid
+        pthread_cond_broadcast(resumed)
         pthread_mutex_unlock(lock)
     }
 
-    /// The thread's id once it runs (0 before): tests find it in /proc/self/task.
+    /// The thread's id (tests find it in /proc/self/task); once `start` succeeded, waits for the new
+    /// thread to have named itself and said its id, which is the first thing it does. 0 if never started.
     var tid: Int32 {
         pthread_mutex_lock(lock)
         defer { pthread_mutex_unlock(lock) }
+        while started && threadID == 0 { pthread_cond_wait(resumed, lock) }
         return threadID
     }
 
