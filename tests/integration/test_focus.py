@@ -5,6 +5,7 @@ and calls SetFocus; focus is driven through sway itself (`swaymsg '[app_id=…] 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import shutil
@@ -101,15 +102,19 @@ def focused(sway: Sway) -> str | None:
     return walk(json.loads(sway.msg("-t", "get_tree")))
 
 
-def test_focus_follows_the_compositor(daemon, ctl, bin_dir, sway):
-    with ScratchCgroup("-focus") as scratch:
+@contextlib.contextmanager
+def adopted_apps(daemon, ctl, sway, tag, ids):
+    """Apps `ids` from desktop entries, each started by sway (foot) into an `app-test-ID-N.scope` of the
+    sway user's app.slice and adopted, in that order, by a daemon (signal freezer, 300 ms grace) that
+    the session user reaches: yields (daemon, {id: scope}). Prints bgtaskd-focus's log at the end."""
+    with ScratchCgroup(tag) as scratch:
         uid = sway.uid
         slice_dir = os.path.join(scratch.path, f"user.slice/user-{uid}.slice/user@{uid}.service/app.slice")
         os.makedirs(slice_dir)
         data = Path(tempfile.mkdtemp(prefix="bgtaskd-xdg-", dir="/tmp"))
         try:
             (data / "applications").mkdir()
-            for app in (A, B):
+            for app in ids:
                 (data / "applications" / f"{app}.desktop").write_text(entry(app, f"foot --app-id={app}"))
             d = daemon(conf=f"[Apps]\nDataDirs={data}\nAdoptFrom={scratch.path}/user.slice\n"
                             "[Daemon]\nFreezerBackend=signal\nControlGroup=nogroup\n"
@@ -118,55 +123,60 @@ def test_focus_follows_the_compositor(daemon, ctl, bin_dir, sway):
             for p in (d.root, d.runtime_dir):
                 os.chmod(p, 0o755)
             scopes = {}
-            for n, app in enumerate((A, B)):
+            for n, app in enumerate(ids):
                 scopes[app] = os.path.join(slice_dir, f"app-test-{app}-{n + 1}.scope")
                 os.mkdir(scopes[app])
                 sway.spawn(["foot", f"--app-id={app}", "sleep", "1000"], f"{app}.log", cgroup=scopes[app])
                 wait_for(lambda: state(ctl, d, app) == "active", 10, f"{app} adopted")
-            # Both windows mapped (foot maps asynchronously: under load A may map after B and take the
-            # focus), then B in front through the compositor.
-            wait_for(lambda: all(f'"app_id": "{app}"' in sway.msg("-t", "get_tree") for app in (A, B)), 10,
-                     "both windows mapped")
-            sway.msg(f"[app_id={B}] focus")
-            wait_for(lambda: focused(sway) == B, 10, "sway to focus B")
-            since = time.time()
-            sway.spawn([str(bin_dir / "bgtaskd-focus"), "--socket", d.socket, "--debounce", "200"], "focus.log")
-            # B is in front: A goes to the background, reason compositor-focus, and is suspended.
-            first = wait_journal(since, f"_PID={d.pid}", f"BGTASKD_APP={A}", "BGTASKD_DECISION=background", timeout=10)
-            assert first[0]["BGTASKD_REASON"] == "compositor-focus"
-            wait_journal(since, f"_PID={d.pid}", f"BGTASKD_APP={A}", "BGTASKD_DECISION=suspend", timeout=10)
-            assert read_events(scopes[A]).get("frozen") == 1
-
-            # Focus A through the compositor: A active (thawed), B background, then suspended.
-            t1 = time.time()
-            sway.msg(f"[app_id={A}] focus")
-            fg = wait_journal(t1, f"_PID={d.pid}", f"BGTASKD_APP={A}", "BGTASKD_DECISION=foreground", timeout=10)
-            assert fg[-1]["BGTASKD_REASON"] == "compositor-focus"
-            bg = wait_journal(t1, f"_PID={d.pid}", f"BGTASKD_APP={B}", "BGTASKD_DECISION=background", timeout=10)
-            assert bg[0]["BGTASKD_REASON"] == "compositor-focus"
-            wait_journal(t1, f"_PID={d.pid}", f"BGTASKD_APP={B}", "BGTASKD_DECISION=suspend", timeout=10)
-            assert read_events(scopes[B]).get("frozen") == 1 and read_events(scopes[A]).get("frozen") == 0
-            assert state(ctl, d, A) == "active" and state(ctl, d, B) == "suspended"
-
-            # Back to B: thawed, active again; its terminal answers (sway still talks to it).
-            t2 = time.time()
-            sway.msg(f"[app_id={B}] focus")
-            back = wait_journal(t2, f"_PID={d.pid}", f"BGTASKD_APP={B}", "BGTASKD_DECISION=foreground", timeout=10)
-            assert back[-1]["BGTASKD_REASON"] == "compositor-focus"
-            wait_for(lambda: read_events(scopes[B]).get("frozen") == 0, 5, "B thawed")
-            assert state(ctl, d, B) == "active"
-            assert focused(sway) == B
-
-            # The home screen (an empty workspace, no toplevel activated): B goes to the background.
-            t3 = time.time()
-            sway.msg("workspace", "2")
-            home = wait_journal(t3, f"_PID={d.pid}", f"BGTASKD_APP={B}", "BGTASKD_DECISION=background", timeout=10)
-            assert home[0]["BGTASKD_REASON"] == "compositor-focus"
-            sway.msg("workspace", "1")
-            wait_journal(t3, f"_PID={d.pid}", f"BGTASKD_APP={B}", "BGTASKD_DECISION=foreground", timeout=10)
+            yield d, scopes
         finally:
             shutil.rmtree(data, ignore_errors=True)
             print((sway.runtime / "focus.log").read_text(errors="replace") if (sway.runtime / "focus.log").exists() else "")
+
+
+def test_focus_follows_the_compositor(daemon, ctl, bin_dir, sway):
+    with adopted_apps(daemon, ctl, sway, "-focus", (A, B)) as (d, scopes):
+        # Both windows mapped (foot maps asynchronously: under load A may map after B and take the
+        # focus), then B in front through the compositor.
+        wait_for(lambda: all(f'"app_id": "{app}"' in sway.msg("-t", "get_tree") for app in (A, B)), 10,
+                 "both windows mapped")
+        sway.msg(f"[app_id={B}] focus")
+        wait_for(lambda: focused(sway) == B, 10, "sway to focus B")
+        since = time.time()
+        sway.spawn([str(bin_dir / "bgtaskd-focus"), "--socket", d.socket, "--debounce", "200"], "focus.log")
+        # B is in front: A goes to the background, reason compositor-focus, and is suspended.
+        first = wait_journal(since, f"_PID={d.pid}", f"BGTASKD_APP={A}", "BGTASKD_DECISION=background", timeout=10)
+        assert first[0]["BGTASKD_REASON"] == "compositor-focus"
+        wait_journal(since, f"_PID={d.pid}", f"BGTASKD_APP={A}", "BGTASKD_DECISION=suspend", timeout=10)
+        assert read_events(scopes[A]).get("frozen") == 1
+
+        # Focus A through the compositor: A active (thawed), B background, then suspended.
+        t1 = time.time()
+        sway.msg(f"[app_id={A}] focus")
+        fg = wait_journal(t1, f"_PID={d.pid}", f"BGTASKD_APP={A}", "BGTASKD_DECISION=foreground", timeout=10)
+        assert fg[-1]["BGTASKD_REASON"] == "compositor-focus"
+        bg = wait_journal(t1, f"_PID={d.pid}", f"BGTASKD_APP={B}", "BGTASKD_DECISION=background", timeout=10)
+        assert bg[0]["BGTASKD_REASON"] == "compositor-focus"
+        wait_journal(t1, f"_PID={d.pid}", f"BGTASKD_APP={B}", "BGTASKD_DECISION=suspend", timeout=10)
+        assert read_events(scopes[B]).get("frozen") == 1 and read_events(scopes[A]).get("frozen") == 0
+        assert state(ctl, d, A) == "active" and state(ctl, d, B) == "suspended"
+
+        # Back to B: thawed, active again; its terminal answers (sway still talks to it).
+        t2 = time.time()
+        sway.msg(f"[app_id={B}] focus")
+        back = wait_journal(t2, f"_PID={d.pid}", f"BGTASKD_APP={B}", "BGTASKD_DECISION=foreground", timeout=10)
+        assert back[-1]["BGTASKD_REASON"] == "compositor-focus"
+        wait_for(lambda: read_events(scopes[B]).get("frozen") == 0, 5, "B thawed")
+        assert state(ctl, d, B) == "active"
+        assert focused(sway) == B
+
+        # The home screen (an empty workspace, no toplevel activated): B goes to the background.
+        t3 = time.time()
+        sway.msg("workspace", "2")
+        home = wait_journal(t3, f"_PID={d.pid}", f"BGTASKD_APP={B}", "BGTASKD_DECISION=background", timeout=10)
+        assert home[0]["BGTASKD_REASON"] == "compositor-focus"
+        sway.msg("workspace", "1")
+        wait_journal(t3, f"_PID={d.pid}", f"BGTASKD_APP={B}", "BGTASKD_DECISION=foreground", timeout=10)
 
 
 def test_blank_screen_backgrounds_the_front_app_and_the_user_brings_it_back(daemon, ctl, bin_dir, sway):
@@ -175,42 +185,24 @@ def test_blank_screen_backgrounds_the_front_app_and_the_user_brings_it_back(daem
     activity (a key typed through a virtual keyboard, wtype) brings it back (compositor-focus)."""
     if not shutil.which("wtype"):
         pytest.fail("wtype is missing: scripts/install-deps.sh installs it")
-    with ScratchCgroup("-idle") as scratch:
-        uid = sway.uid
-        slice_dir = os.path.join(scratch.path, f"user.slice/user-{uid}.slice/user@{uid}.service/app.slice")
-        os.makedirs(slice_dir)
-        data = Path(tempfile.mkdtemp(prefix="bgtaskd-xdg-", dir="/tmp"))
-        try:
-            (data / "applications").mkdir()
-            (data / "applications" / f"{A}.desktop").write_text(entry(A, f"foot --app-id={A}"))
-            d = daemon(conf=f"[Apps]\nDataDirs={data}\nAdoptFrom={scratch.path}/user.slice\n"
-                            "[Daemon]\nFreezerBackend=signal\nControlGroup=nogroup\n"
-                            "[Lifecycle]\nDidEnterBackgroundTimeoutSec=300ms\n")
-            for p in (d.root, d.runtime_dir):
-                os.chmod(p, 0o755)
-            scope = os.path.join(slice_dir, f"app-test-{A}-1.scope")
-            os.mkdir(scope)
-            sway.spawn(["foot", f"--app-id={A}", "sleep", "1000"], "A.log", cgroup=scope)
-            wait_for(lambda: state(ctl, d, A) == "active", 10, "A adopted")
-            wait_for(lambda: focused(sway) == A, 10, "sway to focus A")
-            since = time.time()
-            sway.spawn([str(bin_dir / "bgtaskd-focus"), "--socket", d.socket, "--debounce", "100",
-                        "--idle-timeout", "1500"], "focus.log")
-            # No input at all on a headless seat: idle after 1.5 s.
-            locked = wait_journal(since, f"_PID={d.pid}", f"BGTASKD_APP={A}", "BGTASKD_DECISION=background", timeout=15)
-            assert locked[0]["BGTASKD_REASON"] == "screen-locked", locked[0]
-            wait_journal(since, f"_PID={d.pid}", f"BGTASKD_APP={A}", "BGTASKD_DECISION=suspend", timeout=10)
-            assert read_events(scope).get("frozen") == 1
-            # The user is back: a key on a virtual keyboard.
-            t1 = time.time()
-            r = subprocess.run([*sway.as_user(), "wtype", "x"], env=sway.env(), capture_output=True, text=True, timeout=10)
-            assert r.returncode == 0, r.stderr
-            back = wait_journal(t1, f"_PID={d.pid}", f"BGTASKD_APP={A}", "BGTASKD_DECISION=foreground", timeout=10)
-            assert back[-1]["BGTASKD_REASON"] == "compositor-focus"
-            assert read_events(scope).get("frozen") == 0 and state(ctl, d, A) == "active"
-        finally:
-            shutil.rmtree(data, ignore_errors=True)
-            print((sway.runtime / "focus.log").read_text(errors="replace") if (sway.runtime / "focus.log").exists() else "")
+    with adopted_apps(daemon, ctl, sway, "-idle", (A,)) as (d, scopes):
+        scope = scopes[A]
+        wait_for(lambda: focused(sway) == A, 10, "sway to focus A")
+        since = time.time()
+        sway.spawn([str(bin_dir / "bgtaskd-focus"), "--socket", d.socket, "--debounce", "100",
+                    "--idle-timeout", "1500"], "focus.log")
+        # No input at all on a headless seat: idle after 1.5 s.
+        locked = wait_journal(since, f"_PID={d.pid}", f"BGTASKD_APP={A}", "BGTASKD_DECISION=background", timeout=15)
+        assert locked[0]["BGTASKD_REASON"] == "screen-locked", locked[0]
+        wait_journal(since, f"_PID={d.pid}", f"BGTASKD_APP={A}", "BGTASKD_DECISION=suspend", timeout=10)
+        assert read_events(scope).get("frozen") == 1
+        # The user is back: a key on a virtual keyboard.
+        t1 = time.time()
+        r = subprocess.run([*sway.as_user(), "wtype", "x"], env=sway.env(), capture_output=True, text=True, timeout=10)
+        assert r.returncode == 0, r.stderr
+        back = wait_journal(t1, f"_PID={d.pid}", f"BGTASKD_APP={A}", "BGTASKD_DECISION=foreground", timeout=10)
+        assert back[-1]["BGTASKD_REASON"] == "compositor-focus"
+        assert read_events(scope).get("frozen") == 0 and state(ctl, d, A) == "active"
 
 
 @pytest.fixture
@@ -234,47 +226,29 @@ def test_locking_the_session_backgrounds_the_front_app_and_unlocking_brings_it_b
     to the background with reason screen-locked (then suspended, its cgroup frozen); cleared, it comes
     back. bgtaskd-focus is given only the bus address, like a user unit outside any session: it finds
     the user's display session itself."""
-    with ScratchCgroup("-lock") as scratch:
-        uid = sway.uid
-        slice_dir = os.path.join(scratch.path, f"user.slice/user-{uid}.slice/user@{uid}.service/app.slice")
-        os.makedirs(slice_dir)
-        data = Path(tempfile.mkdtemp(prefix="bgtaskd-xdg-", dir="/tmp"))
-        try:
-            (data / "applications").mkdir()
-            (data / "applications" / f"{A}.desktop").write_text(entry(A, f"foot --app-id={A}"))
-            d = daemon(conf=f"[Apps]\nDataDirs={data}\nAdoptFrom={scratch.path}/user.slice\n"
-                            "[Daemon]\nFreezerBackend=signal\nControlGroup=nogroup\n"
-                            "[Lifecycle]\nDidEnterBackgroundTimeoutSec=300ms\n")
-            for p in (d.root, d.runtime_dir):
-                os.chmod(p, 0o755)
-            scope = os.path.join(slice_dir, f"app-test-{A}-1.scope")
-            os.mkdir(scope)
-            sway.spawn(["foot", f"--app-id={A}", "sleep", "1000"], "A.log", cgroup=scope)
-            wait_for(lambda: state(ctl, d, A) == "active", 10, "A adopted")
-            wait_for(lambda: focused(sway) == A, 10, "sway to focus A")
-            sway.spawn([str(bin_dir / "bgtaskd-focus"), "--socket", d.socket, "--debounce", "100"], "focus.log",
-                       DBUS_SYSTEM_BUS_ADDRESS=logind.address)
-            focus_log = sway.runtime / "focus.log"
-            wait_for(lambda: focus_log.exists() and "following logind's session" in focus_log.read_text(), 10,
-                     "bgtaskd-focus to follow the logind session")
-            assert f"session {logind.path}" in focus_log.read_text()
+    with adopted_apps(daemon, ctl, sway, "-lock", (A,)) as (d, scopes):
+        scope = scopes[A]
+        wait_for(lambda: focused(sway) == A, 10, "sway to focus A")
+        sway.spawn([str(bin_dir / "bgtaskd-focus"), "--socket", d.socket, "--debounce", "100"], "focus.log",
+                   DBUS_SYSTEM_BUS_ADDRESS=logind.address)
+        focus_log = sway.runtime / "focus.log"
+        wait_for(lambda: focus_log.exists() and "following logind's session" in focus_log.read_text(), 10,
+                 "bgtaskd-focus to follow the logind session")
+        assert f"session {logind.path}" in focus_log.read_text()
 
-            # The session user's screen locker locks: SetLockedHint(true), called as that user.
-            for method, hint in (("SetLockedHint", "LockedHint"), ("SetIdleHint", "IdleHint")):
-                t0 = time.time()
-                logind.session_call(method, True, user=sway.as_user())
-                assert logind.hint(hint)
-                locked = wait_journal(t0, f"_PID={d.pid}", f"BGTASKD_APP={A}", "BGTASKD_DECISION=background", timeout=10)
-                assert locked[0]["BGTASKD_REASON"] == "screen-locked", locked[0]
-                wait_journal(t0, f"_PID={d.pid}", f"BGTASKD_APP={A}", "BGTASKD_DECISION=suspend", timeout=10)
-                assert read_events(scope).get("frozen") == 1
-                assert state(ctl, d, A) == "suspended"
-                # Unlocked: back in front, thawed.
-                t1 = time.time()
-                logind.session_call(method, False, user=sway.as_user())
-                back = wait_journal(t1, f"_PID={d.pid}", f"BGTASKD_APP={A}", "BGTASKD_DECISION=foreground", timeout=10)
-                assert back[-1]["BGTASKD_REASON"] == "compositor-focus"
-                assert read_events(scope).get("frozen") == 0 and state(ctl, d, A) == "active"
-        finally:
-            shutil.rmtree(data, ignore_errors=True)
-            print((sway.runtime / "focus.log").read_text(errors="replace") if (sway.runtime / "focus.log").exists() else "")
+        # The session user's screen locker locks: SetLockedHint(true), called as that user.
+        for method, hint in (("SetLockedHint", "LockedHint"), ("SetIdleHint", "IdleHint")):
+            t0 = time.time()
+            logind.session_call(method, True, user=sway.as_user())
+            assert logind.hint(hint)
+            locked = wait_journal(t0, f"_PID={d.pid}", f"BGTASKD_APP={A}", "BGTASKD_DECISION=background", timeout=10)
+            assert locked[0]["BGTASKD_REASON"] == "screen-locked", locked[0]
+            wait_journal(t0, f"_PID={d.pid}", f"BGTASKD_APP={A}", "BGTASKD_DECISION=suspend", timeout=10)
+            assert read_events(scope).get("frozen") == 1
+            assert state(ctl, d, A) == "suspended"
+            # Unlocked: back in front, thawed.
+            t1 = time.time()
+            logind.session_call(method, False, user=sway.as_user())
+            back = wait_journal(t1, f"_PID={d.pid}", f"BGTASKD_APP={A}", "BGTASKD_DECISION=foreground", timeout=10)
+            assert back[-1]["BGTASKD_REASON"] == "compositor-focus"
+            assert read_events(scope).get("frozen") == 0 and state(ctl, d, A) == "active"
