@@ -1,0 +1,111 @@
+"""SPEC §3 and §6 rules against the real daemon (issue 12, task "budget").
+
+- A wake for an event runs on that event's own budget: a suspended app whose background time is spent, resumed
+  for a scheduled task, has no fresh app budget (BackgroundTimeRemaining 0, BeginBackgroundTask denied with
+  `budget-exhausted`).
+- A task waiting for the background is not lost when the app ends first: the request stays pending (and in
+  refresh.json) until the task really starts, across a termination and a daemon restart.
+- A manager hold that ends after the app's budget did hands the app's live assertions to the budget's rule.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from freezer_support import wait_for  # noqa: E402
+from refresh_support import EventLog, call, manifest, realtime_usec, wait_state  # noqa: E402
+from support import RawClient, journal_entries  # noqa: E402
+
+APP = "io.bgtaskd.App"
+MANAGER = "io.bgtaskd.Manager"
+
+CONF = """\
+[Daemon]
+FreezerBackend=signal
+[Lifecycle]
+DidEnterBackgroundTimeoutSec=3s
+BackgroundTimeBudgetSec=1500ms
+ExpirationWarningSec=300ms
+RefreshTaskBudgetSec=20s
+ProcessingTaskBudgetSec=20s
+WillTerminateTimeoutSec=1s
+KillTimeoutSec=1s
+LaunchTimeoutSec=10s
+[Refresh]
+MinimumRefreshIntervalSec=0
+ProcessingIdleSec=0
+"""
+
+
+def unique(name: str) -> str:
+    """An app ID no other test run used, so that journal look-ups see this run only."""
+    return f"org.example.{name}.t{uuid.uuid4().hex[:10]}"
+
+
+def app_info(d, app: str) -> dict:
+    return call(d.socket, f"{MANAGER}.GetApp", appId=app)["app"]
+
+
+def pending(d, app: str) -> list[str]:
+    return [r["identifier"] for r in call(d.socket, f"{APP}.PendingTaskRequests", appId=app)["requests"]]
+
+
+def saved_pending(d, app: str) -> list[str]:
+    """The identifiers refresh.json holds for `app` (what survives a crash)."""
+    path = d.root / "state" / "refresh.json"
+    text = path.read_text() if path.exists() else "{}"
+    found = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            if node.get("identifier", "").startswith(app):
+                found.append(node["identifier"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(json.loads(text))
+    return found
+
+
+# MARK: SPEC §3: a wake for an event runs on the event's own budget
+
+def test_a_task_wake_gives_a_suspended_app_no_fresh_budget(daemon, tmp_path):
+    app = unique("Spent")
+    identifier = f"{app}.refresh"
+    events = tmp_path / "events.jsonl"
+    d = daemon(conf=CONF, apps={app: manifest(app, events, complete=False)})
+    log = EventLog(events)
+    call(d.socket, f"{MANAGER}.Launch", appId=app)
+    log.wait_kind("did-become-active")
+    # Not due by itself: only RunTaskNow runs it.
+    call(d.socket, f"{APP}.SubmitTaskRequest", appId=app, identifier=identifier, kind="refresh",
+         earliestBeginUSec=realtime_usec(3600))
+    call(d.socket, f"{MANAGER}.Background", appId=app)
+    wait_state(d.socket, app, "suspended")
+    # The 1.5 s budget runs out while the app is suspended (the daemon's own figure is the event awaited).
+    wait_for(lambda: app_info(d, app)["backgroundTimeRemainingUSec"] == 0, 10, "the app budget to be spent", interval=0.02)
+
+    call(d.socket, f"{MANAGER}.RunTaskNow", appId=app, identifier=identifier)
+    log.wait_kind("perform-task")
+    info = app_info(d, app)
+    assert info["state"] == "background", info
+    # No fresh 1.5 s: the wake runs on the task's 20 s, the app's budget stays spent.
+    assert info["backgroundTimeRemainingUSec"] == 0, info
+    assert call(d.socket, f"{APP}.BackgroundTimeRemaining", appId=app)["remainingUSec"] == 0
+    with RawClient(d.socket) as c:
+        r = c.call(f"{APP}.BeginBackgroundTask", {"appId": app, "name": "after the wake"})
+        assert r["parameters"]["taskId"] == 0, r
+    denials = wait_for(lambda: journal_entries(BGTASKD_APP=app, BGTASKD_DECISION="deny"), 10,
+                       "the denial in the journal")
+    assert [e["BGTASKD_REASON"] for e in denials] == ["budget-exhausted"], denials
+    # The task itself still has its own time: completed, the app is suspended again.
+    call(d.socket, f"{APP}.CompleteTask", appId=app, identifier=identifier, success=True)
+    wait_state(d.socket, app, "suspended")
