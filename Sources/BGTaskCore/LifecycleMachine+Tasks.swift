@@ -57,6 +57,7 @@ extension LifecycleMachine {
         record(
             .runTask, reason, i, taskName: identifier, remaining: budget,
             .taskStarted(kind, budget: budget))
+        emit(.taskStarted(app, identifier: identifier))
         deadlines.arm(.taskWarning(app, identifier), at: Swift.max(now, end - nonNegative(config.expirationWarning)))
         deadlines.arm(.taskEnd(app, identifier), at: end)
     }

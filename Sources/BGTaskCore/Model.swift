@@ -280,6 +280,10 @@ public enum Action: Hashable, Sendable {
     case holdLost(AppID, TaskID, to: RequestID, because: Decision)
     /// A ``Input/memoryPressureTriggered(window:)`` was taken as `response`; the actions that carry it out follow.
     case memoryPressure(MemoryPressureResponse)
+    /// The scheduled task `identifier` started (`perform-task` delivered; its `run-task` decision is in the
+    /// action before). Tell the refresh machine (``RefreshInput/taskStarted(_:identifier:)``): a request that
+    /// waited for the background leaves the pending list only now (SPEC §6).
+    case taskStarted(AppID, identifier: String)
 
     /// The decision this action carries, if any: every action that changes an app carries one.
     public var decision: Decision? {
@@ -287,7 +291,7 @@ public enum Action: Hashable, Sendable {
         case .launch(_, _, let d), .freeze(_, _, let d), .thaw(_, _, let d), .terminate(_, _, let d),
             .kill(_, _, let d), .record(let d):
             return d
-        case .deliver, .reply, .release, .stopFinished, .holdLost, .memoryPressure:
+        case .deliver, .reply, .release, .stopFinished, .holdLost, .memoryPressure, .taskStarted:
             return nil
         }
     }

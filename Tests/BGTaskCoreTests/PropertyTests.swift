@@ -237,7 +237,7 @@ struct Driver {
                 if d.kind != .terminate || d.app != app { fail("hold lost on \(d.kind) about \(String(describing: d.app))") }
                 if !holdsLost.insert(request).inserted { fail("Hold call \(request) ended twice") }
                 if request.rawValue > requests { fail("hold lost on a request never made") }
-            case .reply, .release, .stopFinished, .memoryPressure:
+            case .reply, .release, .stopFinished, .memoryPressure, .taskStarted:
                 break
             }
         }

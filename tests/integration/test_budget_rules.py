@@ -109,3 +109,67 @@ def test_a_task_wake_gives_a_suspended_app_no_fresh_budget(daemon, tmp_path):
     # The task itself still has its own time: completed, the app is suspended again.
     call(d.socket, f"{APP}.CompleteTask", appId=app, identifier=identifier, success=True)
     wait_state(d.socket, app, "suspended")
+
+
+# MARK: SPEC §6: a task waiting for the background is not lost when the app ends first
+
+def test_a_due_task_waiting_for_the_background_runs_after_the_app_is_terminated(daemon, tmp_path):
+    app = unique("Waiting")
+    identifier = f"{app}.refresh"
+    events = tmp_path / "events.jsonl"
+    d = daemon(conf=CONF, apps={app: manifest(app, events)})
+    log = EventLog(events)
+    call(d.socket, f"{MANAGER}.Launch", appId=app)
+    log.wait_kind("did-become-active")
+    # Due at once, but the app is active: the task waits for the background.
+    call(d.socket, f"{APP}.SubmitTaskRequest", appId=app, identifier=identifier, kind="refresh")
+    wait_for(lambda: journal_entries(BGTASKD_APP=app, BGTASKD_REASON="waiting-for-background"), 10,
+             "the task to wait for the background")
+    assert "perform-task" not in log.kinds()
+    assert pending(d, app) == [identifier]
+    assert saved_pending(d, app) == [identifier]
+    # The user ends the app before it ever enters the background.
+    call(d.socket, f"{MANAGER}.Terminate", appId=app)
+    # The request was kept: the daemon launches the app into the background for it (SPEC §2 sequence 4).
+    entries = log.wait_for(lambda es: any(e.get("kind") == "perform-task" for e in es), 15,
+                           "the task to run in a new process")
+    launches = [e for e in entries if e.get("kind") == "did-finish-launching"]
+    assert [e["launchReason"] for e in launches] == ["user", "background-task"], launches
+    task = [e for e in entries if e.get("kind") == "perform-task"][0]
+    assert task["identifier"] == identifier and task["state"] == "background", task
+    wait_for(lambda: pending(d, app) == [] and saved_pending(d, app) == [], 10,
+             "the request to leave the pending list once run", interval=0.02)
+
+
+def test_a_waiting_task_survives_a_termination_and_a_daemon_restart(daemon, tmp_path):
+    app = unique("Survives")
+    identifier = f"{app}.refresh"
+    events = tmp_path / "events.jsonl"
+    d = daemon(conf=CONF, apps={app: manifest(app, events)})
+    log = EventLog(events)
+    call(d.socket, f"{MANAGER}.Launch", appId=app)
+    log.wait_kind("did-become-active")
+    # Not due by itself for an hour; RunTaskNow runs it now, but the app is active: it waits.
+    call(d.socket, f"{APP}.SubmitTaskRequest", appId=app, identifier=identifier, kind="refresh",
+         earliestBeginUSec=realtime_usec(3600))
+    call(d.socket, f"{MANAGER}.RunTaskNow", appId=app, identifier=identifier)
+    wait_for(lambda: journal_entries(BGTASKD_APP=app, BGTASKD_REASON="waiting-for-background"), 10,
+             "the task to wait for the background")
+    call(d.socket, f"{MANAGER}.Terminate", appId=app)
+    wait_state(d.socket, app, "not-running")
+    # Still pending, in memory and in the state file.
+    assert pending(d, app) == [identifier]
+    assert app_info(d, app)["pendingTaskRequests"] == 1
+    assert saved_pending(d, app) == [identifier]
+    assert "perform-task" not in log.kinds()
+
+    # A restart (same configuration and state) keeps it.
+    d.stop()
+    d = daemon(root=d.root)
+    assert pending(d, app) == [identifier]
+    # Later it runs: the app is launched into the background for it.
+    call(d.socket, f"{MANAGER}.RunTaskNow", appId=app, identifier=identifier)
+    entries = log.wait_kind("perform-task", timeout=15)
+    task = [e for e in entries if e.get("kind") == "perform-task"][0]
+    assert task["identifier"] == identifier and task["state"] == "background", task
+    assert pending(d, app) == [] and saved_pending(d, app) == []

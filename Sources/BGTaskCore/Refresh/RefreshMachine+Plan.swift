@@ -28,13 +28,23 @@ extension RefreshMachine {
             let app = run.app, request = run.request
             // An app whose manifest is gone keeps its requests for when it comes back.
             guard config.apps[app] != nil, let f = facts(app) else { continue }
-            if f.terminating || f.runningTasks.contains(request.identifier) {
+            if f.terminating || f.runningTasks.contains(request.identifier) || f.waitingTasks.contains(request.identifier) {
                 watch = true
                 continue
             }
+            let run = RefreshRun(app: app, identifier: request.identifier, kind: request.kind, reason: .taskScheduled)
+            if f.holdsTaskUntilBackground {
+                // The core holds it until the app has entered the background; it stays pending until it
+                // starts, and an app that ends first leaves it here to run later (a change of state is looked at).
+                awaitingStart[app, default: []].insert(request.identifier)
+                watch = true
+                actions.append(.run(run))
+                continue
+            }
+            awaitingStart[app]?.remove(request.identifier)
             state.schedule.started(request.identifier, for: app, at: ctx.now)
             changed = true
-            actions.append(.run(RefreshRun(app: app, identifier: request.identifier, kind: request.kind, reason: .taskScheduled)))
+            actions.append(.run(run))
         }
         var notices: [AppID: [String: Reason]] = [:]
         for denial in plan.denials where config.apps[denial.task.app] != nil {

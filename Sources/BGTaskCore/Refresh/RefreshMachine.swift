@@ -34,6 +34,10 @@ public struct RefreshMachine: Sendable {
     var watchLifecycle = false
     /// A ``RefreshAction/reviewSoon`` is out and its ``RefreshInput/reviewRequested`` not yet in.
     var reviewQueued = false
+    /// Requests handed to the lifecycle core while their app was in the foreground: the core holds them
+    /// until the app has entered the background, and they stay pending (and saved) until they start
+    /// (``RefreshInput/taskStarted(_:identifier:)``). An app that ends first does not lose them (SPEC §6).
+    var awaitingStart: [AppID: Set<String>] = [:]
 
     /// A machine with `config`, the default state until ``RefreshInput/stateLoaded(_:)``.
     public init(config: RefreshConfig) {
@@ -117,6 +121,13 @@ public struct RefreshMachine: Sendable {
         case .reviewRequested:
             reviewQueued = false
             return plan(now: now, facts: facts)
+        case .taskStarted(let app, let identifier):
+            // Only a request that waited for the background is still pending: others left at the hand-off.
+            guard awaitingStart[app]?.remove(identifier) != nil else { return [] }
+            if awaitingStart[app]?.isEmpty == true { awaitingStart[app] = nil }
+            state.schedule.started(identifier, for: app, at: now.wall)
+            deniedNotices[app]?[identifier] = nil
+            return [.save(state, reply: nil)]
         case .wallDeadlineReached:
             nextWallDeadline = nil
             return plan(now: now, facts: facts)
@@ -125,10 +136,12 @@ public struct RefreshMachine: Sendable {
         case .taskCancelled(let app, let identifier):
             state.schedule.cancel(identifier, for: app)
             deniedNotices[app]?[identifier] = nil
+            awaitingStart[app]?.remove(identifier)
             return [.save(state, reply: .ok)] + plan(now: now, facts: facts)
         case .allTasksCancelled(let app):
             state.schedule.cancelAll(for: app)
             deniedNotices[app] = nil
+            awaitingStart[app] = nil
             return [.save(state, reply: .ok)] + plan(now: now, facts: facts)
         case .runNowRequested(let app, let identifier):
             return runNow(app, identifier: identifier, now: now, facts: facts)
