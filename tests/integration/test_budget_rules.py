@@ -103,8 +103,7 @@ def test_a_task_wake_gives_a_suspended_app_no_fresh_budget(daemon, tmp_path):
     with RawClient(d.socket) as c:
         r = c.call(f"{APP}.BeginBackgroundTask", {"appId": app, "name": "after the wake"})
         assert r["parameters"]["taskId"] == 0, r
-    denials = wait_for(lambda: journal_entries(BGTASKD_APP=app, BGTASKD_DECISION="deny"), 10,
-                       "the denial in the journal")
+    denials = journal_entries(want=bool, timeout=10, BGTASKD_APP=app, BGTASKD_DECISION="deny")
     assert [e["BGTASKD_REASON"] for e in denials] == ["budget-exhausted"], denials
     # The task itself still has its own time: completed, the app is suspended again.
     call(d.socket, f"{APP}.CompleteTask", appId=app, identifier=identifier, success=True)
@@ -123,8 +122,8 @@ def test_a_due_task_waiting_for_the_background_runs_after_the_app_is_terminated(
     log.wait_kind("did-become-active")
     # Due at once, but the app is active: the task waits for the background.
     call(d.socket, f"{APP}.SubmitTaskRequest", appId=app, identifier=identifier, kind="refresh")
-    wait_for(lambda: journal_entries(BGTASKD_APP=app, BGTASKD_REASON="waiting-for-background"), 10,
-             "the task to wait for the background")
+    assert journal_entries(want=bool, timeout=10, BGTASKD_APP=app, BGTASKD_REASON="waiting-for-background"), \
+        "the task did not wait for the background"
     assert "perform-task" not in log.kinds()
     assert pending(d, app) == [identifier]
     assert saved_pending(d, app) == [identifier]
@@ -153,8 +152,8 @@ def test_a_waiting_task_survives_a_termination_and_a_daemon_restart(daemon, tmp_
     call(d.socket, f"{APP}.SubmitTaskRequest", appId=app, identifier=identifier, kind="refresh",
          earliestBeginUSec=realtime_usec(3600))
     call(d.socket, f"{MANAGER}.RunTaskNow", appId=app, identifier=identifier)
-    wait_for(lambda: journal_entries(BGTASKD_APP=app, BGTASKD_REASON="waiting-for-background"), 10,
-             "the task to wait for the background")
+    assert journal_entries(want=bool, timeout=10, BGTASKD_APP=app, BGTASKD_REASON="waiting-for-background"), \
+        "the task did not wait for the background"
     call(d.socket, f"{MANAGER}.Terminate", appId=app)
     wait_state(d.socket, app, "not-running")
     # Still pending, in memory and in the state file.
