@@ -114,16 +114,21 @@ extension LifecycleMachine {
         armBudget(i)
     }
 
-    /// Arms the budget's warning and end. A budget already over arms nothing: no assertion can be begun on
-    /// it (`budget-exhausted`), so there is nothing to warn or to end (a deadline in the past would fire at
-    /// its own, earlier instant).
+    /// Arms the budget's warning and end (again: a resume, a manager hold that ended, a reload). A budget
+    /// already over warns nothing (a deadline in the past would fire at its own, earlier instant); its end
+    /// comes at once for assertions still live (they outlived a manager hold, or a reload shortened the
+    /// budget), and not at all without any (none can be begun: `budget-exhausted`).
     mutating func armBudget(_ i: Int) {
         guard let since = records[i].backgroundSince else { return }
         let app = records[i].id
         let end = since + nonNegative(config.backgroundTimeBudget)
         guard end > now else {
             deadlines.cancel(.budgetWarning(app))
-            deadlines.cancel(.budgetEnd(app))
+            if records[i].assertions.isEmpty {
+                deadlines.cancel(.budgetEnd(app))
+            } else {
+                deadlines.arm(.budgetEnd(app), at: now)
+            }
             return
         }
         deadlines.arm(.budgetWarning(app), at: Swift.max(now, end - nonNegative(config.expirationWarning)))

@@ -107,4 +107,67 @@ import Testing
         _ = h.background(music)
         #expect(h.snapshot(music)?.backgroundTimeRemaining == .seconds(30))
     }
+
+    // MARK: Other ways the budget is spent (SPEC §3 with §12's manager hold, a reload)
+
+    @Test func anAssertionThatOutlivesItsBudgetUnderAManagerHoldEndsTheAppWhenTheHoldEnds() {
+        var h = Harness()
+        h.launchActive(mail)
+        let upload = h.begin(mail, on: connA, name: "upload")
+        let t0 = h.now
+        guard let dib = h.background(mail) else { return #expect(Bool(false), "no did-enter-background") }
+        h.send(.eventAcknowledged(dib.id))
+        h.after(.seconds(1), .holdRequested(mail, connection: connC, name: "sleep 60"))
+        // The app's assertion is warned as always; while held, the budget's end terminates nothing (§12).
+        #expect(h.at(t0 + .seconds(25)).events.map(\.taskID) == [upload])
+        #expect(h.at(t0 + .seconds(30)).sigterms.isEmpty && h.state(mail) == .background)
+        // The hold ends (its command exits) at 40 s: the assertion is 10 s past the app's budget, so the rule
+        // of §3 applies now (before the fix it lived on with no budget at all).
+        let released = h.at(t0 + .seconds(40), .connectionClosed(connC))
+        #expect(released.decisions(.end).map(\.reason) == [.managerHold])
+        #expect(released.decisions(.terminate).map(\.reason) == [.expirationNotHandled])
+        #expect(h.snapshot(mail)?.terminating == true)
+    }
+
+    @Test func aHoldThatEndsWithBudgetLeftLeavesTheBudgetAsItWas() {
+        var h = Harness()
+        h.launchActive(mail)
+        let upload = h.begin(mail, on: connA, name: "upload")
+        let t0 = h.now
+        guard let dib = h.background(mail) else { return #expect(Bool(false), "no did-enter-background") }
+        h.send(.eventAcknowledged(dib.id))
+        h.after(.seconds(1), .holdRequested(mail, connection: connC, name: nil))
+        let released = h.at(t0 + .seconds(10), .connectionClosed(connC))
+        #expect(released.sigterms.isEmpty && released.decisions(.terminate).isEmpty)
+        #expect(h.snapshot(mail)?.backgroundTimeRemaining == .seconds(20))
+        #expect(h.at(t0 + .seconds(25)).events.map(\.taskID) == [upload])
+        #expect(h.at(t0 + .seconds(30)).decisions(.terminate).map(\.reason) == [.expirationNotHandled])
+    }
+
+    @Test func aReloadedBudgetIsTheOneTheAppIsToldAndTheOneThatEnds() {
+        var h = Harness()
+        h.launchActive(mail)
+        _ = h.begin(mail, on: connA, name: "upload")
+        let t0 = h.now
+        guard let dib = h.background(mail) else { return #expect(Bool(false), "no did-enter-background") }
+        h.send(.eventAcknowledged(dib.id))
+        // BackgroundTimeBudgetSec=30s becomes 60s at 10 s: 50 s are left, and the budget ends at 60 s, not 30 s.
+        h.at(t0 + .seconds(10), .configurationChanged(LifecycleConfig(backgroundTimeBudget: .seconds(60))))
+        #expect(h.snapshot(mail)?.backgroundTimeRemaining == .seconds(50))
+        #expect(h.at(t0 + .seconds(30)).sigterms.isEmpty && h.snapshot(mail)?.terminating == false)
+        #expect(h.at(t0 + .seconds(55)).events.map(\.kind) == [.backgroundTaskWillExpire])
+        #expect(h.at(t0 + .seconds(60)).decisions(.terminate).map(\.reason) == [.expirationNotHandled])
+    }
+
+    @Test func aReloadThatShortensTheBudgetBelowWhatIsSpentEndsItAtOnce() {
+        var h = Harness()
+        h.launchActive(mail)
+        _ = h.begin(mail, on: connA, name: "upload")
+        let t0 = h.now
+        guard let dib = h.background(mail) else { return #expect(Bool(false), "no did-enter-background") }
+        h.send(.eventAcknowledged(dib.id))
+        let reload = h.at(t0 + .seconds(12), .configurationChanged(LifecycleConfig(backgroundTimeBudget: .seconds(10))))
+        #expect(h.snapshot(mail)?.backgroundTimeRemaining == .zero || h.snapshot(mail)?.terminating == true)
+        #expect(reload.decisions(.terminate).map(\.reason) == [.expirationNotHandled])
+    }
 }
