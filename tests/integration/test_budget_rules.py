@@ -11,13 +11,15 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from freezer_support import wait_for  # noqa: E402
+from freezer_support import Manager, wait_for  # noqa: E402
 from refresh_support import EventLog, call, manifest, realtime_usec, wait_state  # noqa: E402
 from support import RawClient, journal_entries  # noqa: E402
 
@@ -172,3 +174,41 @@ def test_a_waiting_task_survives_a_termination_and_a_daemon_restart(daemon, tmp_
     task = [e for e in entries if e.get("kind") == "perform-task"][0]
     assert task["identifier"] == identifier and task["state"] == "background", task
     assert pending(d, app) == [] and saved_pending(d, app) == []
+
+
+# MARK: SPEC §3 with §12: an assertion that outlived its budget under a manager hold
+
+def test_an_assertion_past_its_budget_ends_the_app_when_the_manager_hold_ends(daemon, bin_dir, tmp_path):
+    app = unique("HeldTooLong")
+    d = daemon(conf=CONF, apps={app: f"[App]\nID={app}\nExec=/bin/sleep infinity\nLifecycleAware=no\n"})
+    m = Manager(d.socket)
+    pid = m.launch(app)
+    fifo = tmp_path / "go"
+    os.mkfifo(fifo)
+    with RawClient(d.socket) as c:
+        # The app's own assertion, begun in the foreground (no budget there), on a connection kept open.
+        r = c.call(f"{APP}.BeginBackgroundTask", {"appId": app, "name": "upload"})
+        assert r["parameters"]["taskId"] > 0, r
+        m.call("Background", appId=app)
+        hold = subprocess.Popen([str(bin_dir / "bgtaskctl"), "hold", "--socket", d.socket, "--app", app, "--",
+                                 "sh", "-c", f"read x < {fifo}"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        wait_for(lambda: any(a.get("managerHold") for a in m.app(app)["assertions"]), 5, "the manager hold")
+        # The 1.5 s budget ends while held: the app is told (the warning) and keeps running (SPEC §12).
+        assert journal_entries(want=bool, timeout=10, BGTASKD_APP=app, BGTASKD_DECISION="expire")
+        wait_for(lambda: m.app(app)["backgroundTimeRemainingUSec"] == 0, 10, "the budget to end", interval=0.02)
+        # A control call feeds the core, which first takes every deadline due (the budget's end) at its instant.
+        m.call("PostNotification", name="after-the-budget", appId=app)
+        info = m.app(app)
+        assert info["state"] == "background" and info["pid"] == pid, info
+        assert not journal_entries(BGTASKD_APP=app, BGTASKD_DECISION="terminate")
+        # The command ends, and with it the hold: the app's assertion is past its budget, so the app ends.
+        with open(fifo, "w") as f:
+            f.write("done\n")
+        assert hold.wait(10) == 0, hold.stderr.read()
+        terminated = journal_entries(want=bool, timeout=10, BGTASKD_APP=app, BGTASKD_DECISION="terminate")
+        assert terminated[0]["BGTASKD_REASON"] == "expiration-not-handled", terminated
+        ended = journal_entries(want=bool, timeout=10, BGTASKD_APP=app, BGTASKD_DECISION="end",
+                                BGTASKD_REASON="manager-hold")
+        assert int(ended[0]["__MONOTONIC_TIMESTAMP"]) <= int(terminated[0]["__MONOTONIC_TIMESTAMP"])
+        m.wait_state(app, "not-running")
