@@ -52,10 +52,11 @@ private let processID = "org.example.News.process"
         #expect(runs(submitted) == [refreshID])
         #expect(h.machine.requests(for: news).map(\.identifier) == [refreshID])
         #expect(saves(submitted).last?.schedule.count(for: news) == 1)
-        // While the core holds it waiting, no second hand-off; a change of the apps' states is looked at.
+        // While the core holds it waiting, no second hand-off, and decisions that keep the app in the
+        // foreground ask for no look again.
         h.facts[news] = RefreshAppFacts(state: .active, waitingTasks: [refreshID])
-        #expect(h.handle(.appStateObserved(news, .active)) == [.reviewSoon])
-        #expect(runs(h.handle(.reviewRequested)).isEmpty)
+        #expect(h.handle(.appStateObserved(news, .inactive)) == [])
+        #expect(runs(h.handle(.wallDeadlineReached)).isEmpty)
         // The user terminates the app before it enters the background: the request is still there, and runs
         // (a launch into the background) as soon as it may.
         h.facts[news] = RefreshAppFacts(state: .notRunning)
@@ -79,6 +80,8 @@ private let processID = "org.example.News.process"
         _ = h.handle(.appStateObserved(news, .notRunning))
         #expect(runs(h.handle(.reviewRequested)).isEmpty)
         #expect(h.machine.requests(for: news).map(\.identifier) == [processID])
+        // Nothing waits for the app's background any more: its later decisions ask for no look again.
+        #expect(h.handle(.appStateObserved(news, .suspended)) == [])
     }
 
     @Test func theRequestLeavesThePendingListWhenTheCoreStartsItNotBefore() {

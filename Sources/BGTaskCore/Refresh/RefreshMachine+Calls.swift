@@ -58,7 +58,6 @@ extension RefreshMachine {
         }
         if f.holdsTaskUntilBackground {
             awaitingStart[app, default: []].insert(identifier)
-            watchLifecycle = true
             return [.run(run)]
         }
         awaitingStart[app]?.remove(identifier)

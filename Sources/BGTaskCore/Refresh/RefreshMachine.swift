@@ -115,7 +115,10 @@ public struct RefreshMachine: Sendable {
             } else if foregroundApps.remove(app) != nil, foregroundApps.isEmpty {
                 foregroundEnded = now.monotonic
             }
-            guard watchLifecycle, !reviewQueued else { return [] }
+            // A task that waits for the app's background is looked at again when that app leaves the
+            // foreground (ended first: it runs like any due request), not at every decision about any app.
+            let awaited = !appState.isForeground && awaitingStart[app] != nil
+            guard watchLifecycle || awaited, !reviewQueued else { return [] }
             reviewQueued = true
             return [.reviewSoon]
         case .reviewRequested:
