@@ -138,6 +138,7 @@ public struct LifecycleMachine: Sendable {
         case .instanceVanished(let app, let instance): instanceVanished(app, instance)
         case .instanceReleased(let app, let instance): instanceReleased(app, instance)
         case .focusChanged(let app, let reason): focusChanged(app, reason: reason)
+        case .waitingTaskCancelled(let app, let identifier): waitingTaskCancelled(app, identifier: identifier)
         }
     }
 

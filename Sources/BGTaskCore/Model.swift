@@ -389,4 +389,7 @@ public enum Input: Hashable, Sendable {
     /// `SetFocus(appId?, reason)`: the compositor's front app (nil: none, the home screen or a locked
     /// screen). Replies `.ok`, or `noSuchApp` / `invalidState`.
     case focusChanged(AppID?, reason: Reason)
+    /// The request of a task that waits for the app's background (SPEC §6) was cancelled
+    /// (`CancelTaskRequest`, `CancelAllTaskRequests`): the task no longer starts. A fact: no reply.
+    case waitingTaskCancelled(AppID, identifier: String)
 }

@@ -177,7 +177,7 @@ struct Driver {
     static func isRequest(_ input: Input) -> Bool {
         switch input {
         case .appRegistered, .appUnregistered, .configurationChanged, .appLaunched, .launchFailed, .connectionClosed,
-            .processExited, .deadlineReached, .memoryPressureTriggered:
+            .processExited, .deadlineReached, .memoryPressureTriggered, .waitingTaskCancelled:
             return false
         default:
             return true

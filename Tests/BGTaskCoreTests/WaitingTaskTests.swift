@@ -128,4 +128,25 @@ private let processID = "org.example.News.process"
         #expect(ended.events.allSatisfy { $0.kind != .performTask })
         #expect(h.state(music) == .notRunning && h.snapshot(music)?.waitingTasks == [])
     }
+
+    @Test func aCancelledRequestThatWaitsIsCancelledInTheCoreToo() {
+        var h = Refresh()
+        h.facts[news] = RefreshAppFacts(state: .active)
+        _ = h.handle(.taskSubmitted(news, TaskRequest(identifier: refreshID, kind: .refresh)))
+        h.facts[news] = RefreshAppFacts(state: .active, waitingTasks: [refreshID])
+        let cancelled = h.handle(.taskCancelled(news, identifier: refreshID))
+        #expect(cancelled.first == .cancelWaiting(news, identifier: refreshID))
+        #expect(h.machine.pendingCount(for: news) == 0)
+        // A request that does not wait in the core is cancelled in the machine only.
+        _ = h.handle(.taskSubmitted(news, TaskRequest(identifier: processID, kind: .processing, earliestBegin: h.wall + .minutes(5))))
+        #expect(!h.handle(.allTasksCancelled(news)).contains { if case .cancelWaiting = $0 { true } else { false } })
+
+        var core = Harness()
+        core.launchActive(music)
+        core.send(.taskRunRequested(music, identifier: "r", kind: .refresh, reason: .taskScheduled))
+        #expect(core.send(.waitingTaskCancelled(music, identifier: "r")).isEmpty)
+        #expect(core.snapshot(music)?.waitingTasks == [])
+        let background = core.after(.seconds(1), .backgroundRequested(music))
+        #expect(background.sequence.map(\.kind) == [.willResignActive, .didEnterBackground])
+    }
 }

@@ -212,3 +212,24 @@ def test_an_assertion_past_its_budget_ends_the_app_when_the_manager_hold_ends(da
                                 BGTASKD_REASON="manager-hold")
         assert int(ended[0]["__MONOTONIC_TIMESTAMP"]) <= int(terminated[0]["__MONOTONIC_TIMESTAMP"])
         m.wait_state(app, "not-running")
+
+
+def test_a_waiting_task_whose_request_is_cancelled_does_not_run(daemon, tmp_path):
+    app = unique("Cancelled")
+    identifier = f"{app}.refresh"
+    events = tmp_path / "events.jsonl"
+    d = daemon(conf=CONF, apps={app: manifest(app, events)})
+    log = EventLog(events)
+    call(d.socket, f"{MANAGER}.Launch", appId=app)
+    log.wait_kind("did-become-active")
+    call(d.socket, f"{APP}.SubmitTaskRequest", appId=app, identifier=identifier, kind="refresh")
+    assert journal_entries(want=bool, timeout=10, BGTASKD_APP=app, BGTASKD_REASON="waiting-for-background"), \
+        "the task did not wait for the background"
+    # The app cancels it while it waits: it is no longer pending, and it must not run either.
+    call(d.socket, f"{APP}.CancelTaskRequest", appId=app, identifier=identifier)
+    assert pending(d, app) == [] and saved_pending(d, app) == []
+    call(d.socket, f"{MANAGER}.Background", appId=app)
+    # Suspended once did-enter-background is acknowledged: a task that ran would have kept it in the background.
+    wait_state(d.socket, app, "suspended")
+    kinds = log.kinds()
+    assert "did-enter-background" in kinds and "perform-task" not in kinds, kinds

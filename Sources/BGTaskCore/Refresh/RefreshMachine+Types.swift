@@ -263,4 +263,7 @@ public enum RefreshAction: Hashable, Sendable {
     case armWallTimer(RealtimeInstant?)
     /// Feed ``RefreshInput/reviewRequested`` on the next turn of the queue (after the decision being recorded).
     case reviewSoon
+    /// Feed the lifecycle core `waitingTaskCancelled`: the request of a task it holds until the app's
+    /// background was cancelled, so the task must not start.
+    case cancelWaiting(AppID, identifier: String)
 }

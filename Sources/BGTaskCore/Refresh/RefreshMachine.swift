@@ -139,13 +139,16 @@ public struct RefreshMachine: Sendable {
         case .taskCancelled(let app, let identifier):
             state.schedule.cancel(identifier, for: app)
             deniedNotices[app]?[identifier] = nil
-            awaitingStart[app]?.remove(identifier)
-            return [.save(state, reply: .ok)] + plan(now: now, facts: facts)
+            let waiting = awaitingStart[app]?.remove(identifier) != nil
+            if awaitingStart[app]?.isEmpty == true { awaitingStart[app] = nil }
+            return (waiting ? [.cancelWaiting(app, identifier: identifier)] : [])
+                + [.save(state, reply: .ok)] + plan(now: now, facts: facts)
         case .allTasksCancelled(let app):
             state.schedule.cancelAll(for: app)
             deniedNotices[app] = nil
-            awaitingStart[app] = nil
-            return [.save(state, reply: .ok)] + plan(now: now, facts: facts)
+            let waiting = (awaitingStart.removeValue(forKey: app) ?? []).sorted()
+            return waiting.map { .cancelWaiting(app, identifier: $0) } + [.save(state, reply: .ok)]
+                + plan(now: now, facts: facts)
         case .runNowRequested(let app, let identifier):
             return runNow(app, identifier: identifier, now: now, facts: facts)
         case .remoteNotificationRequested(let app):

@@ -191,6 +191,8 @@ final class RefreshController: @unchecked Sendable {
             arm(wake)
         case .reviewSoon:
             queue.async { [weak self] in self?.feed(.reviewRequested) }
+        case .cancelWaiting(let app, let identifier):
+            host?.feed(.waitingTaskCancelled(app, identifier: identifier))
         }
     }
 
