@@ -33,6 +33,8 @@ import time
 import uuid
 from pathlib import Path
 
+import journald_guard
+
 JOURNALD = "/lib/systemd/systemd-journald"
 
 
@@ -67,6 +69,7 @@ class PrivateJournald:
                                      stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log,
                                      start_new_session=True)
         self.pid = self.proc.pid  # sh and unshare exec: this is journald
+        journald_guard.own(self.pid)  # the tests' own: they may stop and continue it (journald_guard.py)
         self.root = f"/proc/{self.pid}/root"
         self.socket = f"{self.root}/run/systemd/journal/socket"
         deadline = time.monotonic() + 10
@@ -137,6 +140,7 @@ class PrivateJournald:
             except (OSError, subprocess.TimeoutExpired):
                 self.proc.kill()
                 self.proc.wait(10)
+        journald_guard.disown(self.pid)
         self.log.close()
         if self.cgroup.exists():
             root_procs = Path(cgroup2_mount()) / "cgroup.procs"

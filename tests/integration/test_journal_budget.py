@@ -12,9 +12,6 @@ import threading
 import time
 from collections import Counter
 
-import pytest
-
-from private_journald import PrivateJournald
 from support import Closed, RawClient
 
 APP = "io.bgtaskd.App"
@@ -26,15 +23,6 @@ ALWAYS = {"launch", "foreground", "background", "suspend", "resume", "terminate"
 
 def sleeper(app_id: str) -> str:
     return f"[App]\nID={app_id}\nExec=/bin/sleep 1000\nLifecycleAware=no\n"
-
-
-@pytest.fixture
-def private_journald():
-    pj = PrivateJournald()
-    try:
-        yield pj
-    finally:
-        pj.close()
 
 
 def call(c: RawClient, method: str, timeout: float = 30, **params) -> dict:
