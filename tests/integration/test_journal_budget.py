@@ -95,6 +95,10 @@ def test_a_flooding_app_does_not_hide_another_apps_decisions(private_journald, d
     print(f"flood of {pairs} Begin/End pairs took {flood_took:.2f} s; {other}'s entries kept: {dict(kinds)}")
     assert wanted <= set(kinds), f"{other}'s entries in the journal: {dict(kinds)} (stats {stats})"
     assert stats["journalDropped"] == 0, stats
+    # Stats says what the budget did: every grant and end beyond the flooder's burst of 100 counted, no
+    # summary yet (the 30 s interval has not ended; it is journaled at stop).
+    assert stats.get("journalCoalesced") == 2 * pairs - 100, stats
+    assert stats.get("journalSummaries") == 0, stats
 
     # The flooder: at most its burst one by one, the rest counted once the interval ends (here: at stop).
     assert d.stop() == 0, d.output()
@@ -221,3 +225,48 @@ def test_a_stalled_journald_loses_no_state_change_or_denial(private_journald, da
           f"grant/end detail dropped {stats['journalDropped']}; longest manager call {max_call[0]:.2f} s")
     assert results["cycles"] >= 1, results
     assert dict(kept) == made, f"made {made}, journaled {dict(kept)}"
+
+
+COUNTERS = ("journalCoalesced", "journalSummaries", "connectionsRefused", "connectionsTimedOut",
+            "connectionsOversized")
+
+
+def test_stats_counts_what_the_journal_budget_did(private_journald, daemon):
+    """Stats' journalCoalesced and journalSummaries follow the budget: with JournalAssertionBurst=5 per
+    second, 20 Begin/End pairs are 5 entries and 35 counted, and one `coalesced` summary when the interval
+    ends; the next round adds as much again. Before: neither field existed."""
+    pj = private_journald
+    conf = FLOOD_CONF + "[Journal]\nJournalAssertionBurst=5\nJournalAssertionIntervalSec=1s\n"
+    d = daemon(conf=conf, apps={FLOODER: sleeper(FLOODER)}, prefix=pj.daemon_prefix())
+    with RawClient(d.socket, timeout=60) as c:
+        before = call(c, f"{MANAGER}.Stats")["stats"]
+        assert {k: before.get(k) for k in ("journalCoalesced", "journalSummaries")} == \
+            {"journalCoalesced": 0, "journalSummaries": 0}, before
+        call(c, f"{MANAGER}.Launch", appId=FLOODER)
+        for round_ in (1, 2):
+            flood(c, 20, batch=20)
+            # The summary is journaled by the daemon's timer at the interval's end: Stats is the event.
+            deadline = time.monotonic() + 20
+            while (st := call(c, f"{MANAGER}.Stats")["stats"])["journalSummaries"] < round_:
+                assert time.monotonic() < deadline, st
+                time.sleep(0.02)  # poll interval of Stats: the counter itself is the event awaited
+            assert st["journalSummaries"] == round_ and st["journalCoalesced"] == 35 * round_, st
+    summaries = pj.wait_entries(f"_PID={d.pid}", "BGTASKD_DECISION=coalesced", want=lambda es: len(es) >= 2)
+    assert [int(e["BGTASKD_GRANTED"]) + int(e["BGTASKD_ENDED"]) for e in summaries] == [35, 35], summaries
+    print(f"\nStats after two rounds: journalCoalesced {st['journalCoalesced']}, journalSummaries {st['journalSummaries']}")
+
+
+def test_stats_counters_stay_zero_when_nothing_happened(daemon):
+    """A daemon used as usual (an app launched, Begin/End under the burst, calls on several connections,
+    a connection closed after a whole call): the budget coalesced nothing and no limit was hit; the
+    counters are there, as integers, and 0."""
+    d = daemon(conf=FLOOD_CONF, apps={FLOODER: sleeper(FLOODER)})
+    with RawClient(d.socket, timeout=60) as c:
+        call(c, f"{MANAGER}.Launch", appId=FLOODER)
+        flood(c, 40, batch=10)                      # 80 grant/end entries: under JournalAssertionBurst=100
+        for _ in range(5):
+            with RawClient(d.socket) as other:
+                call(other, "org.varlink.service.GetInfo")
+        st = call(c, f"{MANAGER}.Stats")["stats"]
+    assert {k: st.get(k) for k in COUNTERS} == {k: 0 for k in COUNTERS}, st
+    assert st["journalDropped"] == 0 and st["calls"] > 80, st
