@@ -115,6 +115,24 @@ class PrivateJournald:
         assert run.returncode in (0, 1), run.stderr
         return [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
 
+    def mark(self) -> str:
+        """Sends a marker entry from this (test) process to the journald's socket and returns its text.
+        The test process's cgroup names no unit, so journald never rate-limits it; datagrams on one socket
+        are taken in order: once the marker is in the journal, every entry sent to the socket before it
+        was taken (journaled or dropped)."""
+        text = f"bgtaskd-test-marker-{uuid.uuid4().hex}"
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        try:
+            s.sendto(f"MESSAGE={text}\nSYSLOG_IDENTIFIER=bgtaskd-test-marker\n".encode(), self.socket)
+        finally:
+            s.close()
+        return text
+
+    def wait_marker(self, text: str, timeout: float = 30.0):
+        """Waits for the marker `text` (see `mark`) to be in the journal."""
+        found = self.wait_entries(f"MESSAGE={text}", want=bool, timeout=timeout)
+        assert found, f"the marker {text} did not reach the private journald in {timeout} s"
+
     def wait_entries(self, *matches: str, want, timeout: float = 20.0) -> list[dict]:
         """Polls `entries(*matches)` until `want(entries)` (journald writes what it received in order: an
         entry sent after the ones awaited shows they are all there) or the timeout."""
