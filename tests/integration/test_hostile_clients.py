@@ -199,6 +199,8 @@ def test_out_of_descriptors_the_daemon_does_not_spin_and_serves_once_one_is_free
                              f"state {stat}; {limits}\n{d.output()}")
     assert "error" not in reply, reply
     waiting.close()
+    # At the descriptor limit a client waits in the backlog and is served later: not refused, not counted.
+    assert counters(d.socket) == {"connectionsRefused": 0, "connectionsTimedOut": 0, "connectionsOversized": 0}
     assert d.alive()
 
 
