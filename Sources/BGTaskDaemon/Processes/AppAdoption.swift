@@ -93,6 +93,11 @@ final class AppAdoption {
     var onVanished: (AppID, InstanceID) -> Void = { _, _ in }
     /// With `LauncherSocket=`: the writes go through bgtaskd-launcher (the cgroups are the users').
     var control: UnitControlClient?
+    /// A freeze that `freeze` did not find done is done now: every instance cgroup says `frozen 1` (or is
+    /// empty or gone). Seen through the inotify watch on each unit's `cgroup.events`.
+    var onFrozen: (AppID) -> Void = { _ in }
+    /// Freezes written and not yet seen done, with when they were written.
+    private var pendingFreezes: [AppID: Int64] = [:]
 
     private enum Level { case root, userSlice, userManager, appSlice }
     private struct Unit {
@@ -194,20 +199,47 @@ final class AppAdoption {
 
     // MARK: - Effects (for the core's actions)
 
-    func freeze(_ app: AppID) {
+    /// Freezes every instance of the app; true when each already says `frozen 1` (else ``onFrozen`` follows).
+    @discardableResult
+    func freeze(_ app: AppID) -> Bool {
+        pendingFreezes[app] = nil
+        let start = Monotonic.nowUSec()
+        var failed = false
         for path in paths(of: app) {
-            let start = Monotonic.nowUSec()
             let e = write(path, .freeze)
             if e != 0 {
+                failed = true
                 logger.warning("adoption: cannot freeze \(path): \(Cgroup.errorText(e))", metadata: ["BGTASKD_APP": "\(app)"])
             } else if Cgroup.events(path)?.frozen == true {
                 logger.info("froze \(app) instance \(path): frozen 1 after \(Monotonic.nowUSec() - start) µs",
                             metadata: ["BGTASKD_APP": "\(app)"])
             }
         }
+        // A write that failed will not freeze anything later either: nothing to wait for (it was logged).
+        if dryRun || failed || frozen(app) { return true }
+        pendingFreezes[app] = start
+        return false
+    }
+
+    /// Whether every present instance of the app is frozen (or empty).
+    private func frozen(_ app: AppID) -> Bool {
+        paths(of: app).allSatisfy { path in
+            guard let events = Cgroup.events(path) else { return true }
+            return events.frozen || !events.populated
+        }
+    }
+
+    /// A unit's `cgroup.events` changed or the unit went: reports a pending freeze of its app that is done.
+    private func checkPendingFreeze(_ app: AppID?) {
+        guard let app, let start = pendingFreezes[app], frozen(app) else { return }
+        pendingFreezes[app] = nil
+        logger.info("froze \(app): every instance frozen 1 after \(Monotonic.nowUSec() - start) µs",
+                    metadata: ["BGTASKD_APP": "\(app)", "BGTASKD_FREEZE_LATENCY_USEC": "\(Monotonic.nowUSec() - start)"])
+        onFrozen(app)
     }
 
     func thaw(_ app: AppID) {
+        pendingFreezes[app] = nil
         for path in paths(of: app) {
             let e = write(path, .thaw)
             if e != 0 {
@@ -223,6 +255,7 @@ final class AppAdoption {
     }
 
     func kill(_ app: AppID) {
+        pendingFreezes[app] = nil
         for path in paths(of: app) where write(path, .kill) != 0 {
             for pid in Cgroup.procsRecursive(path) { _ = Glibc.kill(pid, SIGKILL) }
         }
@@ -239,6 +272,7 @@ final class AppAdoption {
 
     /// Daemon stops: nothing it froze stays frozen.
     func thawAll() {
+        pendingFreezes.removeAll()
         guard !dryRun else { return }
         for (path, unit) in units where unit.app != nil { write(path, .thaw) }
     }
@@ -334,6 +368,7 @@ final class AppAdoption {
             _ = inotify_rm_watch(fd, wd)
         }
         if unit.present, let app = unit.app { onVanished(app, unit.instance) }
+        checkPendingFreeze(unit.app)
     }
 
     private func directoryRemoved(_ path: String) {
@@ -365,6 +400,7 @@ final class AppAdoption {
                 units[path]?.eventsWD = nil
             }
             evaluate(path)
+            checkPendingFreeze(units[path]?.app)
             return
         }
         guard let (dir, level) = dirs[wd] else { return }
