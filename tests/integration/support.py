@@ -189,17 +189,24 @@ def own_daemon_matches(matches) -> list[str]:
     return matches + [f"_PID={pid}" for pid in TEST_DAEMON_PIDS]
 
 
-def journal_entries(**match) -> list:
+def journal_entries(want=None, timeout: float = 30.0, **match) -> list:
     """The journal entries of this test's bgtaskd processes (`own_daemon_matches`) matching FIELD=value
-    pairs, oldest first, after `journalctl --sync`."""
+    pairs, oldest first, after `journalctl --sync`. With `want`, read again until `want(entries)` holds
+    or `timeout` s have passed: the daemon hands entries to journald from its own queue, and journald
+    252's `--sync` does not wait for datagrams still in its socket, so a count read at once can be short."""
     import json as _json
     import subprocess as _sp
-    _sp.run(["journalctl", "--sync"], check=False)
-    args = ["journalctl", "-t", "bgtaskd", "-o", "json", "--no-pager"] + own_daemon_matches(
-        f"{k}={v}" for k, v in match.items())
-    out = _sp.run(args, capture_output=True, text=True, check=True).stdout
-    entries = [_json.loads(l) for l in out.splitlines() if l.strip()]
-    return [e for e in entries if int(e.get("__REALTIME_TIMESTAMP", "0")) >= TEST_STARTED_USEC]
+    deadline = time.monotonic() + timeout
+    while True:
+        _sp.run(["journalctl", "--sync"], check=False)
+        args = ["journalctl", "-t", "bgtaskd", "-o", "json", "--no-pager"] + own_daemon_matches(
+            f"{k}={v}" for k, v in match.items())
+        out = _sp.run(args, capture_output=True, text=True, check=True).stdout
+        entries = [_json.loads(l) for l in out.splitlines() if l.strip()]
+        entries = [e for e in entries if int(e.get("__REALTIME_TIMESTAMP", "0")) >= TEST_STARTED_USEC]
+        if want is None or want(entries) or time.monotonic() > deadline:
+            return entries
+        time.sleep(0.05)  # poll interval of a bounded wait: journald has no "caught up" notification
 
 
 class AppLog:

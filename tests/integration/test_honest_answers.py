@@ -166,7 +166,7 @@ def test_hold_keeps_an_unaware_app_running_past_its_budget(daemon, ctl, tmp_path
     assert hold.wait(10) == 7, hold.stderr.read()
     # The hold ends with the command: the app is frozen at once (its grace window is long over).
     m.wait_state(held, "suspended")
-    entries = journal_entries(BGTASKD_APP=held, BGTASKD_REASON="manager-hold")
+    entries = journal_entries(want=lambda es: len(es) >= 2, BGTASKD_APP=held, BGTASKD_REASON="manager-hold")
     assert [e["BGTASKD_DECISION"] for e in entries] == ["grant", "end"], entries
     assert not journal_entries(BGTASKD_APP=held, BGTASKD_DECISION="terminate")
 
@@ -298,7 +298,9 @@ def test_sigterm_terminates_the_apps_the_daemon_launched(daemon, tmp_path):
     for pid in pids:
         assert gone(pid), (pid, proc_stat(pid))
     assert "will-terminate" in EventLog(events).kinds()
-    reasons = {e["BGTASKD_APP"]: e["BGTASKD_REASON"] for e in journal_entries(_PID=d.pid, BGTASKD_DECISION="terminate")
+    reasons = {e["BGTASKD_APP"]: e["BGTASKD_REASON"] for e in journal_entries(
+                   want=lambda es: sum(e.get("BGTASKD_REASON") == "daemon-stopping" for e in es) >= 3,
+                   _PID=d.pid, BGTASKD_DECISION="terminate")
                if e.get("BGTASKD_REASON") == "daemon-stopping"}
     assert set(reasons) == {running, frozen, aware}, reasons
 
@@ -366,9 +368,10 @@ def test_dry_run_is_visible(daemon, ctl):
     assert "Dry run" in run(ctl, d, "stats").stdout
     assert "DRY RUN" in run(ctl, d, "status", app, "-n", "0").stdout
     wait_for(lambda: "bgtaskd: dry run" in d.output(), 5, "the dry-run line on the terminal")
-    suspend = journal_entries(BGTASKD_APP=app, BGTASKD_DECISION="suspend")
+    suspend = journal_entries(want=bool, BGTASKD_APP=app, BGTASKD_DECISION="suspend")
     assert suspend and "dry run" in suspend[-1]["MESSAGE"], suspend
-    assert any("dry run" in e.get("MESSAGE", "") for e in journal_entries(_PID=d.pid, PRIORITY=4))
+    assert any("dry run" in e.get("MESSAGE", "") for e in journal_entries(
+        want=lambda es: any("dry run" in e.get("MESSAGE", "") for e in es), _PID=d.pid, PRIORITY=4))
 
 
 # MARK: CLI conventions (SPEC §12)
