@@ -4,14 +4,17 @@ stopped, and reported resumed only when none of them is stopped any more.
 
 The app is a shell with six busy children: on two CPUs a SIGSTOP does not stop them all at once (each
 must be scheduled to take the stop), so a daemon that answered right after kill(2) is caught in the act.
-Runs unprivileged as well as root (no cgroup is involved)."""
+The first test runs unprivileged as well as root (no cgroup is involved); the second, the same for an
+app started by others and adopted (SPEC §13: its cgroup frozen with cgroup.freeze, reported once
+cgroup.events says frozen 1), needs root for its cgroups."""
 
 from __future__ import annotations
 
 import os
 import time
 
-from freezer_support import Manager, Monitor, conf, manifest, wait_for, write_script
+from freezer_support import Manager, Monitor, conf, manifest, read_events, wait_for, write_script
+from test_device import data_dirs, entry, hierarchy, start_in  # noqa: F401 (fixtures)
 
 APP = "org.test.Busy"
 CYCLES = 50
@@ -58,7 +61,7 @@ def stopped(root: int) -> dict[int, str]:
     return {p: s for p, s in app_processes(root).items() if s in ("T", "t")}
 
 
-def next_decision(monitor: Monitor, kind: str, timeout: float = 10.0) -> dict:
+def next_decision(monitor: Monitor, kind: str, timeout: float = 10.0, app: str = APP) -> dict:
     """Reads the Monitor stream until the app's next `kind` decision (returned at once when it arrives)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -67,9 +70,9 @@ def next_decision(monitor: Monitor, kind: str, timeout: float = 10.0) -> dict:
             raise AssertionError(f"Monitor failed: {reply}")
         d = reply["parameters"]["decision"]
         monitor.decisions.append(d)
-        if d.get("appId") == APP and d["decision"] == kind:
+        if d.get("appId") == app and d["decision"] == kind:
             return d
-    raise AssertionError(f"no {kind} decision for {APP} within {timeout} s: {monitor.decisions[-5:]}")
+    raise AssertionError(f"no {kind} decision for {app} within {timeout} s: {monitor.decisions[-5:]}")
 
 
 def test_signal_backend_reports_suspended_only_when_every_process_is_stopped(daemon, tmp_path):
@@ -118,3 +121,36 @@ def test_signal_backend_reports_suspended_only_when_every_process_is_stopped(dae
     finally:
         monitor.close()
         m.call("Terminate", appId=APP)
+
+
+def test_adopted_instance_is_reported_suspended_only_when_its_cgroup_is_frozen(daemon, data_dirs, hierarchy, tmp_path):
+    scratch, slice_dir = hierarchy
+    one, _ = data_dirs
+    app = "org.example.Busy"
+    script = write_script(tmp_path, "busy.sh", BUSY)
+    (one / "applications" / f"{app}.desktop").write_text(entry("Busy", f"/bin/sh {script}"))
+    d = daemon(conf=f"[Apps]\nDataDirs={one}\nAdoptFrom={scratch}/user.slice\n"
+                    "[Daemon]\nFreezerBackend=signal\n[Lifecycle]\nDidEnterBackgroundTimeoutSec=50ms\n")
+    scope = os.path.join(slice_dir, f"app-test-{app}-1.scope")
+    os.mkdir(scope)
+    m = Manager(d.socket)
+    monitor = Monitor(d.socket)
+    m.call("Stats")
+    start_in(scope, "/bin/sh", script)
+    m.wait_state(app, "active", timeout=10)
+    wait_for(lambda: len(open(f"{scope}/cgroup.procs").read().split()) == 7, 5, "the shell and its six children")
+    cycles, early = 30, []
+    try:
+        for cycle in range(cycles):
+            m.call("Background", appId=app)
+            next_decision(monitor, "suspend", app=app)
+            events = read_events(scope)
+            if events.get("frozen") != 1:
+                early.append((cycle, events))
+            m.call("Foreground", appId=app)
+            next_decision(monitor, "resume", app=app)
+            m.wait_state(app, "active")
+            assert read_events(scope).get("frozen") == 0, f"cycle {cycle}: resumed but still frozen"
+        assert not early, f"{len(early)} of {cycles} suspensions reported before cgroup.events said frozen 1: {early[:5]}"
+    finally:
+        monitor.close()
