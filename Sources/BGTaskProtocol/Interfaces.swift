@@ -213,7 +213,17 @@ public enum Interfaces: Sendable {
           journalDropped: int,
           freezerBackend: ?string,
           freezerBackendReason: ?string,
-          dryRun: ?bool
+          dryRun: ?bool,
+          # What the journal budget did (SPEC §11): grant/end decisions counted in a summary instead of
+          # journaled one by one, and the coalesced summaries journaled.
+          journalCoalesced: ?int,
+          journalSummaries: ?int,
+          # What the connection limits did: connections refused (MaxConnectionsPerUser=, no descriptor
+          # left for them), dropped for a message left half-sent (IncompleteMessageTimeoutSec=) or
+          # closed for a message over MaxMessageSize.
+          connectionsRefused: ?int,
+          connectionsTimedOut: ?int,
+          connectionsOversized: ?int
         )
 
         method ListApps() -> (apps: []AppInfo)

@@ -207,11 +207,19 @@ public struct VarlinkInboundDecoder: Sendable {
 
     public var bufferedCount: Int { framer.bufferedCount }
     public var hasCompleteMessage: Bool { framer.hasCompleteMessage }
+    /// True once `next()` returned `.close` for a message over `maxMessageSize` (rather than for invalid
+    /// JSON or a non-object): the server counts those connections apart (Stats `connectionsOversized`).
+    public private(set) var closedForSize = false
 
     /// The next message's meaning; nil while more bytes are needed.
     public mutating func next() -> VarlinkInbound? {
         let message: ArraySlice<UInt8>?
-        do { message = try framer.next() } catch { return .close }
+        do {
+            message = try framer.next()
+        } catch {
+            closedForSize = true
+            return .close
+        }
         guard let message else { return nil }
         // The common calls without a JSON tree; anything else (or anything unusual) the full way.
         if let call = VarlinkFastDecoder.decode(message) { return .call(call) }

@@ -332,8 +332,10 @@ enum Render {
     static let statsLabels: [(key: String, label: String)] = [
         ("uptimeUSec", "Uptime"), ("apps", "Apps"), ("connections", "Connections"), ("calls", "Calls"),
         ("decisions", "Decisions"), ("liveAssertions", "Live assertions"), ("journalEntries", "Journal entries"),
-        ("journalDropped", "Journal dropped"), ("freezerBackend", "Freezer"), ("freezerBackendReason", "Freezer because"),
-        ("dryRun", "Dry run"),
+        ("journalDropped", "Journal dropped"), ("journalCoalesced", "Journal coalesced"),
+        ("journalSummaries", "Journal summaries"), ("connectionsRefused", "Connections refused"),
+        ("connectionsTimedOut", "Connections timed out"), ("connectionsOversized", "Connections oversized"),
+        ("freezerBackend", "Freezer"), ("freezerBackendReason", "Freezer because"), ("dryRun", "Dry run"),
     ]
 
     static let settingsLabels: [(key: String, label: String)] = [

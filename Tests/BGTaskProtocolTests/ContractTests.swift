@@ -90,6 +90,28 @@ import Testing
         #expect(Set(manager.types.keys) == ["Assertion", "Activity", "Decision", "AppInfo", "Settings", "DaemonStats"])
     }
 
+    /// issue 11: the counters of what the journal budget and the connection limits did are optional on the wire,
+    /// so that a client of an older daemon (which sends none of them) still decodes its Stats.
+    @Test func statsCountersAddedLaterAreOptional() throws {
+        let manager = try Self.signature(Interfaces.manager)
+        guard case .structure(let fields)? = manager.types["DaemonStats"] else {
+            Issue.record("no DaemonStats in the IDL")
+            return
+        }
+        let added = ["journalCoalesced", "journalSummaries", "connectionsRefused", "connectionsTimedOut", "connectionsOversized"]
+        for name in added {
+            #expect(fields.first { $0.name == name }?.type == .optional(.int), "\(name)")
+        }
+        let older: [String: JSON] = [
+            "uptimeUSec": 1, "apps": 2, "connections": 3, "calls": 4, "decisions": 5, "liveAssertions": 6,
+            "journalEntries": 7, "journalDropped": 8,
+        ]
+        let stats = try ManagerWire.DaemonStats(json: older)
+        #expect(stats.journalCoalesced == nil && stats.journalSummaries == nil && stats.connectionsRefused == nil)
+        #expect(stats.connectionsTimedOut == nil && stats.connectionsOversized == nil)
+        #expect(Set(stats.json.keys) == Set(older.keys))
+    }
+
     @Test func everyErrorOfTheIDLHasItsCase() throws {
         func declared(_ d: String) throws -> [String: [String]] {
             try Self.signature(d).errors.mapValues { $0.map(\.name) }

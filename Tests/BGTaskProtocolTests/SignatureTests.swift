@@ -129,8 +129,14 @@ import Testing
         #expect(d.next() == .call(VarlinkCall(method: "a.B")))
         #expect(d.next() == .reject(.invalidParameter("method")))
         #expect(d.next() == .close)
+        #expect(!d.closedForSize)                       // not an object: closed, but not for its size
         var big = VarlinkInboundDecoder(maxMessageSize: 8)
         big.append(Array(repeating: UInt8(ascii: "x"), count: 9))
         #expect(big.next() == .close)
+        #expect(big.closedForSize)                      // Stats connectionsOversized counts these
+        var terminated = VarlinkInboundDecoder(maxMessageSize: 8)
+        terminated.append(Array(#"{"a":"12345"}"#.utf8) + [0])
+        #expect(terminated.next() == .close)
+        #expect(terminated.closedForSize)
     }
 }

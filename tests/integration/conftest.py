@@ -21,8 +21,13 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import journald_guard  # noqa: E402
 import support  # noqa: E402
+from private_journald import PrivateJournald  # noqa: E402
 from support import TEST_DAEMON_PIDS, Closed, RawClient  # noqa: E402
+
+# No test may signal a journald it did not start (journald_guard.py).
+journald_guard.install()
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 JOURNAL_SOCKET = "/run/systemd/journal/socket"
@@ -103,7 +108,20 @@ def journald():
             text = log_path.read_text(errors="replace")
             pytest.fail(f"{JOURNALD} did not come up (exit status {proc.poll()}); its output:\n{text}")
         time.sleep(0.01)  # poll interval: journald gives no notice of its socket coming up
+    journald_guard.own(proc.pid)
     return {"started": True, "pid": proc.pid}
+
+
+@pytest.fixture
+def private_journald():
+    """A journald of the test's own at journald's default rate limit, in a private mount namespace
+    (private_journald.py); a daemon started with `prefix=private_journald.daemon_prefix()` writes to it.
+    Tests that stop journald (SIGSTOP) use this one, never the machine's."""
+    pj = PrivateJournald()
+    try:
+        yield pj
+    finally:
+        pj.close()
 
 
 # MARK: bgtaskd

@@ -33,6 +33,8 @@ import time
 import uuid
 from pathlib import Path
 
+import journald_guard
+
 JOURNALD = "/lib/systemd/systemd-journald"
 
 
@@ -67,6 +69,7 @@ class PrivateJournald:
                                      stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log,
                                      start_new_session=True)
         self.pid = self.proc.pid  # sh and unshare exec: this is journald
+        journald_guard.own(self.pid)  # the tests' own: they may stop and continue it (journald_guard.py)
         self.root = f"/proc/{self.pid}/root"
         self.socket = f"{self.root}/run/systemd/journal/socket"
         deadline = time.monotonic() + 10
@@ -112,6 +115,24 @@ class PrivateJournald:
         assert run.returncode in (0, 1), run.stderr
         return [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
 
+    def mark(self) -> str:
+        """Sends a marker entry from this (test) process to the journald's socket and returns its text.
+        The test process's cgroup names no unit, so journald never rate-limits it; datagrams on one socket
+        are taken in order: once the marker is in the journal, every entry sent to the socket before it
+        was taken (journaled or dropped)."""
+        text = f"bgtaskd-test-marker-{uuid.uuid4().hex}"
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        try:
+            s.sendto(f"MESSAGE={text}\nSYSLOG_IDENTIFIER=bgtaskd-test-marker\n".encode(), self.socket)
+        finally:
+            s.close()
+        return text
+
+    def wait_marker(self, text: str, timeout: float = 30.0):
+        """Waits for the marker `text` (see `mark`) to be in the journal."""
+        found = self.wait_entries(f"MESSAGE={text}", want=bool, timeout=timeout)
+        assert found, f"the marker {text} did not reach the private journald in {timeout} s"
+
     def wait_entries(self, *matches: str, want, timeout: float = 20.0) -> list[dict]:
         """Polls `entries(*matches)` until `want(entries)` (journald writes what it received in order: an
         entry sent after the ones awaited shows they are all there) or the timeout."""
@@ -137,6 +158,7 @@ class PrivateJournald:
             except (OSError, subprocess.TimeoutExpired):
                 self.proc.kill()
                 self.proc.wait(10)
+        journald_guard.disown(self.pid)
         self.log.close()
         if self.cgroup.exists():
             root_procs = Path(cgroup2_mount()) / "cgroup.procs"

@@ -646,10 +646,18 @@ def test_stats(ctl, bgtaskd):
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines()[0].strip().startswith("Uptime: ")
     assert "Connections: " in r.stdout
+    # issue 11: what the journal budget and the connection limits did, each on a line of its own (0 here).
+    lines = [line.strip() for line in r.stdout.splitlines()]
+    for label in ("Journal coalesced", "Journal summaries", "Connections refused", "Connections timed out",
+                  "Connections oversized"):
+        assert f"{label}: 0" in lines, r.stdout
     j = run(ctl, "stats", "--json", "--socket", bgtaskd.socket)
     assert j.returncode == 0, j.stderr
     stats = json.loads(j.stdout)["stats"]
     assert isinstance(stats["uptimeUSec"], int) and stats["connections"] >= 1
+    for key in ("journalCoalesced", "journalSummaries", "connectionsRefused", "connectionsTimedOut",
+                "connectionsOversized"):
+        assert stats[key] == 0, stats
 
 
 def test_socket_from_environment_reaches_the_daemon(ctl, bgtaskd):

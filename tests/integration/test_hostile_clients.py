@@ -21,6 +21,23 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+COUNTERS = ("connectionsRefused", "connectionsTimedOut", "connectionsOversized")
+
+
+def stats(path: str) -> dict:
+    """Manager.Stats on a connection of its own (root: never refused)."""
+    with RawClient(path) as c:
+        return c.call(f"{MANAGER}.Stats")["parameters"]["stats"]
+
+
+def counters(path: str) -> dict:
+    """The connection counters of Stats (issue 11: what the limits did); each must be there."""
+    s = stats(path)
+    missing = [k for k in COUNTERS if k not in s]
+    assert not missing, f"Stats lacks {missing}: {s}"
+    return {k: s[k] for k in COUNTERS}
+
+
 def refused(path: str, timeout: float = PROMPT) -> bool:
     """Connects and calls GetInfo: True when the daemon closes the connection instead of answering."""
     c = RawClient(path, timeout=timeout)
@@ -47,7 +64,11 @@ def test_stalled_half_messages_are_dropped_after_the_timeout_and_idle_ones_stay(
     for c in stalled:
         c.send(HALF)
     with RawClient(d.socket) as probe:
-        assert probe.call(f"{MANAGER}.Stats")["parameters"]["stats"]["connections"] == 203
+        s = probe.call(f"{MANAGER}.Stats")["parameters"]["stats"]
+        assert s["connections"] == 203
+        # Nothing was refused, timed out or too large yet.
+        assert {k: s.get(k) for k in COUNTERS} == {"connectionsRefused": 0, "connectionsTimedOut": 0,
+                                                   "connectionsOversized": 0}, s
     for c in stalled:
         c.wait_closed(timeout=10)                  # dropped...
     elapsed = time.monotonic() - started
@@ -57,6 +78,8 @@ def test_stalled_half_messages_are_dropped_after_the_timeout_and_idle_ones_stay(
     assert_answers(busy)
     with RawClient(d.socket) as probe:
         assert probe.call(f"{MANAGER}.Stats")["parameters"]["stats"]["connections"] == 3
+    # Stats counts the 200 dropped for a half-sent message, and nothing else (the idle ones stayed).
+    assert counters(d.socket) == {"connectionsRefused": 0, "connectionsTimedOut": 200, "connectionsOversized": 0}
     for c in (idle, busy, *stalled):
         c.close()
 
@@ -87,6 +110,7 @@ def run_as(uid: int, socket_path: str, count: int, control_r: int, report_w: int
 
 def test_one_uid_at_its_bound_does_not_lock_out_root_bgtaskctl_or_another_user(daemon, bin_dir):
     d = daemon(conf="[Daemon]\nMaxConnectionsPerUser=8\n")
+    assert counters(d.socket)["connectionsRefused"] == 0
     d.root.chmod(0o711)
     (d.root / "runtime").chmod(0o711)
     control_r, control_w = os.pipe()
@@ -97,6 +121,8 @@ def test_one_uid_at_its_bound_does_not_lock_out_root_bgtaskctl_or_another_user(d
     try:
         report = json.loads(os.read(report_r, 4096))
         assert report == {"answered": 8, "oneMoreRefused": True}, report
+        # Stats counts the one refused connection (issue 11: what the limits did).
+        assert counters(d.socket) == {"connectionsRefused": 1, "connectionsTimedOut": 0, "connectionsOversized": 0}
         # While nobody holds its 8: root, bgtaskctl and another uid are served.
         with RawClient(d.socket) as root:
             assert_answers(root)
@@ -131,6 +157,8 @@ def test_one_uid_at_its_bound_does_not_lock_out_root_bgtaskctl_or_another_user(d
             os._exit(code)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+    # Root, bgtaskctl, another uid and the uid once below its bound again were not refused.
+    assert counters(d.socket)["connectionsRefused"] == 1
 
 
 def test_out_of_descriptors_the_daemon_does_not_spin_and_serves_once_one_is_free(daemon):
@@ -171,6 +199,8 @@ def test_out_of_descriptors_the_daemon_does_not_spin_and_serves_once_one_is_free
                              f"state {stat}; {limits}\n{d.output()}")
     assert "error" not in reply, reply
     waiting.close()
+    # At the descriptor limit a client waits in the backlog and is served later: not refused, not counted.
+    assert counters(d.socket) == {"connectionsRefused": 0, "connectionsTimedOut": 0, "connectionsOversized": 0}
     assert d.alive()
 
 
@@ -201,7 +231,11 @@ def test_connections_stop_short_of_the_descriptor_limit_root_keeps_room(daemon):
         while refused(d.socket) and time.monotonic() < deadline:
             time.sleep(0.01)  # poll interval: the daemon's turns are not observable (see above)
         with RawClient(d.socket) as c:
-            assert "error" not in c.call(f"{MANAGER}.Stats")
+            reply = c.call(f"{MANAGER}.Stats")
+            assert "error" not in reply
+            refused_then = reply["parameters"]["stats"].get("connectionsRefused", "missing")
+        # The first refusal that ended the loop, the 50 after it, and any of the polls just above.
+        assert refused_then != "missing" and refused_then >= 51, refused_then
     finally:
         for c in held:
             c.close()

@@ -40,6 +40,13 @@ MALFORMED = {
 }
 
 
+def oversized_count(c: RawClient) -> int:
+    """Manager.Stats' connectionsOversized (issue 11: what the limits did)."""
+    s = c.call("io.bgtaskd.Manager.Stats")["parameters"]["stats"]
+    assert "connectionsOversized" in s, s
+    return s["connectionsOversized"]
+
+
 @pytest.mark.parametrize("name", MALFORMED)
 def test_malformed_message(bgtaskd, name):
     with RawClient(bgtaskd.socket) as bad, RawClient(bgtaskd.socket) as good:
@@ -58,6 +65,7 @@ def test_malformed_message(bgtaskd, name):
             except Closed:
                 pass
         assert_answers(good)
+        assert oversized_count(good) == 0               # malformed, not too large: not counted as such
     assert bgtaskd.alive(), bgtaskd.output()
 
 
@@ -72,9 +80,12 @@ def test_message_at_the_size_limit_is_served(bgtaskd):
         c.send(message + b"\0")
         r = c.recv_message(PROMPT)
         assert r["error"] == "org.varlink.service.InterfaceNotFound", r
+        assert oversized_count(c) == 0                  # at the limit: not counted
     with RawClient(bgtaskd.socket) as c:
         _send_quietly(c, head + b"x" * (pad + 1) + tail + b"\0")
         c.wait_closed(PROMPT)
+    with RawClient(bgtaskd.socket) as c:
+        assert oversized_count(c) == 1                  # one byte more: counted once
 
 
 @pytest.mark.parametrize("terminated", [False, True], ids=["without-nul", "with-nul"])
@@ -90,6 +101,7 @@ def test_oversized_message_closes_the_connection(bgtaskd, terminated):
         replies = bad.wait_closed(PROMPT)
         assert all(is_error_reply(r) for r in replies), replies
         assert_answers(good)
+        assert oversized_count(good) == 1               # Stats counts the connection closed for it, once
     assert bgtaskd.alive(), bgtaskd.output()
 
 

@@ -135,6 +135,9 @@ extension DaemonService {
             connections: Int64(server?.connectionCount ?? 0), calls: Int64(server?.callCount ?? 0),
             decisions: Int64(decisionCount), liveAssertions: Int64(machine.liveAssertionCount),
             journalEntries: Int64(journal.sent), journalDropped: Int64(journal.dropped), freezerBackend: freezer.name,
-            freezerBackendReason: freezerReason, dryRun: dryRun)
+            freezerBackendReason: freezerReason, dryRun: dryRun,
+            journalCoalesced: Int64(journalBudget.coalesced), journalSummaries: Int64(journalBudget.summaries),
+            connectionsRefused: Int64(server?.refusedConnections ?? 0), connectionsTimedOut: Int64(server?.timedOutConnections ?? 0),
+            connectionsOversized: Int64(server?.oversizedConnections ?? 0))
     }
 }

@@ -155,6 +155,10 @@ public final class VarlinkServer: @unchecked Sendable {
     public let maxConnections: Int
     /// Connections refused since start (a uid at its bound, every connection slot taken).
     public private(set) var refusedConnections = 0
+    /// Connections dropped since start for a message left half-sent (`incompleteMessageTimeoutUSec`).
+    public private(set) var timedOutConnections = 0
+    /// Connections closed since start for a message over `maxMessageSize`.
+    public private(set) var oversizedConnections = 0
     /// True while accept(2) failed for want of descriptors: the listeners are out of the epoll set
     /// (they would be reported ready in every turn, a busy loop) until a connection closes or 100 ms pass.
     public private(set) var acceptPaused = false
@@ -427,6 +431,11 @@ public final class VarlinkServer: @unchecked Sendable {
         service?.connectionClosed(connection)
     }
 
+    /// A connection is closed for a message over `maxMessageSize` (counted for Stats).
+    fileprivate func noteOversized() {
+        oversizedConnections += 1
+    }
+
     // MARK: messages left half-sent
 
     /// `c` holds part of a message (or no longer does).
@@ -463,6 +472,7 @@ public final class VarlinkServer: @unchecked Sendable {
         if let timeout = limits.incompleteMessageTimeoutUSec, !ioPaused {
             for c in Array(incomplete.values) where !c.readingPaused && c.incompleteSinceUSec.map({ now - $0 >= timeout }) == true {
                 // The partial message is dropped with its connection; calls already answered stay answered.
+                timedOutConnections += 1
                 c.close()
             }
         }
@@ -711,6 +721,7 @@ public final class VarlinkConnection: @unchecked Sendable, Hashable, CustomStrin
                 enqueueFailure(error)
             case .close:
                 // Oversized, invalid JSON or not an object: nothing after it can be trusted.
+                if framer.closedForSize { server.noteOversized() }
                 close()
                 return false
             }

@@ -317,7 +317,8 @@ public enum ManagerWire: Sendable {
     public struct DaemonStats: WireMessage {
         public static let fields = [
             "uptimeUSec", "apps", "connections", "calls", "decisions", "liveAssertions", "journalEntries", "journalDropped",
-            "freezerBackend", "freezerBackendReason", "dryRun",
+            "freezerBackend", "freezerBackendReason", "dryRun", "journalCoalesced", "journalSummaries", "connectionsRefused",
+            "connectionsTimedOut", "connectionsOversized",
         ]
         public var uptimeUSec: Int64
         public var apps: Int64
@@ -330,10 +331,23 @@ public enum ManagerWire: Sendable {
         public var freezerBackend: String?
         public var freezerBackendReason: String?
         public var dryRun: Bool?
+        /// `grant`/`end` decisions the journal budget counted in a summary instead of journaling them one by one.
+        public var journalCoalesced: Int64?
+        /// `coalesced` summaries journaled.
+        public var journalSummaries: Int64?
+        /// Connections refused at once: a uid at `MaxConnectionsPerUser=`, or no descriptor left for them.
+        public var connectionsRefused: Int64?
+        /// Connections dropped for a message left half-sent (`IncompleteMessageTimeoutSec=`).
+        public var connectionsTimedOut: Int64?
+        /// Connections closed for a message over `MaxMessageSize`.
+        public var connectionsOversized: Int64?
 
+        /// The counters; the five added for issue 11 are optional on the wire (an older daemon has none).
         public init(
             uptimeUSec: Int64, apps: Int64, connections: Int64, calls: Int64, decisions: Int64, liveAssertions: Int64,
-            journalEntries: Int64, journalDropped: Int64, freezerBackend: String?, freezerBackendReason: String?, dryRun: Bool?
+            journalEntries: Int64, journalDropped: Int64, freezerBackend: String?, freezerBackendReason: String?, dryRun: Bool?,
+            journalCoalesced: Int64? = nil, journalSummaries: Int64? = nil, connectionsRefused: Int64? = nil,
+            connectionsTimedOut: Int64? = nil, connectionsOversized: Int64? = nil
         ) {
             self.uptimeUSec = uptimeUSec
             self.apps = apps
@@ -346,6 +360,11 @@ public enum ManagerWire: Sendable {
             self.freezerBackend = freezerBackend
             self.freezerBackendReason = freezerBackendReason
             self.dryRun = dryRun
+            self.journalCoalesced = journalCoalesced
+            self.journalSummaries = journalSummaries
+            self.connectionsRefused = connectionsRefused
+            self.connectionsTimedOut = connectionsTimedOut
+            self.connectionsOversized = connectionsOversized
         }
 
         public init(json: [String: JSON]) throws(WireFieldError) {
@@ -355,7 +374,10 @@ public enum ManagerWire: Sendable {
                 calls: try r.int("calls"), decisions: try r.int("decisions"), liveAssertions: try r.int("liveAssertions"),
                 journalEntries: try r.int("journalEntries"), journalDropped: try r.int("journalDropped"),
                 freezerBackend: try r.optionalString("freezerBackend"), freezerBackendReason: try r.optionalString("freezerBackendReason"),
-                dryRun: try r.optionalBool("dryRun"))
+                dryRun: try r.optionalBool("dryRun"), journalCoalesced: try r.optionalInt("journalCoalesced"),
+                journalSummaries: try r.optionalInt("journalSummaries"), connectionsRefused: try r.optionalInt("connectionsRefused"),
+                connectionsTimedOut: try r.optionalInt("connectionsTimedOut"),
+                connectionsOversized: try r.optionalInt("connectionsOversized"))
         }
 
         public var json: [String: JSON] {
@@ -367,6 +389,11 @@ public enum ManagerWire: Sendable {
             o.put("freezerBackend", freezerBackend.map { .string($0) })
             o.put("freezerBackendReason", freezerBackendReason.map { .string($0) })
             o.put("dryRun", dryRun.map { .bool($0) })
+            o.put("journalCoalesced", journalCoalesced.map { .int($0) })
+            o.put("journalSummaries", journalSummaries.map { .int($0) })
+            o.put("connectionsRefused", connectionsRefused.map { .int($0) })
+            o.put("connectionsTimedOut", connectionsTimedOut.map { .int($0) })
+            o.put("connectionsOversized", connectionsOversized.map { .int($0) })
             return o
         }
     }
