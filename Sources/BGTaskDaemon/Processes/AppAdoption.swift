@@ -109,6 +109,7 @@ final class AppAdoption {
     }
 
     private let fd: Int32
+    private let queue: DispatchQueue
     private let source: any DispatchSourceRead
     private var dirs: [Int32: (path: String, level: Level)] = [:]
     private var wdByDir: [String: Int32] = [:]
@@ -121,6 +122,7 @@ final class AppAdoption {
         let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
         guard fd >= 0 else { return nil }
         self.fd = fd
+        self.queue = queue
         self.root = root
         self.mount = mount
         self.logger = logger
@@ -131,7 +133,10 @@ final class AppAdoption {
         source.resume()
     }
 
-    deinit { source.cancel() }
+    deinit {
+        source.cancel()
+        for timer in warningTimers.values { timer.cancel() }
+    }
 
     /// The watched root from `AdoptFrom=`: absolute, or relative to the cgroup2 mount.
     static func rootPath(adoptFrom: String, mount: String) -> String {
@@ -218,7 +223,26 @@ final class AppAdoption {
         // A write that failed will not freeze anything later either: nothing to wait for (it was logged).
         if dryRun || failed || frozen(app) { return true }
         pendingFreezes[app] = start
+        // As the cgroup freezer does: not done after 1 s, a warning (and it is still awaited).
+        warningTimers[app]?.cancel()
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        timer.setEventHandler { [weak self] in self?.freezeLate(app, start: start) }
+        timer.schedule(deadline: .now() + .microseconds(Int(CgroupFreezer.confirmWarningUSec)), leeway: .milliseconds(10))
+        timer.resume()
+        warningTimers[app] = timer
         return false
+    }
+
+    /// One-shot: a freeze of the app's instances not done 1 s after it was written.
+    private var warningTimers: [AppID: any DispatchSourceTimer] = [:]
+
+    private func freezeLate(_ app: AppID, start: Int64) {
+        warningTimers.removeValue(forKey: app)?.cancel()
+        guard pendingFreezes[app] == start else { return }
+        let paths = paths(of: app).filter { Cgroup.events($0)?.frozen != true }
+        logger.warning(
+            "\(app) is not frozen \(CgroupFreezer.confirmWarningUSec / 1000) ms after writing cgroup.freeze (instances: \(paths.joined(separator: " ")))",
+            metadata: ["BGTASKD_APP": "\(app)"])
     }
 
     /// Whether every present instance of the app is frozen (or empty).
@@ -233,6 +257,7 @@ final class AppAdoption {
     private func checkPendingFreeze(_ app: AppID?) {
         guard let app, let start = pendingFreezes[app], frozen(app) else { return }
         pendingFreezes[app] = nil
+        warningTimers.removeValue(forKey: app)?.cancel()
         logger.info("froze \(app): every instance frozen 1 after \(Monotonic.nowUSec() - start) µs",
                     metadata: ["BGTASKD_APP": "\(app)", "BGTASKD_FREEZE_LATENCY_USEC": "\(Monotonic.nowUSec() - start)"])
         onFrozen(app)
