@@ -40,11 +40,13 @@ def read_int(path) -> int:
 
 # MARK: the cgroup freezer on python3 -m http.server
 
-def test_http_server_stops_answering_within_100ms_of_grace_end_and_answers_after_foreground(daemon):
-    grace = 0.3
+def test_http_server_stops_answering_after_the_grace_window_and_answers_after_foreground(daemon):
+    # Generous bounds only (tests never fail on speed): the grace window is long enough for an answer
+    # under load, and the freeze must come after it ends and within a second of its end.
+    grace = 1.0
     with ScratchCgroup() as cg:
         port = free_port()
-        d = daemon(conf=conf(cg.path, grace="300ms"), apps={WEB: http_server_manifest(WEB, port)})
+        d = daemon(conf=conf(cg.path, grace="1s"), apps={WEB: http_server_manifest(WEB, port)})
         m = Manager(d.socket)
         pid = m.launch(WEB)
         app_cg = cg.app(WEB)
@@ -55,14 +57,16 @@ def test_http_server_stops_answering_within_100ms_of_grace_end_and_answers_after
         t0 = time.monotonic()
         m.call("Background", appId=WEB)
         # Inside the grace window it still runs.
-        assert http_answers(port, 0.1), "the app must keep running during its grace window"
+        assert http_answers(port, 0.5) and time.monotonic() - t0 < grace, \
+            "the app must keep running during its grace window"
         frozen_at = wait_for(lambda: read_events(app_cg).get("frozen") == 1 and time.monotonic(),
-                             grace + 2, "cgroup.events frozen 1")
-        assert frozen_at - t0 <= grace + 0.1, f"frozen {frozen_at - t0 - grace:.3f} s after the grace window"
-        # Not answering 100 ms after the grace window ended (a frozen server still accepts the TCP
-        # handshake, which the kernel does, but never replies).
+                             grace + 5, "cgroup.events frozen 1")
+        assert grace <= frozen_at - t0 <= grace + 1.0, f"frozen {frozen_at - t0:.3f} s after Background"
+        # Not answering once frozen (a frozen server still accepts the TCP handshake, which the kernel
+        # does, but never replies).
         assert not http_answers(port, 0.5)
-        assert m.state(WEB) == "suspended"
+        # Reported suspended once the daemon has seen the freeze done (its own cgroup.events watch).
+        wait_for(lambda: m.state(WEB) == "suspended", 5, "the daemon to report it suspended")
         # Every process of the app: not running, and using no CPU.
         pids = procs(app_cg)
         assert pids and pid in pids
