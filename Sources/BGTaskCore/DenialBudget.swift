@@ -5,7 +5,9 @@
 /// are counted per calling uid (root included) and for all callers together per interval. Past
 /// `perUIDBurst` (the uid's count) or `globalBurst` (everyone's), a connection whose call was just denied
 /// gets its reply and is then not read until the interval ends (``Verdict/pause``); the shell does that
-/// (flow control, like the journal queue's pause) and also holds back new connections of a uid it paused.
+/// (flow control, like the journal queue's pause). A uid paused more often in one interval than it may hold
+/// connections (`maxConnectionsPerUID`) is reconnecting to get round the pause: its new connections are then
+/// held from the start too (``holdsNewConnections(uid:)``), while up to then a uid's other work is untouched.
 ///
 /// Intervals are fixed windows: one starts at the first denial after the previous one ended and lasts
 /// `interval`. Pure: no clock (every input carries `now`), no I/O; the shell arms one timer for
@@ -20,12 +22,18 @@ public struct DenialBudget: Sendable {
         public var globalBurst: Int
         /// `JournalAssertionIntervalSec=` (the journal budget's interval).
         public var interval: TimeSpan
+        /// `MaxConnectionsPerUser=`: past this many pauses of one uid in an interval, its new connections
+        /// are held from the start.
+        public var maxConnectionsPerUID: Int
 
         /// The given limits (negative bursts count as 0; the interval is at least 1 µs).
-        public init(perUIDBurst: Int = 100, globalBurst: Int = 1000, interval: TimeSpan = .seconds(30)) {
+        public init(perUIDBurst: Int = 100, globalBurst: Int = 1000, interval: TimeSpan = .seconds(30),
+                    maxConnectionsPerUID: Int = 128)
+        {
             self.perUIDBurst = max(0, perUIDBurst)
             self.globalBurst = max(0, globalBurst)
             self.interval = max(interval, .microseconds(1))
+            self.maxConnectionsPerUID = max(0, maxConnectionsPerUID)
         }
     }
 
@@ -51,14 +59,19 @@ public struct DenialBudget: Sendable {
         public var intervalStart: Instant
         /// The global burst, not only the uid's, was spent.
         public var global: Bool
+        /// The uid's new connections are held from now on until the interval ends (it reconnects).
+        public var holdNewConnections: Bool
 
-        public init(until: Instant, firstOfUID: Bool, uidDenials: Int, totalDenials: Int, intervalStart: Instant, global: Bool) {
+        public init(until: Instant, firstOfUID: Bool, uidDenials: Int, totalDenials: Int, intervalStart: Instant, global: Bool,
+                    holdNewConnections: Bool = false)
+        {
             self.until = until
             self.firstOfUID = firstOfUID
             self.uidDenials = uidDenials
             self.totalDenials = totalDenials
             self.intervalStart = intervalStart
             self.global = global
+            self.holdNewConnections = holdNewConnections
         }
     }
 
@@ -68,8 +81,8 @@ public struct DenialBudget: Sendable {
     private var windowLimits: Limits
     private var total = 0
     private var perUID: [UInt32: Int] = [:]
-    /// Uids with a connection paused in this interval.
-    public private(set) var pausedUIDs: Set<UInt32> = []
+    /// Uids with a connection paused in this interval, and how many pauses.
+    private var pausedUIDs: [UInt32: Int] = [:]
     /// Pauses since start (Stats' `connectionsPaused`).
     public private(set) var pauses = 0
 
@@ -85,9 +98,12 @@ public struct DenialBudget: Sendable {
         return windowStart + windowLimits.interval
     }
 
-    /// Whether new connections of `uid` are to be held until the interval ends (one of its connections is
-    /// paused: a client cannot get round the pause by connecting again).
-    public func isPaused(uid: UInt32) -> Bool { pausedUIDs.contains(uid) }
+    /// Whether a connection of `uid` is paused in this interval.
+    public func isPaused(uid: UInt32) -> Bool { pausedUIDs[uid] != nil }
+
+    /// Whether new connections of `uid` are to be held until the interval ends: it was paused more often
+    /// than it may hold connections, so it connects again to get round the pause.
+    public func holdsNewConnections(uid: UInt32) -> Bool { pausedUIDs[uid, default: 0] > windowLimits.maxConnectionsPerUID }
 
     /// A call of `uid` was denied (and its `deny` journaled) at `now`. `released` is true when an interval
     /// that had paused connections ended before `now` (read them again first).
@@ -103,10 +119,12 @@ public struct DenialBudget: Sendable {
         let overUID = mine > windowLimits.perUIDBurst
         let overGlobal = total > windowLimits.globalBurst
         guard overUID || overGlobal, let start = windowStart else { return (.serve, released) }
-        let first = pausedUIDs.insert(uid).inserted
+        let paused = pausedUIDs[uid, default: 0] + 1
+        pausedUIDs[uid] = paused
         pauses += 1
-        let pause = Pause(until: start + windowLimits.interval, firstOfUID: first, uidDenials: mine, totalDenials: total,
-                          intervalStart: start, global: overGlobal && !overUID)
+        let pause = Pause(until: start + windowLimits.interval, firstOfUID: paused == 1, uidDenials: mine, totalDenials: total,
+                          intervalStart: start, global: overGlobal && !overUID,
+                          holdNewConnections: paused > windowLimits.maxConnectionsPerUID)
         return (.pause(pause), released)
     }
 

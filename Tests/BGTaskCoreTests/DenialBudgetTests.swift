@@ -92,6 +92,40 @@ import Testing
         #expect(deny(&budget, uid: 7, 1, at: 2_000).pauses.map(\.until) == [Self.at(7_000)])
     }
 
+    @Test func aUIDPausedMoreOftenThanItMayHoldConnectionsHasItsNewConnectionsHeld() {
+        var budget = DenialBudget(limits: .init(perUIDBurst: 1, globalBurst: 100, interval: .seconds(1), maxConnectionsPerUID: 2))
+        let denials = deny(&budget, uid: 7, 4, at: 0)
+        #expect(denials.served == 1)
+        // Paused twice: as often as it may hold connections, so its other connections may be new ones.
+        #expect(denials.pauses.map(\.holdNewConnections) == [false, false, true])
+        #expect(budget.holdsNewConnections(uid: 7) && !budget.holdsNewConnections(uid: 8))
+        let reached = budget.deadlineReached(now: Self.at(1_000))
+        #expect(reached && !budget.holdsNewConnections(uid: 7))
+    }
+
+    /// A client that closes each paused connection and opens a new one, on every connection it may hold:
+    /// once it was paused more often than it may hold connections, its new connections are held, so an
+    /// interval journals at most burst + 2 × MaxConnectionsPerUser + 1 of its refusals.
+    @Test func oneUIDReconnectingAfterEachPauseStaysWithinTheStatedBound() {
+        var budget = DenialBudget()  // 100 per uid, 1,000 in all, 30 s, 128 connections per uid
+        let connections = 128
+        var paused = Set<Int>()     // connections waiting (paused, or new and held)
+        var journaled = 0
+        var ms: Int64 = 0
+        while ms < 60_000 {
+            if budget.deadlineReached(now: Self.at(ms)) { paused.removeAll() }
+            for c in 0..<connections where !paused.contains(c) {
+                journaled += 1
+                let (verdict, released) = budget.denied(uid: 1000, now: Self.at(ms))
+                if released { paused.removeAll() }
+                // Paused: it reconnects at once; the new connection is held while the uid's are.
+                if case .pause = verdict, budget.holdsNewConnections(uid: 1000) { paused.insert(c) }
+            }
+            ms += 1
+        }
+        #expect(journaled <= 2 * (100 + 2 * connections + 1), "\(journaled)")
+    }
+
     /// The bound README "Reliability" states: within any 30 s window of journald, one uid looping a refused
     /// call on every connection it may hold (`MaxConnectionsPerUser=128`) gets at most
     /// 2 × (100 + 128) refusals journaled (plus one budget entry per interval), since a window meets at most

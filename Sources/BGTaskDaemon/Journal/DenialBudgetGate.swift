@@ -4,8 +4,8 @@ import BGTaskCore
 /// The shell of the denial budget (``DenialBudget`` decides; issue 11, point 2 for denials): counts every
 /// call answered with a journaled `deny` per calling uid, and past the burst holds the connection that was
 /// just refused (``VarlinkServer/hold(_:newConnectionsOfUID:)``: not read until the interval ends; its
-/// reply, its streams and its assertions are untouched) and journals one entry per uid and interval saying
-/// so. It has no timer of its own: the interval's end is ``nextDeadline``, served by the daemon's one
+/// reply, its streams and its assertions are untouched; a uid that reconnects to get round it has its new
+/// connections held too) and journals one entry per uid and interval saying so. It has no timer of its own: the interval's end is ``nextDeadline``, served by the daemon's one
 /// monotonic timer, which calls ``deadlineReached()``. Runs on the daemon's queue.
 final class DenialBudgetGate: @unchecked Sendable {
     // @unchecked: used only on `queue`.
@@ -25,7 +25,7 @@ final class DenialBudgetGate: @unchecked Sendable {
     static func limits(_ config: DaemonConfig) -> DenialBudget.Limits {
         DenialBudget.Limits(
             perUIDBurst: config.journalDenialBurst, globalBurst: config.journalDenialGlobalBurst,
-            interval: .microseconds(config.journalAssertionIntervalUSec))
+            interval: .microseconds(config.journalAssertionIntervalUSec), maxConnectionsPerUID: config.maxConnectionsPerUser)
     }
 
     /// A reload: the new limits count from the next interval on.
@@ -47,7 +47,7 @@ final class DenialBudgetGate: @unchecked Sendable {
         let (verdict, released) = budget.denied(uid: connection.peer.uid, now: t)
         if released { server?.releaseHeld() }
         guard case .pause(let pause) = verdict else { return }
-        server?.hold(connection, newConnectionsOfUID: true)
+        server?.hold(connection, newConnectionsOfUID: pause.holdNewConnections)
         if pause.firstOfUID { journal(pause, peer: connection.peer, now: t) }
     }
 
