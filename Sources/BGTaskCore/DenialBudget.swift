@@ -7,7 +7,8 @@
 /// gets its reply and is then not read until the interval ends (``Verdict/pause``); the shell does that
 /// (flow control, like the journal queue's pause). A uid paused more often in one interval than it may hold
 /// connections (`maxConnectionsPerUID`) is reconnecting to get round the pause: its new connections are then
-/// held from the start too (``holdsNewConnections(uid:)``), while up to then a uid's other work is untouched.
+/// held from the start too (``holdsNewConnections(uid:)``), and so are those of every uid paused once the
+/// global burst is spent; up to then a uid's other work is untouched.
 ///
 /// Intervals are fixed windows: one starts at the first denial after the previous one ended and lasts
 /// `interval`. Pure: no clock (every input carries `now`), no I/O; the shell arms one timer for
@@ -102,8 +103,12 @@ public struct DenialBudget: Sendable {
     public func isPaused(uid: UInt32) -> Bool { pausedUIDs[uid] != nil }
 
     /// Whether new connections of `uid` are to be held until the interval ends: it was paused more often
-    /// than it may hold connections, so it connects again to get round the pause.
-    public func holdsNewConnections(uid: UInt32) -> Bool { pausedUIDs[uid, default: 0] > windowLimits.maxConnectionsPerUID }
+    /// than it may hold connections, so it connects again to get round the pause; or it was paused once
+    /// everyone's burst was spent (then only the connections open already may each be refused once more).
+    public func holdsNewConnections(uid: UInt32) -> Bool {
+        guard let paused = pausedUIDs[uid] else { return false }
+        return paused > windowLimits.maxConnectionsPerUID || total > windowLimits.globalBurst
+    }
 
     /// A call of `uid` was denied (and its `deny` journaled) at `now`. `released` is true when an interval
     /// that had paused connections ended before `now` (read them again first).
@@ -124,7 +129,7 @@ public struct DenialBudget: Sendable {
         pauses += 1
         let pause = Pause(until: start + windowLimits.interval, firstOfUID: paused == 1, uidDenials: mine, totalDenials: total,
                           intervalStart: start, global: overGlobal && !overUID,
-                          holdNewConnections: paused > windowLimits.maxConnectionsPerUID)
+                          holdNewConnections: overGlobal || paused > windowLimits.maxConnectionsPerUID)
         return (.pause(pause), released)
     }
 

@@ -64,6 +64,9 @@ import Testing
         #expect(next.served == 0 && next.pauses.count == 1)
         #expect(next.pauses[0].global && next.pauses[0].totalDenials == 11 && next.pauses[0].uidDenials == 1)
         #expect(budget.isPaused(uid: 1005) && !budget.isPaused(uid: 1000))
+        // Everyone's burst spent: a paused uid's new connections are held from its first pause.
+        #expect(next.pauses[0].holdNewConnections && budget.holdsNewConnections(uid: 1005))
+        #expect(!budget.holdsNewConnections(uid: 1000))
     }
 
     @Test func rootIsCountedLikeEveryoneAndAZeroBurstPausesAtTheFirstDenial() {
