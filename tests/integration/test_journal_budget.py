@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import socket
 import subprocess
 import threading
@@ -468,3 +469,54 @@ def test_a_paused_connection_is_answered_in_order_after_the_interval_and_others_
     assert waited >= 1.0, f"the paused calls were answered after {waited:.2f} s, before the interval ended"
     print(f"\npaused connection: 6 refusals at once, the other 5 and the GetInfo after {waited:.2f} s "
           f"(JournalAssertionIntervalSec=2s); Stats connectionsPaused {st['connectionsPaused']}")
+
+
+def test_a_uid_reconnecting_to_get_round_its_pause_has_its_new_connections_held(daemon):
+    """A client that opens a new connection each time one is paused (JournalDenialBurst=2,
+    MaxConnectionsPerUser=2, JournalAssertionIntervalSec=3s): 2 refusals, then 3 connections each refused
+    once and paused; paused more often than it may hold connections, its uid's next new connection is held
+    from the start: its call is answered only when the interval ends, while another uid is served
+    meanwhile. Without the hold, every reconnection would add one journaled refusal."""
+    looper = "org.test.Looper"
+    conf = (DENY_CONF.replace("[Daemon]\n", "[Daemon]\nMaxConnectionsPerUser=2\n", 1)
+            + "[Journal]\nJournalDenialBurst=2\nJournalAssertionIntervalSec=3s\n")
+    d = daemon(conf=conf, apps={looper: sleeper(looper)})
+    d.root.chmod(0o711)
+    (d.root / "runtime").chmod(0o711)
+    begin = (f"{APP}.BeginBackgroundTask", {"appId": looper})
+    with RawClient(d.socket, timeout=60) as c:
+        spend_background_time(c, looper)
+        t0 = time.monotonic()
+        kept = []
+        for _ in range(5):                       # 2 within the burst, then 3 connections paused once each
+            r = RawClient(d.socket, timeout=10)
+            kept.append(r)
+            assert r.call(*begin, timeout=10)["parameters"]["taskId"] == 0
+        assert call(c, f"{MANAGER}.Stats")["stats"]["connectionsPaused"] == 3
+        held = RawClient(d.socket, timeout=30)
+        held.send_call(*begin)
+        # Another uid is served while the new connection waits (the event that comes after it).
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                os.setgroups([])
+                os.setgid(65534)
+                os.setuid(65534)
+                with RawClient(d.socket, timeout=PROMPT) as nobody:
+                    code = 0 if "vendor" in nobody.call("org.varlink.service.GetInfo", timeout=PROMPT)["parameters"] else 2
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0, "another uid was not served"
+        # Its call was sent before the other uid's: unanswered still.
+        assert select.select([held.sock], [], [], 0)[0] == [], "the held connection was answered at once"
+        reply = held.recv_message(timeout=30)
+        waited = time.monotonic() - t0
+        assert reply["parameters"]["taskId"] == 0, reply
+        # Answered once the interval ended; the paused ones are read again too.
+        assert waited >= 1.5, f"the held connection was answered after {waited:.2f} s"
+        assert kept[-1].call("org.varlink.service.GetInfo", timeout=PROMPT)["parameters"]["vendor"]
+        for r in kept + [held]:
+            r.close()
+    print(f"\nreconnecting uid: 5 refusals, its 6th connection answered after {waited:.2f} s (interval 3 s)")
