@@ -9,12 +9,25 @@ extension LifecycleMachine {
         deadlines.cancel(.budgetWarning(app))
         deadlines.cancel(.budgetEnd(app))
         records[i].state = .suspended
-        emit(
-            .freeze(
-                app, processes(i),
-                decision(
-                    .suspend, .noAssertions, i, previous: .background, remaining: remaining(i),
-                    .suspended)))
+        let d = decision(.suspend, .noAssertions, i, previous: .background, remaining: remaining(i), .suspended)
+        // Recorded when the shell confirms the freeze (`freezeConfirmed`): reported suspended only then.
+        records[i].heldSuspend = d
+        emit(.freeze(app, processes(i), d))
+    }
+
+    /// The shell saw the app's freeze done: its `suspend` decision is recorded, the app reported suspended.
+    mutating func freezeConfirmed(_ app: AppID) {
+        guard let i = slots[app], records[i].state == .suspended, records[i].heldSuspend != nil else { return }
+        flushHeldSuspend(i)
+    }
+
+    /// Records the held `suspend` decision of app `i`, if any: at its confirmation, or when the app leaves
+    /// `suspended` before it (thawed, terminated, gone), so that the journal never shows a resume or a
+    /// termination of a suspension it did not show.
+    mutating func flushHeldSuspend(_ i: Int) {
+        guard let held = records[i].heldSuspend else { return }
+        records[i].heldSuspend = nil
+        emit(.record(held))
     }
 
     /// Thaws a suspended app into the background and delivers its queued notifications (SPEC §7).

@@ -109,6 +109,8 @@ extension LifecycleMachine {
     /// Forgets everything about the app's process: assertions, activities, tasks, queue, timers.
     mutating func resetToNotRunning(_ i: Int) {
         let app = records[i].id
+        // A process that is gone counts as stopped: a suspension not yet confirmed is recorded before the exit.
+        flushHeldSuspend(i)
         cancelAllTimers(i)
         clearGrace(i)
         endWake(i)

@@ -124,6 +124,7 @@ public struct LifecycleMachine: Sendable {
         case .activityEndRequested(let app, let activity): activityEndRequested(app, activity)
         case .connectionClosed(let connection): connectionClosed(connection)
         case .processExited(let app, let pid): processExited(app, pid: pid)
+        case .freezeConfirmed(let app): freezeConfirmed(app)
         case .taskRunRequested(let app, let identifier, let kind, let reason):
             taskRunRequested(app, identifier: identifier, kind: kind, reason: reason)
         case .taskCompleted(let app, let identifier, let success):
@@ -258,6 +259,14 @@ public struct LifecycleMachine: Sendable {
     mutating func emit(_ action: Action) {
         guard let decision = action.decision, let app = decision.app, let i = slots[app] else {
             return out.append(action)
+        }
+        // A decision about an app whose freeze is not confirmed yet: its suspension is recorded first when
+        // the app has left `suspended` or this acts on its processes (the order of the journal stays true).
+        if records[i].heldSuspend != nil {
+            switch action {
+            case .thaw, .terminate, .kill: flushHeldSuspend(i)
+            default: if records[i].state != .suspended { flushHeldSuspend(i) }
+            }
         }
         records[i].lastDecision = decision
         out.append(action)

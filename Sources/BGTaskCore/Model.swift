@@ -256,7 +256,10 @@ public enum Action: Hashable, Sendable {
     case deliver(AppID, ConnectionID, Event)
     /// Start the app's process (in its cgroup), then feed `appLaunched` or `launchFailed`.
     case launch(AppID, LaunchReason, Decision)
-    /// Freeze the app's processes (cgroup.freeze 1, or SIGSTOP).
+    /// Freeze the app's processes (cgroup.freeze 1, or SIGSTOP). The `suspend` decision it carries is not
+    /// journaled with it: the core records it (``record(_:)``) when the shell reports the freeze done
+    /// (``Input/freezeConfirmed(_:)``), and until then reports the app `background` (SPEC §9: suspended
+    /// only once its processes are stopped). So ``decision`` is `nil` for it.
     case freeze(AppID, Processes, Decision)
     /// Thaw them (cgroup.freeze 0, or SIGCONT). Always before any event it enables.
     case thaw(AppID, Processes, Decision)
@@ -284,10 +287,9 @@ public enum Action: Hashable, Sendable {
     /// The decision this action carries, if any: every action that changes an app carries one.
     public var decision: Decision? {
         switch self {
-        case .launch(_, _, let d), .freeze(_, _, let d), .thaw(_, _, let d), .terminate(_, _, let d),
-            .kill(_, _, let d), .record(let d):
+        case .launch(_, _, let d), .thaw(_, _, let d), .terminate(_, _, let d), .kill(_, _, let d), .record(let d):
             return d
-        case .deliver, .reply, .release, .stopFinished, .holdLost, .memoryPressure:
+        case .freeze, .deliver, .reply, .release, .stopFinished, .holdLost, .memoryPressure:
             return nil
         }
     }
@@ -354,6 +356,11 @@ public enum Input: Hashable, Sendable {
     case connectionClosed(ConnectionID)
     /// The app's process exited. A `pid` that is not the app's current one is ignored (a stale report).
     case processExited(AppID, pid: Int32?)
+    /// The shell saw the ``Action/freeze(_:_:_:)`` of the app done: `cgroup.events` says `frozen 1`, every
+    /// process it sent SIGSTOP is stopped or gone, or there was nothing to stop. The freeze's `suspend`
+    /// decision is recorded now, and the app is reported `suspended` from now on. A confirmation of a
+    /// freeze that was called off (the app thawed, killed or gone meanwhile) is ignored.
+    case freezeConfirmed(AppID)
     /// Run a scheduled task now (the policy already said yes): launch or resume into the background, `perform-task`.
     case taskRunRequested(AppID, identifier: String, kind: TaskKind, reason: Reason)
     /// `CompleteTask(appId, identifier, success)`.

@@ -75,6 +75,10 @@ struct AppRecord: Sendable {
     var removed = false
     /// Adopted cgroups holding the app's processes (LifecycleMachine+Adoption.swift).
     var instances: [InstanceID] = []
+    /// A freeze ordered and not yet confirmed (``Input/freezeConfirmed(_:)``): its `suspend` decision,
+    /// recorded once confirmed (or when the app leaves `suspended` first). Meanwhile the app is reported
+    /// `background`.
+    var heldSuspend: Decision?
 
     var id: AppID { manifest.id }
 
@@ -82,6 +86,9 @@ struct AppRecord: Sendable {
         self.manifest = manifest
         self.lastUsed = lastUsed
     }
+
+    /// The state the app is reported in: `suspended` only once its freeze is confirmed.
+    var reportedState: AppState { state == .suspended && heldSuspend != nil ? .background : state }
 
     /// Whether something entitles the app to run in the background.
     var holdsBackground: Bool { !assertions.isEmpty || !activities.isEmpty || !tasks.isEmpty || wake != nil }

@@ -132,7 +132,7 @@ extension LifecycleMachine {
     func snapshot(_ r: AppRecord, now: Instant) -> AppSnapshot {
         AppSnapshot(
             id: r.id, lifecycleAware: r.manifest.lifecycleAware, backgroundModes: r.manifest.backgroundModes,
-            state: r.state, pid: r.pid, connection: r.connection, launching: r.launch != nil,
+            state: r.reportedState, pid: r.pid, connection: r.connection, launching: r.launch != nil,
             terminationReason: r.termination?.reason, interrupted: r.interrupted, inGraceWindow: r.grace != .none,
             backgroundTimeRemaining: remaining(of: r, at: now),
             assertions: r.assertions.compactMap { assertionSnapshot($0, now: now) },

@@ -214,7 +214,7 @@ public final class Daemon: @unchecked Sendable {
         case .none:
             return (NoFreezer(), "FreezerBackend=none (dry run: decisions are not enforced)")
         case .signal:
-            return (SignalFreezer(records: stopped), "FreezerBackend=signal (SIGSTOP/SIGCONT)")
+            return (SignalFreezer(queue: queue, logger: logger, records: stopped), "FreezerBackend=signal (SIGSTOP/SIGCONT)")
         case .cgroup, .auto:
             var why = ""
             if let cgroup = CgroupFreezer.make(config: config, logger: logger, queue: queue, stopped: stopped, why: &why) {
@@ -222,7 +222,7 @@ public final class Daemon: @unchecked Sendable {
             }
             let reason = "FreezerBackend=\(config.daemon.freezerBackend.rawValue) but no usable cgroup v2 subtree (\(why)): SIGSTOP/SIGCONT instead"
             logger.warning("\(reason)")
-            return (SignalFreezer(records: stopped), reason)
+            return (SignalFreezer(queue: queue, logger: logger, records: stopped), reason)
         }
     }
 

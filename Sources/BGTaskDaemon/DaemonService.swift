@@ -67,6 +67,12 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
 
     /// The clocks (tests step them by hand).
     let clock: DaemonClock
+    /// Freezes performed and not yet done, by app: how many parts (the daemon's own freezer, the adopted
+    /// instances) have still to report it. The core hears `freezeConfirmed` when none has.
+    var freezesAwaited: [AppID: Int] = [:]
+    /// Inputs facts cause while a feed is under way: fed when it is over (no feed inside a feed).
+    private var feedDepth = 0
+    private var factsAfterFeed: [Input] = []
 
     init(queue: DispatchQueue, config: LoadedConfiguration, journal: JournalSink, logger: Logger, options: DaemonOptions,
          freezer: any Freezer, launcher: (any AppLauncher)? = nil, clock: DaemonClock = .system,
@@ -84,6 +90,7 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
         journalBudget = JournalBudgetGate(config: config.daemon, sink: journal, now: clock.monotonic)
         denialBudget = DenialBudgetGate(config: config.daemon, sink: journal, now: clock.monotonic)
         self.launcher.onExit = { [weak self] pid, status in self?.processExited(pid: pid, status: status) }
+        freezer.onFrozen = { [weak self] app in self?.freezePartDone(app) }
         self.launcher.start()
         refresh = RefreshController(
             host: self, queue: queue, logger: logger, clock: clock, config: config, stateDirectory: options.stateDir,
@@ -209,7 +216,16 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
     private func feed(_ first: Input, request: RequestID?) {
         let outer = feeding
         feeding = request.flatMap { id in openRequests[id].map { (id, $0.peer) } }
-        defer { feeding = outer }
+        feedDepth += 1
+        defer {
+            feeding = outer
+            feedDepth -= 1
+            if feedDepth == 0, !factsAfterFeed.isEmpty {
+                let facts = factsAfterFeed
+                factsAfterFeed.removeAll()
+                for fact in facts { feed(fact) }
+            }
+        }
         // The inputs the actions cause (a spawn's result) follow the first; no array for the common case
         // of none (issue 15: nothing allocated per call that is not needed).
         var follows: [Input] = []
@@ -308,15 +324,25 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
                 return .launchFailed(app, message: error.description)
             }
         case .freeze(let app, let processes, _):
-            if ownsProcess(app, pid: processes.pid) { freezer.freeze(app: app, pid: processes.pid) }
-            if !processes.instances.isEmpty { adoption?.freeze(app) }
+            // The core records the suspension once the freeze is done (SPEC §9: suspended only once the
+            // processes are stopped): now, or when the parts not done yet report it (`freezePartDone`).
+            var awaited = 0
+            if ownsProcess(app, pid: processes.pid), !freezer.freeze(app: app, pid: processes.pid) { awaited += 1 }
+            if !processes.instances.isEmpty, let adoption, !adoption.freeze(app) { awaited += 1 }
+            if awaited == 0 {
+                freezesAwaited[app] = nil
+                return .freezeConfirmed(app)
+            }
+            freezesAwaited[app] = awaited
         case .thaw(let app, let processes, _):
+            freezesAwaited[app] = nil
             if ownsProcess(app, pid: processes.pid) { freezer.thaw(app: app, pid: processes.pid) }
             if !processes.instances.isEmpty { adoption?.thaw(app) }
         case .terminate(let app, let processes, _):
             if ownsProcess(app, pid: processes.pid) { freezer.signal(app: app, pid: processes.pid, SIGTERM) }
             if !processes.instances.isEmpty { adoption?.signal(app, SIGTERM) }
         case .kill(let app, let processes, _):
+            freezesAwaited[app] = nil
             if ownsProcess(app, pid: processes.pid) { freezer.kill(app: app, pid: processes.pid) }
             if !processes.instances.isEmpty { adoption?.kill(app) }
         case .reply(let reply, let id):
@@ -324,6 +350,7 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
         case .record:
             break
         case .release(let app):
+            freezesAwaited[app] = nil
             freezer.released(app: app)
         case .stopFinished(let unexited):
             let completion = stopCompletion
@@ -413,6 +440,22 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
             feed(.appLaunched(app, pid: pid))
         case .failure(let error):
             feed(.launchFailed(app, message: error.description))
+        }
+    }
+
+    /// A part of an app's freeze (the freezer, the adopted instances) reports it done after `perform`
+    /// found it not done; the last one tells the core.
+    func freezePartDone(_ app: AppID) {
+        guard let left = freezesAwaited[app] else { return }
+        if left > 1 {
+            freezesAwaited[app] = left - 1
+            return
+        }
+        freezesAwaited[app] = nil
+        if feedDepth > 0 {
+            factsAfterFeed.append(.freezeConfirmed(app))
+        } else {
+            feed(.freezeConfirmed(app))
         }
     }
 

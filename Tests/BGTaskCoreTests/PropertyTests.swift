@@ -80,6 +80,9 @@ struct Driver {
     /// Requests fed so far (each request input carries a new one), and the Hold calls told HoldLost.
     var requests: UInt64 = 0
     var holdsLost: Set<RequestID> = []
+    /// Apps whose freeze the shell has not reported done yet (half the freezes are confirmed at once, the
+    /// others by a later step; a confirmation that comes after a thaw or a kill must change nothing).
+    var freezing: Set<AppID> = []
 
     init() {
         for manifest in Harness.standardManifests { _ = machine.handle(.appRegistered(manifest), now: now) }
@@ -108,7 +111,18 @@ struct Driver {
             }
             let actions = machine.handle(fed, now: now, request: request)
             log += actions
+            if case .freezeConfirmed(let app) = fed { freezing.remove(app) }
             check(fed, actions)
+            for case .freeze(let app, _, _) in actions {
+                if (random >> 12) & 1 == 0 {
+                    let confirmation = machine.handle(.freezeConfirmed(app), now: now)
+                    log += confirmation
+                    freezing.remove(app)
+                    check(.freezeConfirmed(app), confirmation)
+                } else {
+                    freezing.insert(app)
+                }
+            }
         }
     }
 
@@ -170,14 +184,14 @@ struct Driver {
         case 28: return [.memoryWarningRequested(random & 1 == 0 ? nil : app)]
         case 29: return [.memoryReclaimRequested(count: Int(random % 3))]
         case 30: return [.memoryPressureTriggered(window: .seconds(Int64(1 + random % 3)))]
-        default: return [.deadlineReached]
+        default: return random & 1 == 0 ? [.freezeConfirmed(app)] : [.deadlineReached]
         }
     }
 
     static func isRequest(_ input: Input) -> Bool {
         switch input {
         case .appRegistered, .appUnregistered, .configurationChanged, .appLaunched, .launchFailed, .connectionClosed,
-            .processExited, .deadlineReached, .memoryPressureTriggered:
+            .processExited, .deadlineReached, .memoryPressureTriggered, .freezeConfirmed:
             return false
         default:
             return true
@@ -213,6 +227,12 @@ struct Driver {
                 if event.needsAck { acks[app, default: []].append(event.id) }
             case .launch(let app, _, let d), .freeze(let app, _, let d), .thaw(let app, _, let d), .terminate(let app, _, let d),
                 .kill(let app, _, let d):
+                if case .freeze = action {
+                    freezing.insert(app)
+                } else if case .launch = action {
+                } else {
+                    freezing.remove(app)
+                }
                 if d.app != app { fail("decision about \(String(describing: d.app)) on an action for \(app)") }
                 // issue 13: the core's decisions are facts; their sentences are rendered (and tested non-empty)
                 // in the shell's journal layer (BGTaskDaemonTests/DecisionMessagesTests).
@@ -237,7 +257,9 @@ struct Driver {
                 if d.kind != .terminate || d.app != app { fail("hold lost on \(d.kind) about \(String(describing: d.app))") }
                 if !holdsLost.insert(request).inserted { fail("Hold call \(request) ended twice") }
                 if request.rawValue > requests { fail("hold lost on a request never made") }
-            case .reply, .release, .stopFinished, .memoryPressure:
+            case .release(let app):
+                freezing.remove(app)
+            case .reply, .stopFinished, .memoryPressure:
                 break
             }
         }
@@ -250,8 +272,10 @@ struct Driver {
             if snapshot.state == .suspended, holds || !snapshot.runningTasks.isEmpty || snapshot.wakeDeadline != nil {
                 fail("\(app) suspended while holding assertions, activities, tasks or a wake")
             }
-            if snapshot.state == .background, !snapshot.terminating, snapshot.backgroundTimeRemaining == .zero,
-                snapshot.activities.isEmpty, snapshot.runningTasks.isEmpty, snapshot.wakeDeadline == nil
+            // An app whose freeze is not done yet is reported `background` (SPEC §9): it is on its way.
+            if snapshot.state == .background, !freezing.contains(app), !snapshot.terminating,
+                snapshot.backgroundTimeRemaining == .zero, snapshot.activities.isEmpty, snapshot.runningTasks.isEmpty,
+                snapshot.wakeDeadline == nil
             {
                 fail("\(app) in the background past its budget with no activity, task or wake")
             }

@@ -31,10 +31,20 @@ struct Harness {
         for manifest in manifests { _ = machine.handle(.appRegistered(manifest), now: .zero) }
     }
 
-    /// Feeds `input` at the current instant.
+    /// Whether every freeze is reported done at once (``Input/freezeConfirmed(_:)`` right after the
+    /// `.freeze`, as a shell does whose freezer finds it done on the first look); false: tests confirm.
+    var confirmFreezes = true
+
+    /// Feeds `input` at the current instant (and the confirmation of each freeze it causes, see
+    /// `confirmFreezes`).
     @discardableResult
     mutating func send(_ input: Input) -> [Action] {
-        let actions = machine.handle(input, now: now)
+        var actions = machine.handle(input, now: now)
+        if confirmFreezes {
+            for case .freeze(let app, _, _) in actions {
+                actions += machine.handle(.freezeConfirmed(app), now: now)
+            }
+        }
         log += actions
         return actions
     }

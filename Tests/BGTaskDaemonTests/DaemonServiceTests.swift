@@ -24,9 +24,18 @@ private final class FakeFreezer: Freezer, @unchecked Sendable {
     let recorder: Recorder
     init(_ recorder: Recorder) { self.recorder = recorder }
     var name: String { "fake" }
+    var onFrozen: ((AppID) -> Void)?
+    /// Whether a freeze is done at once (as `cgroup.events` usually says `frozen 1` on the first read);
+    /// false: it is done when the test calls `frozen(_:)`.
+    var doneAtOnce = true
     func prepareLaunch(app: AppID) -> Int32? { nil }
     func attach(app: AppID, pid: Int32) { recorder.processes.append("attach \(app) \(pid)") }
-    func freeze(app: AppID, pid: Int32?) { recorder.processes.append("freeze \(app) \(pid ?? 0)") }
+    func freeze(app: AppID, pid: Int32?) -> Bool {
+        recorder.processes.append("freeze \(app) \(pid ?? 0)")
+        return doneAtOnce
+    }
+    /// The freeze of `app` is done now (every process stopped).
+    func frozen(_ app: AppID) { onFrozen?(app) }
     func thaw(app: AppID, pid: Int32?) { recorder.processes.append("thaw \(app) \(pid ?? 0)") }
     func signal(app: AppID, pid: Int32?, _ sig: Int32) { recorder.processes.append("signal \(sig) \(app) \(pid ?? 0)") }
     func kill(app: AppID, pid: Int32?) { recorder.processes.append("kill \(app) \(pid ?? 0)") }
@@ -247,6 +256,41 @@ private final class ServiceHarness: @unchecked Sendable {
         let kinds = h.decisions(monitor).map(\.decision)
         #expect(kinds.starts(with: ["launch"]))
         #expect(kinds.contains("suspend") && kinds.contains("resume"))
+    }
+
+    /// SPEC §9: with a freezer that finds the freeze not done at once (SIGSTOP pending on busy processes),
+    /// the app stays `background` and no `suspend` decision goes out (Monitor, the journal) until the
+    /// freezer reports the freeze done; then both at once.
+    @Test func anAppIsReportedSuspendedOnlyOnceTheFreezerSaysItsFreezeIsDone() throws {
+        let h = try ServiceHarness()
+        defer { h.removeStateDirectory() }
+        h.queue.sync { h.freezer.doneAtOnce = false }
+        let ctl = h.connect()
+        let monitor = h.connect()
+        h.call(monitor, "io.bgtaskd.Manager.Monitor", more: true)
+        h.call(ctl, "io.bgtaskd.Manager.Launch", ["appId": .string(mail.rawValue)])
+        let pid = try #require(h.processes.first.flatMap { Int32($0.split(separator: " ").last ?? "") })
+        let app = h.connect(uid: 0, pid: pid)
+        h.call(app, "io.bgtaskd.App.CheckIn", ["appId": .string(mail.rawValue)], more: true)
+        let calls = h.connect(uid: 0, pid: pid)
+        h.call(ctl, "io.bgtaskd.Manager.Background", ["appId": .string(mail.rawValue)])
+        let entered = try #require(h.lastEvent(app, "did-enter-background"))
+        h.call(calls, "io.bgtaskd.App.Acknowledge", ["eventId": entered])
+        #expect(h.processes.last == "freeze \(mail) \(pid)")
+
+        func state() -> String? {
+            h.call(ctl, "io.bgtaskd.Manager.GetApp", ["appId": .string(mail.rawValue)]).first?
+                .parameters["app"]?.objectValue?["state"]?.stringValue
+        }
+        #expect(state() == "background")
+        #expect(!h.decisions(monitor).map(\.decision).contains("suspend"))
+
+        h.queue.sync { h.freezer.frozen(mail) }
+        #expect(state() == "suspended")
+        #expect(h.decisions(monitor).filter { $0.decision == "suspend" }.map(\.reason) == ["no-assertions"])
+        // A second report of the same freeze changes nothing.
+        h.queue.sync { h.freezer.frozen(mail) }
+        #expect(h.decisions(monitor).filter { $0.decision == "suspend" }.count == 1)
     }
 
     @Test func aTerminatedAppIsKilledWhenItOutlivesItsTimeouts() throws {

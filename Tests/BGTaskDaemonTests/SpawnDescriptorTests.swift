@@ -23,6 +23,14 @@ import BGTaskLaunch
 
     static func wchan(_ pid: Int32) -> String { (try? String(contentsOfFile: "/proc/\(pid)/wchan", encoding: .utf8)) ?? "" }
 
+    /// Whether process `pid` has `inode`'s pipe open ("pipe:[inode]" in /proc/PID/fd).
+    static func holdsPipe(_ pid: Int32, inode: UInt64) -> Bool {
+        let target = "pipe:[\(inode)]"
+        return descriptors(pid).contains { fd in
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(fd)")) == target
+        }
+    }
+
     static func descriptors(_ pid: Int32) -> Set<Int32> {
         Set(((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []).compactMap { Int32($0) })
     }
@@ -55,20 +63,23 @@ import BGTaskLaunch
                                       user: nil, cgroupProcsFD: writeEnd)
             spawned.signal()
         }
-        // Wait for the child to block in its write to the full pipe (bounded: 10,000 looks). This is a poll,
-        // not a fixed sleep: "a process is asleep in pipe_write" has no event to wait on (the pipe's fill
-        // level does not change, the child is not our thread), so /proc's wchan is read until it says so;
-        // the 1 ms pause only spaces the reads.
+        // Wait for the child to block in its write to the full pipe (bounded: 60 s). This is a poll, not a
+        // fixed sleep: "a process is asleep in pipe_write" has no event to wait on (the pipe's fill level
+        // does not change, the child is not our thread), so /proc's wchan is read until it says so; the
+        // 1 ms pause only spaces the reads. The child is the new child that holds this pipe: other suites
+        // of this process start children of their own meanwhile (tests run in parallel), and the first new
+        // child is not always ours (the race this test once lost under load: it watched another one).
+        var st = stat()
+        #expect(fstat(p[1], &st) == 0)
+        let inode = UInt64(st.st_ino)
         var child: Int32?
-        var candidate: Int32?
-        for _ in 0..<10_000 {
-            if candidate == nil { candidate = Self.children().first(where: { !before.contains($0) }) }
-            // pipe_write (anon_pipe_write on newer kernels): asleep in the write.
-            if let c = candidate, Self.wchan(c).hasSuffix("pipe_write") {
-                child = c
-                break
+        let deadline = Date().addingTimeInterval(60)
+        while child == nil, Date() < deadline {
+            for c in Self.children() where !before.contains(c) && Self.holdsPipe(c, inode: inode) {
+                // pipe_write (anon_pipe_write on newer kernels): asleep in the write.
+                if Self.wchan(c).hasSuffix("pipe_write") { child = c }
             }
-            usleep(1000)
+            if child == nil { usleep(1000) }
         }
         let held = child.map(Self.descriptors) ?? []
         // The old daemon is gone (kill -9 during the launch): its copy of the socket closes...

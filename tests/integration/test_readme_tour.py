@@ -7,6 +7,12 @@ lines run as background jobs in their own process group (`kill %1` signals the f
 interactive shell does). After each line the test checks what it printed and its exit status; where a
 line starts something that takes time (the grace window), the test waits for the daemon to report the
 state the next line expects.
+
+The tour's web server listens on the README's port 8765. Two tours on one machine (parallel CI runs,
+several worktrees) would race for it, so as root the whole tour runs in a private network namespace
+(`unshare -n`, loopback up): each line through `nsenter --net`, the port checks too. The daemon's socket
+and journald's are files, reached from any network namespace, so the daemon and the journal read-back
+work as they do outside. Unprivileged, the tour runs in the machine's network namespace.
 """
 
 from __future__ import annotations
@@ -15,7 +21,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -34,10 +39,31 @@ def tour_lines() -> list[str]:
     return [line for line in block.splitlines() if line.strip() and not line.lstrip().startswith("#")]
 
 
-def port_open(port: int) -> bool:
-    with socket.socket() as s:
-        s.settimeout(0.5)
-        return s.connect_ex(("127.0.0.1", port)) == 0
+class NetNS:
+    """A private network namespace with loopback up, held by a process of its own (root only)."""
+
+    def __init__(self):
+        self.holder = subprocess.Popen(
+            ["unshare", "--net", "sh", "-c", "ip link set lo up && echo up && exec sleep infinity"],
+            stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, start_new_session=True)
+        line = self.holder.stdout.readline()  # blocks until the namespace is ready (or the holder died)
+        if line.strip() != b"up":
+            self.holder.wait(10)
+            raise AssertionError(f"cannot make a private network namespace (unshare -n): exit {self.holder.returncode}")
+
+    def prefix(self) -> list[str]:
+        return ["nsenter", f"--net=/proc/{self.holder.pid}/ns/net", "--"]
+
+    def close(self):
+        self.holder.kill()
+        self.holder.wait(10)
+
+
+def port_open(port: int, prefix: list[str]) -> bool:
+    """Whether something listens on 127.0.0.1:`port`, in the tour's network namespace."""
+    probe = ("import socket, sys; s = socket.socket(); s.settimeout(0.5); "
+             f"sys.exit(0 if s.connect_ex(('127.0.0.1', {port})) == 0 else 1)")
+    return subprocess.run([*prefix, "python3", "-c", probe], stdin=subprocess.DEVNULL).returncode == 0
 
 
 def wait_until(predicate, timeout: float, what: str):
@@ -49,7 +75,9 @@ def wait_until(predicate, timeout: float, what: str):
 
 
 class Tour:
-    def __init__(self):
+    def __init__(self, prefix: list[str]):
+        # The command prefix that puts a process into the tour's network namespace (empty: none).
+        self.prefix = prefix
         self.env = {k: v for k, v in os.environ.items() if k not in ("BGTASKD_SOCKET", "COLUMNS", "B")}
         self.jobs: list[tuple[str, subprocess.Popen, Path]] = []
         self.logs = Path(os.environ.get("TMPDIR", "/tmp")) / f"bgtaskd-tour-{os.getpid()}"
@@ -65,13 +93,13 @@ class Tour:
     def background(self, line: str) -> tuple[subprocess.Popen, Path]:
         log = self.logs / f"job{len(self.jobs) + 1}.log"
         f = open(log, "wb")
-        proc = subprocess.Popen(["bash", "-c", line.rstrip().rstrip("&")], cwd=REPO, env=self.env, stdout=f,
+        proc = subprocess.Popen([*self.prefix, "bash", "-c", line.rstrip().rstrip("&")], cwd=REPO, env=self.env, stdout=f,
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
         self.jobs.append((line, proc, log))
         return proc, log
 
     def run(self, line: str) -> subprocess.CompletedProcess:
-        return subprocess.run(["bash", "-c", line], cwd=REPO, env=self.env, capture_output=True, text=True,
+        return subprocess.run([*self.prefix, "bash", "-c", line], cwd=REPO, env=self.env, capture_output=True, text=True,
                               timeout=120, stdin=subprocess.DEVNULL)
 
     def manager(self, method: str, **params) -> dict:
@@ -95,13 +123,18 @@ class Tour:
 
 @pytest.fixture
 def tour(journald):
-    t = Tour()
-    yield t
-    t.cleanup()
+    netns = NetNS() if os.geteuid() == 0 else None
+    t = Tour(netns.prefix() if netns else [])
+    try:
+        yield t
+    finally:
+        t.cleanup()
+        if netns:
+            netns.close()
 
 
 def test_readme_try_it_runs_as_written(tour, bin_dir):
-    if port_open(PORT):
+    if port_open(PORT, tour.prefix):
         pytest.fail(f"port {PORT} is taken before the tour starts (the tour's web server needs it)")
     lines = tour_lines()
     assert lines and lines[0].startswith("make run &"), lines
@@ -129,7 +162,7 @@ def test_readme_try_it_runs_as_written(tour, bin_dir):
             os.killpg(make.pid, signal.SIGTERM)
             assert make.wait(30) in (0, 2, -15), log.read_text(errors="replace")
             # SPEC §9: nothing the daemon launched is left running (or frozen), so the port is free.
-            assert not port_open(PORT), "the web server outlived the daemon"
+            assert not port_open(PORT, tour.prefix), "the web server outlived the daemon"
             assert web_pid and not Path(f"/proc/{web_pid}").exists() or \
                 Path(f"/proc/{web_pid}/stat").read_text().split()[2] == "Z", web_pid
             assert "daemon-stopping" in subprocess.run(

@@ -93,6 +93,11 @@ final class AppAdoption {
     var onVanished: (AppID, InstanceID) -> Void = { _, _ in }
     /// With `LauncherSocket=`: the writes go through bgtaskd-launcher (the cgroups are the users').
     var control: UnitControlClient?
+    /// A freeze that `freeze` did not find done is done now: every instance cgroup says `frozen 1` (or is
+    /// empty or gone). Seen through the inotify watch on each unit's `cgroup.events`.
+    var onFrozen: (AppID) -> Void = { _ in }
+    /// Freezes written and not yet seen done, with when they were written.
+    private var pendingFreezes: [AppID: Int64] = [:]
 
     private enum Level { case root, userSlice, userManager, appSlice }
     private struct Unit {
@@ -104,6 +109,7 @@ final class AppAdoption {
     }
 
     private let fd: Int32
+    private let queue: DispatchQueue
     private let source: any DispatchSourceRead
     private var dirs: [Int32: (path: String, level: Level)] = [:]
     private var wdByDir: [String: Int32] = [:]
@@ -116,6 +122,7 @@ final class AppAdoption {
         let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
         guard fd >= 0 else { return nil }
         self.fd = fd
+        self.queue = queue
         self.root = root
         self.mount = mount
         self.logger = logger
@@ -126,7 +133,10 @@ final class AppAdoption {
         source.resume()
     }
 
-    deinit { source.cancel() }
+    deinit {
+        source.cancel()
+        for timer in warningTimers.values { timer.cancel() }
+    }
 
     /// The watched root from `AdoptFrom=`: absolute, or relative to the cgroup2 mount.
     static func rootPath(adoptFrom: String, mount: String) -> String {
@@ -194,20 +204,67 @@ final class AppAdoption {
 
     // MARK: - Effects (for the core's actions)
 
-    func freeze(_ app: AppID) {
+    /// Freezes every instance of the app; true when each already says `frozen 1` (else ``onFrozen`` follows).
+    @discardableResult
+    func freeze(_ app: AppID) -> Bool {
+        pendingFreezes[app] = nil
+        let start = Monotonic.nowUSec()
+        var failed = false
         for path in paths(of: app) {
-            let start = Monotonic.nowUSec()
             let e = write(path, .freeze)
             if e != 0 {
+                failed = true
                 logger.warning("adoption: cannot freeze \(path): \(Cgroup.errorText(e))", metadata: ["BGTASKD_APP": "\(app)"])
             } else if Cgroup.events(path)?.frozen == true {
                 logger.info("froze \(app) instance \(path): frozen 1 after \(Monotonic.nowUSec() - start) µs",
                             metadata: ["BGTASKD_APP": "\(app)"])
             }
         }
+        // A write that failed will not freeze anything later either: nothing to wait for (it was logged).
+        if dryRun || failed || frozen(app) { return true }
+        pendingFreezes[app] = start
+        // As the cgroup freezer does: not done after 1 s, a warning (and it is still awaited).
+        warningTimers[app]?.cancel()
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        timer.setEventHandler { [weak self] in self?.freezeLate(app, start: start) }
+        timer.schedule(deadline: .now() + .microseconds(Int(CgroupFreezer.confirmWarningUSec)), leeway: .milliseconds(10))
+        timer.resume()
+        warningTimers[app] = timer
+        return false
+    }
+
+    /// One-shot: a freeze of the app's instances not done 1 s after it was written.
+    private var warningTimers: [AppID: any DispatchSourceTimer] = [:]
+
+    private func freezeLate(_ app: AppID, start: Int64) {
+        warningTimers.removeValue(forKey: app)?.cancel()
+        guard pendingFreezes[app] == start else { return }
+        let paths = paths(of: app).filter { Cgroup.events($0)?.frozen != true }
+        logger.warning(
+            "\(app) is not frozen \(CgroupFreezer.confirmWarningUSec / 1000) ms after writing cgroup.freeze (instances: \(paths.joined(separator: " ")))",
+            metadata: ["BGTASKD_APP": "\(app)"])
+    }
+
+    /// Whether every present instance of the app is frozen (or empty).
+    private func frozen(_ app: AppID) -> Bool {
+        paths(of: app).allSatisfy { path in
+            guard let events = Cgroup.events(path) else { return true }
+            return events.frozen || !events.populated
+        }
+    }
+
+    /// A unit's `cgroup.events` changed or the unit went: reports a pending freeze of its app that is done.
+    private func checkPendingFreeze(_ app: AppID?) {
+        guard let app, let start = pendingFreezes[app], frozen(app) else { return }
+        pendingFreezes[app] = nil
+        warningTimers.removeValue(forKey: app)?.cancel()
+        logger.info("froze \(app): every instance frozen 1 after \(Monotonic.nowUSec() - start) µs",
+                    metadata: ["BGTASKD_APP": "\(app)", "BGTASKD_FREEZE_LATENCY_USEC": "\(Monotonic.nowUSec() - start)"])
+        onFrozen(app)
     }
 
     func thaw(_ app: AppID) {
+        pendingFreezes[app] = nil
         for path in paths(of: app) {
             let e = write(path, .thaw)
             if e != 0 {
@@ -223,6 +280,7 @@ final class AppAdoption {
     }
 
     func kill(_ app: AppID) {
+        pendingFreezes[app] = nil
         for path in paths(of: app) where write(path, .kill) != 0 {
             for pid in Cgroup.procsRecursive(path) { _ = Glibc.kill(pid, SIGKILL) }
         }
@@ -239,6 +297,7 @@ final class AppAdoption {
 
     /// Daemon stops: nothing it froze stays frozen.
     func thawAll() {
+        pendingFreezes.removeAll()
         guard !dryRun else { return }
         for (path, unit) in units where unit.app != nil { write(path, .thaw) }
     }
@@ -334,6 +393,7 @@ final class AppAdoption {
             _ = inotify_rm_watch(fd, wd)
         }
         if unit.present, let app = unit.app { onVanished(app, unit.instance) }
+        checkPendingFreeze(unit.app)
     }
 
     private func directoryRemoved(_ path: String) {
@@ -365,6 +425,7 @@ final class AppAdoption {
                 units[path]?.eventsWD = nil
             }
             evaluate(path)
+            checkPendingFreeze(units[path]?.app)
             return
         }
         guard let (dir, level) = dirs[wd] else { return }

@@ -3,6 +3,7 @@ import BGTaskCore
 import BGTaskLaunch
 import CSystemd
 import Dispatch
+import Logging
 
 #if canImport(Glibc)
 import Glibc
@@ -18,7 +19,12 @@ protocol Freezer: AnyObject {
     func prepareLaunch(app: AppID) -> Int32?
     /// Adopts a process the daemon did not start (an app that checked in on its own).
     func attach(app: AppID, pid: Int32)
-    func freeze(app: AppID, pid: Int32?)
+    /// Freezes the app's processes. True when the freeze is already done (every process frozen or stopped,
+    /// or none to stop); otherwise the freezer watches for it and calls ``onFrozen`` once it is done (a
+    /// thaw, kill or release of the app calls that off).
+    func freeze(app: AppID, pid: Int32?) -> Bool
+    /// A freeze that `freeze` did not find done is done now (called on the daemon's queue).
+    var onFrozen: ((AppID) -> Void)? { get set }
     func thaw(app: AppID, pid: Int32?)
     /// SIGTERM (or another signal) to every process of the app.
     func signal(app: AppID, pid: Int32?, _ sig: Int32)
@@ -33,9 +39,10 @@ protocol Freezer: AnyObject {
 /// `FreezerBackend=none`: decide and log only (a dry run).
 final class NoFreezer: Freezer {
     var name: String { "none" }
+    var onFrozen: ((AppID) -> Void)?
     func prepareLaunch(app: AppID) -> Int32? { nil }
     func attach(app: AppID, pid: Int32) {}
-    func freeze(app: AppID, pid: Int32?) {}
+    func freeze(app: AppID, pid: Int32?) -> Bool { true }
     func thaw(app: AppID, pid: Int32?) {}
     func signal(app: AppID, pid: Int32?, _ sig: Int32) {
         if let pid { SignalFreezer.signalTree(root: pid, sig) }
@@ -50,22 +57,62 @@ final class NoFreezer: Freezer {
 /// `FreezerBackend=signal`: SIGSTOP/SIGCONT to every process of the app: its session (an app started
 /// by the daemon leads its own session, so children started later are in it) and the descendants of
 /// its main process.
+///
+/// A freeze is done only when every process signalled is stopped (`T`/`t` in /proc/PID/stat) or gone:
+/// kill(2) only makes SIGSTOP pending, and each process (each thread) stops when it is next scheduled —
+/// tens of milliseconds for busy processes on a loaded machine. It is looked at once right after the
+/// signals; if not done yet, a timer on the daemon's queue looks again (0.5 ms, then doubling up to
+/// 20 ms apart; 100 ms apart once late), since the kernel gives no event for "a process that is not my
+/// child stopped" (waitid/SIGCHLD report stops of children only, a pidfd only the exit). Not done after
+/// `CgroupFreezer.confirmWarningUSec` (1 s): a warning naming the processes that still run, and it is
+/// still awaited, as the cgroup freezer does. SIGCONT needs no such wait: the kernel wakes every stopped
+/// thread in kill(2) itself, so no process is stopped any more when it returns.
 final class SignalFreezer: Freezer {
     var name: String { "signal" }
+    var onFrozen: ((AppID) -> Void)?
     private var frozen: [AppID: Int32] = [:]
     /// issue 5: records of the processes stopped, so that a daemon restarted after a crash finds them
     /// (SignalRecovery.swift); nil: not recorded.
     let records: StoppedProcessRecords?
+    let queue: DispatchQueue
+    let logger: Logger
 
-    init(records: StoppedProcessRecords? = nil) {
+    /// Freezes whose processes were not all stopped yet when last looked at.
+    private var pending: [AppID: PendingStop] = [:]
+    private struct PendingStop {
+        /// Every process SIGSTOP was sent to.
+        var pids: [Int32]
+        var startUSec: Int64
+        /// The "not stopped after 1 s" warning was logged.
+        var warned = false
+    }
+    /// One timer for every pending freeze, armed only while one is pending.
+    private var recheckTimer: (any DispatchSourceTimer)?
+    private var recheckArmed = false
+    private var recheckDelayUSec: Int64 = SignalFreezer.firstRecheckUSec
+    static let firstRecheckUSec: Int64 = 500
+    static let maxRecheckUSec: Int64 = 20_000
+    static let lateRecheckUSec: Int64 = 100_000
+
+    /// Freezes confirmed, and the latency of the last one (µs).
+    private(set) var confirmedFreezes = 0
+    private(set) var lastFreezeLatencyUSec: Int64?
+
+    init(queue: DispatchQueue, logger: Logger, records: StoppedProcessRecords? = nil) {
+        self.queue = queue
+        self.logger = logger
         self.records = records
     }
+
+    deinit { recheckTimer?.cancel() }
 
     func prepareLaunch(app: AppID) -> Int32? { nil }
     func attach(app: AppID, pid: Int32) {}
 
-    func freeze(app: AppID, pid: Int32?) {
-        guard let pid else { return }
+    func freeze(app: AppID, pid: Int32?) -> Bool {
+        guard let pid else { return true }
+        pending[app] = nil
+        let start = Monotonic.nowUSec()
         // issue 5: recorded before stopping (a crash in between must not leave an unrecorded stop),
         // and again if children turned up meanwhile.
         let known = records == nil ? [] : Self.processTree(root: pid)
@@ -73,10 +120,20 @@ final class SignalFreezer: Freezer {
         let stopped = Self.signalTree(root: pid, SIGSTOP)
         frozen[app] = pid
         if stopped != known { records?.stopped(app: app, pids: stopped) }
+        if Self.notStopped(stopped).isEmpty {
+            confirmed(app, startUSec: start, late: false)
+            return true
+        }
+        pending[app] = PendingStop(pids: stopped, startUSec: start)
+        armRecheck(restart: true)
+        return false
     }
 
     func thaw(app: AppID, pid: Int32?) {
+        pending[app] = nil
         guard let pid = pid ?? frozen[app] else { return }
+        // Done when kill(2) returns: SIGCONT wakes every stopped thread in the sender's call (and discards a
+        // SIGSTOP not yet acted on).
         Self.signalTree(root: pid, SIGCONT)
         frozen[app] = nil
         records?.cleared(app: app)  // issue 5
@@ -88,6 +145,7 @@ final class SignalFreezer: Freezer {
     }
 
     func kill(app: AppID, pid: Int32?) {
+        pending[app] = nil
         guard let pid else { return }
         Self.signalTree(root: pid, SIGKILL)
         frozen[app] = nil
@@ -95,16 +153,99 @@ final class SignalFreezer: Freezer {
     }
 
     func released(app: AppID) {
+        pending[app] = nil
         frozen[app] = nil
         records?.cleared(app: app)  // issue 5
     }
 
     func thawAll() {
+        pending.removeAll()
         for (app, pid) in frozen {
             Self.signalTree(root: pid, SIGCONT)
             records?.cleared(app: app)  // issue 5
         }
         frozen.removeAll()
+    }
+
+    // MARK: - Confirmation
+
+    /// The processes of `pids` that run (pid, state letter): neither stopped (`T`, `t`) nor gone (`Z`,
+    /// `X`, no /proc entry).
+    static func notStopped(_ pids: [Int32]) -> [(pid: Int32, state: Character)] {
+        var out: [(pid: Int32, state: Character)] = []
+        for pid in pids {
+            guard let stat = readFile("/proc/\(pid)/stat"), let close = stat.lastIndex(of: ")") else { continue }
+            // "pid (comm) S …": the state is the first character after ") ".
+            let rest = stat[stat.index(after: close)...].drop(while: { $0 == " " })
+            guard let state = rest.first else { continue }
+            if !"TtZX".contains(state) { out.append((pid, state)) }
+        }
+        return out
+    }
+
+    private func confirmed(_ app: AppID, startUSec: Int64, late: Bool) {
+        let latency = Monotonic.nowUSec() - startUSec
+        confirmedFreezes += 1
+        lastFreezeLatencyUSec = latency
+        let metadata: Logger.Metadata = ["BGTASKD_APP": "\(app)", "BGTASKD_FREEZE_LATENCY_USEC": "\(latency)"]
+        if late {
+            logger.notice("froze \(app): every process stopped (SIGSTOP), late, after \(latency) µs", metadata: metadata)
+        } else {
+            logger.info("froze \(app): every process stopped (SIGSTOP) after \(latency) µs", metadata: metadata)
+        }
+    }
+
+    /// Arms the look-again timer (`restart`: a new freeze, from the shortest delay).
+    private func armRecheck(restart: Bool) {
+        if restart { recheckDelayUSec = Self.firstRecheckUSec }
+        if restart || !recheckArmed {
+            if recheckTimer == nil {
+                let t = DispatchSource.makeTimerSource(queue: queue)
+                t.setEventHandler { [weak self] in self?.recheck() }
+                recheckTimer = t
+                t.schedule(deadline: .now() + .microseconds(Int(recheckDelayUSec)), leeway: .microseconds(100))
+                t.resume()
+            } else {
+                recheckTimer?.schedule(deadline: .now() + .microseconds(Int(recheckDelayUSec)), leeway: .microseconds(100))
+            }
+            recheckArmed = true
+        }
+    }
+
+    /// Looks at every pending freeze again; reports those done, warns about those late.
+    private func recheck() {
+        recheckArmed = false
+        let now = Monotonic.nowUSec()
+        var done: [AppID] = []
+        var anyLate = false
+        for (app, stop) in pending {
+            let running = Self.notStopped(stop.pids)
+            if running.isEmpty {
+                done.append(app)
+                continue
+            }
+            if !stop.warned, now - stop.startUSec >= CgroupFreezer.confirmWarningUSec {
+                pending[app]?.warned = true
+                let list = running.map { "\($0.pid) (\($0.state))" }.joined(separator: " ")
+                logger.warning(
+                    "\(app) is not stopped \(CgroupFreezer.confirmWarningUSec / 1000) ms after SIGSTOP (processes still running: \(list))",
+                    metadata: ["BGTASKD_APP": "\(app)"])
+            }
+            if pending[app]?.warned == true { anyLate = true }
+        }
+        for app in done {
+            guard let stop = pending.removeValue(forKey: app) else { continue }
+            confirmed(app, startUSec: stop.startUSec, late: stop.warned)
+        }
+        if !pending.isEmpty {
+            recheckDelayUSec = anyLate ? Self.lateRecheckUSec : min(recheckDelayUSec * 2, Self.maxRecheckUSec)
+            recheckTimer?.schedule(deadline: .now() + .microseconds(Int(recheckDelayUSec)), leeway: .microseconds(100))
+            recheckArmed = true
+        } else {
+            // Disarmed, not suspended (a suspended timer cannot be re-scheduled cheaply).
+            recheckTimer?.schedule(deadline: .distantFuture)
+        }
+        for app in done.sorted() { onFrozen?(app) }
     }
 
     /// Signals `root`, every process in the session `root` leads, and every descendant of `root`;

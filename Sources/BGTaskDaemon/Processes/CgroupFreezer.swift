@@ -14,6 +14,7 @@ import BGTaskConfig
 /// checked in from outside and cannot be moved into its cgroup is managed with signals instead.
 final class CgroupFreezer: Freezer {
     var name: String { "cgroup" }
+    var onFrozen: ((AppID) -> Void)?
     let layout: CgroupLayout
     let queue: DispatchQueue
     let logger: Logger
@@ -56,13 +57,14 @@ final class CgroupFreezer: Freezer {
     private init(layout: CgroupLayout, queue: DispatchQueue, logger: Logger, killTimeoutUSec: Int64,
                  watcher: CgroupEventsWatcher, stopped: StoppedProcessRecords?)
     {
-        self.signals = SignalFreezer(records: stopped)
+        self.signals = SignalFreezer(queue: queue, logger: logger, records: stopped)
         self.layout = layout
         self.queue = queue
         self.logger = logger
         self.killTimeoutUSec = killTimeoutUSec
         self.watcher = watcher
         watcher.onChange = { [weak self] key in self?.eventsChanged(key) }
+        signals.onFrozen = { [weak self] app in self?.onFrozen?(app) }
     }
 
     /// The cgroup freezer when a writable cgroup v2 subtree is available (`CgroupRoot=`, or the daemon's
@@ -158,7 +160,7 @@ final class CgroupFreezer: Freezer {
         }
     }
 
-    func freeze(app: AppID, pid: Int32?) {
+    func freeze(app: AppID, pid: Int32?) -> Bool {
         if signalManaged.contains(app) { return signals.freeze(app: app, pid: pid) }
         let start = Monotonic.nowUSec()
         let path = layout.appPath(app.rawValue)
@@ -177,13 +179,17 @@ final class CgroupFreezer: Freezer {
         // Usually already frozen; otherwise the inotify watch reports it.
         if Cgroup.events(path)?.frozen == true {
             confirmed(app, startUSec: start)
-            return
+            return true
         }
         if !watchedBefore { watcher.watch(path, key: app.rawValue) }
         pendingFreezes[app] = PendingFreeze(startUSec: start)
         armWarningTimer()
         // The kernel may have finished between the write and a watch added just now: look once more.
-        if !watchedBefore, Cgroup.events(path)?.frozen == true { confirmed(app, startUSec: start) }
+        if !watchedBefore, Cgroup.events(path)?.frozen == true {
+            confirmed(app, startUSec: start)
+            return true
+        }
+        return false
     }
 
     func thaw(app: AppID, pid: Int32?) {
@@ -300,7 +306,11 @@ final class CgroupFreezer: Freezer {
     private func freezeSlow(_ app: AppID) {
         guard var pending = pendingFreezes[app] else { return }
         let path = layout.appPath(app.rawValue)
-        if Cgroup.events(path)?.frozen == true { return confirmed(app, startUSec: pending.startUSec) }
+        if Cgroup.events(path)?.frozen == true {
+            confirmed(app, startUSec: pending.startUSec)
+            onFrozen?(app)
+            return
+        }
         pending.warned = true
         pendingFreezes[app] = pending
         let pids = Cgroup.procsRecursive(path).map(String.init).joined(separator: " ")
@@ -313,6 +323,7 @@ final class CgroupFreezer: Freezer {
         let events = Cgroup.events(path)
         if let app = AppID(key), let pending = pendingFreezes[app], events?.frozen == true {
             confirmed(app, startUSec: pending.startUSec)
+            onFrozen?(app)
         }
         if events?.populated != true {
             if leftovers[key] != nil { leftoverGone(key) }

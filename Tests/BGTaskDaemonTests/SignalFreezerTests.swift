@@ -1,0 +1,65 @@
+import BGTaskCore
+import Dispatch
+import Foundation
+import Logging
+import Testing
+@testable import BGTaskDaemon
+
+/// The signal freezer reports a freeze done only when every process it sent SIGSTOP is stopped (SPEC §9),
+/// on real processes: a shell with eight busy children, which two CPUs cannot all stop at once.
+@Suite(.serialized) struct SignalFreezerTests {
+    @Test func notStoppedReadsTheStateOfEachProcess() {
+        // This process is not stopped (its main thread runs or sleeps); a pid that does not exist is gone.
+        #expect(SignalFreezer.notStopped([getpid()]).map(\.pid) == [getpid()])
+        #expect(SignalFreezer.notStopped([getpid()]).allSatisfy { "RSD".contains($0.state) })
+        #expect(SignalFreezer.notStopped([Int32.max]).isEmpty)
+    }
+
+    @Test func aFreezeIsReportedDoneOnlyOnceEveryProcessIsStoppedAndAThawLeavesNoneStopped() throws {
+        let queue = DispatchQueue(label: "bgtaskd.test.signalfreezer")
+        let freezer = SignalFreezer(queue: queue, logger: Logger(label: "bgtaskd-test") { _ in SwiftLogNoOpLogHandler() })
+        let app = try #require(AppID("org.example.Busy"))
+        let shell = Process()
+        shell.executableURL = URL(fileURLWithPath: "/bin/sh")
+        shell.arguments = ["-c", "for i in $(seq 8); do (while :; do :; done) & done; wait"]
+        try shell.run()
+        let pid = shell.processIdentifier
+        defer {
+            queue.sync { freezer.kill(app: app, pid: pid) }
+            shell.waitUntilExit()
+        }
+        // The shell and its eight children (bounded: the children start within the shell's first moments).
+        let deadline = Date().addingTimeInterval(10)
+        while SignalFreezer.processTree(root: pid).count < 9, Date() < deadline { usleep(1000) }
+        let tree = SignalFreezer.processTree(root: pid)
+        #expect(tree.count == 9)
+
+        let done = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var stillRunning: [(pid: Int32, state: Character)] = []
+        freezer.onFrozen = { frozen in
+            // At the moment it is reported: nothing of the app runs.
+            if frozen == app { stillRunning = SignalFreezer.notStopped(tree) }
+            done.signal()
+        }
+        var early: [(cycle: Int, running: [(pid: Int32, state: Character)])] = []
+        var stopped: [(cycle: Int, pids: [Int32])] = []
+        // Fifty cycles: one freeze of busy processes may happen to be done at the first look, fifty not.
+        for cycle in 0..<50 {
+            var atOnce = false
+            queue.sync {
+                atOnce = freezer.freeze(app: app, pid: pid)
+                if atOnce { stillRunning = SignalFreezer.notStopped(tree) }
+            }
+            if !atOnce { #expect(done.wait(timeout: .now() + 30) == .success, "the freeze was never reported done") }
+            queue.sync {
+                if !stillRunning.isEmpty { early.append((cycle, stillRunning)) }
+                // SIGCONT: none is stopped once kill(2) has returned.
+                freezer.thaw(app: app, pid: pid)
+                let left = tree.filter { p in !SignalFreezer.notStopped([p]).contains { $0.pid == p } }
+                if !left.isEmpty { stopped.append((cycle, left)) }
+            }
+        }
+        #expect(early.isEmpty, "\(early.count) of 50 freezes reported done while processes ran: \(early.prefix(3))")
+        #expect(stopped.isEmpty, "still stopped after the thaw: \(stopped.prefix(3))")
+    }
+}
