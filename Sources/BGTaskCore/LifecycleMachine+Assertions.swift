@@ -87,7 +87,15 @@ extension LifecycleMachine {
             remaining: remaining(i),
             .assertionEnded)
         reply(.ok)
+        if assertion.managerHold { holdEnded(i) }
         maybeSuspend(i)
+    }
+
+    /// A manager hold ended: the app's own assertions are back under its budget (SPEC §3), which may have
+    /// ended while it was held.
+    mutating func holdEnded(_ i: Int) {
+        guard records[i].state == .background, records[i].termination == nil else { return }
+        armBudget(i)
     }
 
     mutating func releaseAssertion(_ task: TaskID) {

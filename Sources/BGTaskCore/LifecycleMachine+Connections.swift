@@ -46,6 +46,7 @@ extension LifecycleMachine {
                     record(
                         .end, .managerHold, i, taskID: task, taskName: assertion.name,
                         .holdEndedByDisconnect)
+                    holdEnded(i)
                 } else {
                     record(
                         .end, .clientDisconnected, i, taskID: task, taskName: assertion.name, remaining: remaining(i),

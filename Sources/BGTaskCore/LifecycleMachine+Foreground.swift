@@ -87,18 +87,21 @@ extension LifecycleMachine {
         }
         records[i].interrupted = false
         records[i].leftForeground = now
-        enterBackground(i)
+        enterBackground(i, freshBudget: true)
         record(
             .background, reason, i, previous: previous, remaining: remaining(i),
             .wentToBackground(budget: nonNegative(config.backgroundTimeBudget)))
         startWaitingTasks(i)
     }
 
-    /// Enters the background: `did-enter-background` to acknowledge within the grace window, budget from now.
-    mutating func enterBackground(_ i: Int) {
+    /// Enters the background: `did-enter-background` to acknowledge within the grace window. `freshBudget`:
+    /// the budget counts from now (the app left the foreground, or is a new process launched into the
+    /// background); otherwise it keeps counting from when the app entered the background (SPEC §3: a resume
+    /// for an event runs on the event's own budget and leaves the app's as it was).
+    mutating func enterBackground(_ i: Int, freshBudget: Bool) {
         let app = records[i].id
         records[i].state = .background
-        records[i].backgroundSince = now
+        if freshBudget || records[i].backgroundSince == nil { records[i].backgroundSince = now }
         let graceEnd = now + nonNegative(config.didEnterBackgroundTimeout)
         if records[i].manifest.lifecycleAware {
             let event = deliver(i, .didEnterBackground, needsAck: true, deadline: graceEnd)
@@ -111,11 +114,24 @@ extension LifecycleMachine {
         armBudget(i)
     }
 
+    /// Arms the budget's warning and end (again: a resume, a manager hold that ended, a reload). A budget
+    /// already over warns nothing (a deadline in the past would fire at its own, earlier instant); its end
+    /// comes at once for assertions still live (they outlived a manager hold, or a reload shortened the
+    /// budget), and not at all without any (none can be begun: `budget-exhausted`).
     mutating func armBudget(_ i: Int) {
         guard let since = records[i].backgroundSince else { return }
         let app = records[i].id
         let end = since + nonNegative(config.backgroundTimeBudget)
-        deadlines.arm(.budgetWarning(app), at: Swift.max(since, end - nonNegative(config.expirationWarning)))
+        guard end > now else {
+            deadlines.cancel(.budgetWarning(app))
+            if records[i].assertions.isEmpty {
+                deadlines.cancel(.budgetEnd(app))
+            } else {
+                deadlines.arm(.budgetEnd(app), at: now)
+            }
+            return
+        }
+        deadlines.arm(.budgetWarning(app), at: Swift.max(now, end - nonNegative(config.expirationWarning)))
         deadlines.arm(.budgetEnd(app), at: end)
     }
 

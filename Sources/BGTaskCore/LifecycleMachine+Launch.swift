@@ -131,7 +131,8 @@ extension LifecycleMachine {
             records[i].lastUsed = now
             deliver(i, .didBecomeActive)
         } else {
-            enterBackground(i)
+            // A new process: it has spent no background time yet, so its budget is whole.
+            enterBackground(i, freshBudget: true)
         }
         record(
             .launch, launch.cause, i, previous: .notRunning, remaining: remaining(i),

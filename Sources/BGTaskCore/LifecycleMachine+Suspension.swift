@@ -49,10 +49,11 @@ extension LifecycleMachine {
         armBudget(i)
     }
 
-    /// Sequence 5: thaw, `did-enter-background`; the caller delivers the event.
+    /// Sequence 5: thaw, `did-enter-background`; the caller delivers the event. The app's budget is the one
+    /// it had (SPEC §3): the event brings its own (`RefreshTaskBudgetSec`, `ProcessingTaskBudgetSec`).
     mutating func resumeForEvent(_ i: Int, reason: Reason) {
         thaw(i, reason: reason)
-        enterBackground(i)
+        enterBackground(i, freshBudget: false)
     }
 
     mutating func clearGrace(_ i: Int) {

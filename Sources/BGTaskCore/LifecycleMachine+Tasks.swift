@@ -39,6 +39,15 @@ extension LifecycleMachine {
         reply(.ok)
     }
 
+    /// A waiting task's request was cancelled: it does not start when the app enters the background.
+    mutating func waitingTaskCancelled(_ app: AppID, identifier: String) {
+        guard let i = slots[app] else { return }
+        records[i].waitingTasks.removeAll { work in
+            if case .task(identifier, _, _) = work { return true }
+            return false
+        }
+    }
+
     /// Starts the tasks that fell due while the app was in the foreground (it has just entered the background).
     mutating func startWaitingTasks(_ i: Int) {
         let waiting = records[i].waitingTasks
@@ -57,6 +66,7 @@ extension LifecycleMachine {
         record(
             .runTask, reason, i, taskName: identifier, remaining: budget,
             .taskStarted(kind, budget: budget))
+        emit(.taskStarted(app, identifier: identifier))
         deadlines.arm(.taskWarning(app, identifier), at: Swift.max(now, end - nonNegative(config.expirationWarning)))
         deadlines.arm(.taskEnd(app, identifier), at: end)
     }

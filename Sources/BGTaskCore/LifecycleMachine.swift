@@ -100,7 +100,7 @@ public struct LifecycleMachine: Sendable {
         switch input {
         case .appRegistered(let manifest): register(manifest)
         case .appUnregistered(let app): unregister(app)
-        case .configurationChanged(let config): self.config = config
+        case .configurationChanged(let config): configurationChanged(config)
         case .launchRequested(let app, let background, let exclusive):
             launchRequested(app, background: background, exclusive: exclusive)
         case .appLaunched(let app, let pid): appLaunched(app, pid: pid)
@@ -139,6 +139,7 @@ public struct LifecycleMachine: Sendable {
         case .instanceVanished(let app, let instance): instanceVanished(app, instance)
         case .instanceReleased(let app, let instance): instanceReleased(app, instance)
         case .focusChanged(let app, let reason): focusChanged(app, reason: reason)
+        case .waitingTaskCancelled(let app, let identifier): waitingTaskCancelled(app, identifier: identifier)
         }
     }
 
@@ -204,6 +205,19 @@ public struct LifecycleMachine: Sendable {
     }
 
     // MARK: - Helpers
+
+    /// New timings: armed deadlines keep their instants, except the budgets of apps in the background, which
+    /// follow the new `BackgroundTimeBudgetSec` and `ExpirationWarningSec` at once, so that what an app is
+    /// told (`BackgroundTimeRemaining`) is when its budget ends.
+    mutating func configurationChanged(_ config: LifecycleConfig) {
+        let budgetChanged = config.backgroundTimeBudget != self.config.backgroundTimeBudget
+            || config.expirationWarning != self.config.expirationWarning
+        self.config = config
+        guard budgetChanged else { return }
+        for i in records.indices where records[i].state == .background && records[i].termination == nil {
+            armBudget(i)
+        }
+    }
 
     mutating func cancelAllTimers(_ i: Int) {
         let app = records[i].id

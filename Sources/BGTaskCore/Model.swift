@@ -283,13 +283,17 @@ public enum Action: Hashable, Sendable {
     case holdLost(AppID, TaskID, to: RequestID, because: Decision)
     /// A ``Input/memoryPressureTriggered(window:)`` was taken as `response`; the actions that carry it out follow.
     case memoryPressure(MemoryPressureResponse)
+    /// The scheduled task `identifier` started (`perform-task` delivered; its `run-task` decision is in the
+    /// action before). Tell the refresh machine (``RefreshInput/taskStarted(_:identifier:)``): a request that
+    /// waited for the background leaves the pending list only now (SPEC §6).
+    case taskStarted(AppID, identifier: String)
 
     /// The decision this action carries, if any: every action that changes an app carries one.
     public var decision: Decision? {
         switch self {
         case .launch(_, _, let d), .thaw(_, _, let d), .terminate(_, _, let d), .kill(_, _, let d), .record(let d):
             return d
-        case .freeze, .deliver, .reply, .release, .stopFinished, .holdLost, .memoryPressure:
+        case .freeze, .deliver, .reply, .release, .stopFinished, .holdLost, .memoryPressure, .taskStarted:
             return nil
         }
     }
@@ -392,4 +396,7 @@ public enum Input: Hashable, Sendable {
     /// `SetFocus(appId?, reason)`: the compositor's front app (nil: none, the home screen or a locked
     /// screen). Replies `.ok`, or `noSuchApp` / `invalidState`.
     case focusChanged(AppID?, reason: Reason)
+    /// The request of a task that waits for the app's background (SPEC §6) was cancelled
+    /// (`CancelTaskRequest`, `CancelAllTaskRequests`): the task no longer starts. A fact: no reply.
+    case waitingTaskCancelled(AppID, identifier: String)
 }

@@ -76,6 +76,9 @@ public struct AppSnapshot: Hashable, Sendable {
     public var activities: [ActivitySnapshot]
     /// Scheduled tasks being performed, by identifier.
     public var runningTasks: [TaskRunSnapshot]
+    /// Identifiers of scheduled tasks that fell due in the foreground and wait for the background (SPEC §6),
+    /// in the order they fell due. Their requests stay pending until they start (``Action/taskStarted(_:identifier:)``).
+    public var waitingTasks: [String] = []
     /// The end of a remote-notification wake window, while one is open.
     public var wakeDeadline: Instant?
     /// Notifications queued while suspended, in delivery order.
@@ -146,6 +149,7 @@ extension LifecycleMachine {
                     identifier: $0.key, kind: $0.value.kind, started: $0.value.started, deadline: $0.value.deadline,
                     expiring: $0.value.warned)
             },
+            waitingTasks: r.waitingTasks.compactMap { if case .task(let identifier, _, _) = $0 { identifier } else { nil } },
             wakeDeadline: r.wake?.deadline, queuedNotifications: r.notifications.entries, lastDecision: r.lastDecision,
             lastForeground: r.state.isForeground ? now : r.leftForeground, launchedByDaemon: r.launchedByDaemon)
     }

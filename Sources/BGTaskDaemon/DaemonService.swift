@@ -362,6 +362,8 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
                 ManagerError.holdLost(appId: app.rawValue, reason: d.reason.rawValue, message: journalMessage(d)))
         case .memoryPressure(let response):
             memoryPressure?.log(response)
+        case .taskStarted(let app, let identifier):
+            refresh?.taskStarted(app, identifier: identifier)
         }
         return nil
     }
@@ -472,7 +474,7 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
         machine.app(app, now: now()).map {
             RefreshAppFacts(
                 state: $0.state, lifecycleAware: $0.lifecycleAware, terminating: $0.terminating,
-                runningTasks: Set($0.runningTasks.map(\.identifier)))
+                runningTasks: Set($0.runningTasks.map(\.identifier)), waitingTasks: Set($0.waitingTasks))
         }
     }
 

@@ -191,7 +191,7 @@ struct Driver {
     static func isRequest(_ input: Input) -> Bool {
         switch input {
         case .appRegistered, .appUnregistered, .configurationChanged, .appLaunched, .launchFailed, .connectionClosed,
-            .processExited, .deadlineReached, .memoryPressureTriggered, .freezeConfirmed:
+            .processExited, .deadlineReached, .memoryPressureTriggered, .freezeConfirmed, .waitingTaskCancelled:
             return false
         default:
             return true
@@ -259,7 +259,7 @@ struct Driver {
                 if request.rawValue > requests { fail("hold lost on a request never made") }
             case .release(let app):
                 freezing.remove(app)
-            case .reply, .stopFinished, .memoryPressure:
+            case .reply, .stopFinished, .memoryPressure, .taskStarted:
                 break
             }
         }
@@ -272,12 +272,14 @@ struct Driver {
             if snapshot.state == .suspended, holds || !snapshot.runningTasks.isEmpty || snapshot.wakeDeadline != nil {
                 fail("\(app) suspended while holding assertions, activities, tasks or a wake")
             }
-            // An app whose freeze is not done yet is reported `background` (SPEC §9): it is on its way.
+            // An app whose freeze is not done yet is reported `background` (SPEC §9): it is on its way. The
+            // grace window is the other exception: a wake of an app whose budget is spent (SPEC §3: no fresh
+            // budget for an event) still has DidEnterBackgroundTimeoutSec to acknowledge did-enter-background.
             if snapshot.state == .background, !freezing.contains(app), !snapshot.terminating,
                 snapshot.backgroundTimeRemaining == .zero, snapshot.activities.isEmpty, snapshot.runningTasks.isEmpty,
-                snapshot.wakeDeadline == nil
+                snapshot.wakeDeadline == nil, !snapshot.inGraceWindow
             {
-                fail("\(app) in the background past its budget with no activity, task or wake")
+                fail("\(app) in the background past its budget with no activity, task, wake or grace window")
             }
             if snapshot.state == .background, !snapshot.terminating, snapshot.backgroundTimeRemaining == .zero,
                 !snapshot.assertions.isEmpty

@@ -33,8 +33,9 @@ extension RefreshMachine {
     }
 
     /// `RunTaskNow`: a pending request at once, bypassing its date and conditions but not the policy. The
-    /// request leaves the pending list only if the lifecycle core will take it (else its reply says why);
-    /// then the call is answered once the file says so too (issue 11).
+    /// request leaves the pending list only if the lifecycle core will start it now (else its reply says why);
+    /// then the call is answered once the file says so too (issue 11). An app in the foreground gets it when
+    /// it has entered the background (SPEC §6): until then the request stays pending.
     mutating func runNow(_ app: AppID, identifier: String, now: RefreshNow, facts: Facts) -> [RefreshAction] {
         guard config.apps[app]?.permittedIdentifiers.contains(identifier) == true else {
             return [.reply(.failure(.notPermitted(identifier)))]
@@ -50,9 +51,16 @@ extension RefreshMachine {
             ]
         }
         var run = RefreshRun(app: app, identifier: identifier, kind: pending.kind, reason: .userRequest, answersCall: true)
-        guard let f = facts(app), f.lifecycleAware, !f.terminating, !f.runningTasks.contains(identifier) else {
+        guard let f = facts(app), f.lifecycleAware, !f.terminating, !f.runningTasks.contains(identifier),
+            !f.waitingTasks.contains(identifier)
+        else {
             return [.run(run)]
         }
+        if f.holdsTaskUntilBackground {
+            awaitingStart[app, default: []].insert(identifier)
+            return [.run(run)]
+        }
+        awaitingStart[app]?.remove(identifier)
         state.schedule.started(identifier, for: app, at: now.wall)
         deniedNotices[app]?[identifier] = nil
         run.saveBeforeReply = state

@@ -13,6 +13,15 @@ extension RefreshMachine {
     /// Runs what is due, journals what is due but denied, saves if a request left, arms the timer.
     mutating func plan(now: RefreshNow, facts: Facts) -> [RefreshAction] {
         plans += 1
+        // Requests the core no longer holds (their app ended before its background) wait for nothing now.
+        if !awaitingStart.isEmpty {
+            var still: [AppID: Set<String>] = [:]
+            for (app, identifiers) in awaitingStart {
+                let held = identifiers.intersection(facts(app)?.waitingTasks ?? [])
+                if !held.isEmpty { still[app] = held }
+            }
+            awaitingStart = still
+        }
         let ctx = context(now)
         let policy = self.policy, config = self.config, appSettings = state.appSettings
         let plan = state.schedule.plan(context: ctx) { app in
@@ -32,9 +41,21 @@ extension RefreshMachine {
                 watch = true
                 continue
             }
+            // Held by the core until the app has entered the background (awaitingStart: looked at again
+            // when the app leaves the foreground).
+            if f.waitingTasks.contains(request.identifier) { continue }
+            let run = RefreshRun(app: app, identifier: request.identifier, kind: request.kind, reason: .taskScheduled)
+            if f.holdsTaskUntilBackground {
+                // The core holds it until the app has entered the background; it stays pending until it
+                // starts, and an app that ends first leaves it here to run later.
+                awaitingStart[app, default: []].insert(request.identifier)
+                actions.append(.run(run))
+                continue
+            }
+            awaitingStart[app]?.remove(request.identifier)
             state.schedule.started(request.identifier, for: app, at: ctx.now)
             changed = true
-            actions.append(.run(RefreshRun(app: app, identifier: request.identifier, kind: request.kind, reason: .taskScheduled)))
+            actions.append(.run(run))
         }
         var notices: [AppID: [String: Reason]] = [:]
         for denial in plan.denials where config.apps[denial.task.app] != nil {

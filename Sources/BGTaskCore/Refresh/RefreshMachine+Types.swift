@@ -58,14 +58,24 @@ public struct RefreshAppFacts: Hashable, Sendable {
     public var terminating: Bool
     /// Identifiers of the tasks it is running.
     public var runningTasks: Set<String>
+    /// Identifiers of the tasks the core holds until the app has entered the background (SPEC §6).
+    public var waitingTasks: Set<String>
 
     /// Facts about one app.
-    public init(state: AppState, lifecycleAware: Bool = true, terminating: Bool = false, runningTasks: Set<String> = []) {
+    public init(
+        state: AppState, lifecycleAware: Bool = true, terminating: Bool = false, runningTasks: Set<String> = [],
+        waitingTasks: Set<String> = []
+    ) {
         self.state = state
         self.lifecycleAware = lifecycleAware
         self.terminating = terminating
         self.runningTasks = runningTasks
+        self.waitingTasks = waitingTasks
     }
+
+    /// The core will hold a task handed to it now until the app has entered the background (SPEC §6): the
+    /// app is in the foreground, checked in and not being terminated.
+    var holdsTaskUntilBackground: Bool { state.isForeground && lifecycleAware && !terminating }
 }
 
 /// Both clocks at one instant: requests' dates are on the wall clock, the idle rule on the monotonic one.
@@ -112,6 +122,9 @@ public enum RefreshInput: Hashable, Sendable {
     case powerDetected(Bool)
     /// The lifecycle core decided something that left the app in `state`.
     case appStateObserved(AppID, AppState)
+    /// The lifecycle core started the task `identifier` (``Action/taskStarted(_:identifier:)``). A request
+    /// handed to it while the app was in the foreground leaves the pending list now (SPEC §6).
+    case taskStarted(AppID, identifier: String)
     /// The look again asked for by ``RefreshAction/reviewSoon``.
     case reviewRequested
     /// The wall-clock timer armed by ``RefreshAction/armWallTimer(_:)`` fired (early or late is harmless).
@@ -250,4 +263,7 @@ public enum RefreshAction: Hashable, Sendable {
     case armWallTimer(RealtimeInstant?)
     /// Feed ``RefreshInput/reviewRequested`` on the next turn of the queue (after the decision being recorded).
     case reviewSoon
+    /// Feed the lifecycle core `waitingTaskCancelled`: the request of a task it holds until the app's
+    /// background was cancelled, so the task must not start.
+    case cancelWaiting(AppID, identifier: String)
 }

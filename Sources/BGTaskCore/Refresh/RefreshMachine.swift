@@ -34,6 +34,10 @@ public struct RefreshMachine: Sendable {
     var watchLifecycle = false
     /// A ``RefreshAction/reviewSoon`` is out and its ``RefreshInput/reviewRequested`` not yet in.
     var reviewQueued = false
+    /// Requests handed to the lifecycle core while their app was in the foreground: the core holds them
+    /// until the app has entered the background, and they stay pending (and saved) until they start
+    /// (``RefreshInput/taskStarted(_:identifier:)``). An app that ends first does not lose them (SPEC §6).
+    var awaitingStart: [AppID: Set<String>] = [:]
 
     /// A machine with `config`, the default state until ``RefreshInput/stateLoaded(_:)``.
     public init(config: RefreshConfig) {
@@ -111,12 +115,22 @@ public struct RefreshMachine: Sendable {
             } else if foregroundApps.remove(app) != nil, foregroundApps.isEmpty {
                 foregroundEnded = now.monotonic
             }
-            guard watchLifecycle, !reviewQueued else { return [] }
+            // A task that waits for the app's background is looked at again when that app leaves the
+            // foreground (ended first: it runs like any due request), not at every decision about any app.
+            let awaited = !appState.isForeground && awaitingStart[app] != nil
+            guard watchLifecycle || awaited, !reviewQueued else { return [] }
             reviewQueued = true
             return [.reviewSoon]
         case .reviewRequested:
             reviewQueued = false
             return plan(now: now, facts: facts)
+        case .taskStarted(let app, let identifier):
+            // Only a request that waited for the background is still pending: others left at the hand-off.
+            guard awaitingStart[app]?.remove(identifier) != nil else { return [] }
+            if awaitingStart[app]?.isEmpty == true { awaitingStart[app] = nil }
+            state.schedule.started(identifier, for: app, at: now.wall)
+            deniedNotices[app]?[identifier] = nil
+            return [.save(state, reply: nil)]
         case .wallDeadlineReached:
             nextWallDeadline = nil
             return plan(now: now, facts: facts)
@@ -125,11 +139,16 @@ public struct RefreshMachine: Sendable {
         case .taskCancelled(let app, let identifier):
             state.schedule.cancel(identifier, for: app)
             deniedNotices[app]?[identifier] = nil
-            return [.save(state, reply: .ok)] + plan(now: now, facts: facts)
+            let waiting = awaitingStart[app]?.remove(identifier) != nil
+            if awaitingStart[app]?.isEmpty == true { awaitingStart[app] = nil }
+            return (waiting ? [.cancelWaiting(app, identifier: identifier)] : [])
+                + [.save(state, reply: .ok)] + plan(now: now, facts: facts)
         case .allTasksCancelled(let app):
             state.schedule.cancelAll(for: app)
             deniedNotices[app] = nil
-            return [.save(state, reply: .ok)] + plan(now: now, facts: facts)
+            let waiting = (awaitingStart.removeValue(forKey: app) ?? []).sorted()
+            return waiting.map { .cancelWaiting(app, identifier: $0) } + [.save(state, reply: .ok)]
+                + plan(now: now, facts: facts)
         case .runNowRequested(let app, let identifier):
             return runNow(app, identifier: identifier, now: now, facts: facts)
         case .remoteNotificationRequested(let app):

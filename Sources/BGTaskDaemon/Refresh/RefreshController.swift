@@ -128,6 +128,12 @@ final class RefreshController: @unchecked Sendable {
         }
     }
 
+    /// The lifecycle core started a scheduled task: a request that waited for the background leaves the
+    /// pending list (and the state file) now.
+    func taskStarted(_ app: AppID, identifier: String) {
+        feed(.taskStarted(app, identifier: identifier))
+    }
+
     /// The wall-clock timer fired (tests call it by hand).
     func wallDeadlineReached() { feed(.wallDeadlineReached) }
 
@@ -167,8 +173,10 @@ final class RefreshController: @unchecked Sendable {
             host?.feed(.notificationPosted(name: Self.statusNotification, app: app, payload: Payload(json: json.serialized())))
         case .record(let notice):
             host?.record(RefreshMessages.decision(notice), peer: notice.byCall ? call?.peer : nil)
-        case .save(let state, let reply):
-            store.save(state) { [weak self] error in
+        case .save(_, let reply):
+            // The latest state, not the action's copy: a change made meanwhile (a task that started while
+            // these actions were performed) is never overwritten by an older one.
+            store.save(machine.state) { [weak self] error in
                 self?.saveFailed(error)
                 guard let reply, let call else { return }
                 if error != nil {
@@ -183,6 +191,8 @@ final class RefreshController: @unchecked Sendable {
             arm(wake)
         case .reviewSoon:
             queue.async { [weak self] in self?.feed(.reviewRequested) }
+        case .cancelWaiting(let app, let identifier):
+            host?.feed(.waitingTaskCancelled(app, identifier: identifier))
         }
     }
 
