@@ -94,8 +94,13 @@ public struct DaemonConfig: Hashable, Sendable {
     /// `JournalAssertionGlobalBurst=`: `grant`/`end` entries journaled one by one per interval for all
     /// apps together, so that many apps cannot add up to journald's rate limit either.
     public var journalAssertionGlobalBurst: Int = 1000
-    /// `JournalAssertionIntervalSec=`: the interval of both bursts.
+    /// `JournalAssertionIntervalSec=`: the interval of both bursts (and of the denial bursts).
     public var journalAssertionIntervalUSec: Int64 = 30 * second
+    /// `JournalDenialBurst=`: calls of one uid answered with a `deny` per interval before each of its
+    /// connections refused a call is no longer read until the interval ends (every `deny` is journaled).
+    public var journalDenialBurst: Int = 100
+    /// `JournalDenialGlobalBurst=`: the same for all callers together.
+    public var journalDenialGlobalBurst: Int = 1000
 
     // [Apps] (AppsConfig.swift)
     /// `[Apps]`: desktop entries, exemptions, adoption (SPEC §13).
@@ -340,6 +345,8 @@ extension DaemonConfig {
         count("Journal", "JournalAssertionBurst", \.journalAssertionBurst, minimum: 0, maximum: 1_000_000),
         count("Journal", "JournalAssertionGlobalBurst", \.journalAssertionGlobalBurst, minimum: 0, maximum: 1_000_000),
         time("Journal", "JournalAssertionIntervalSec", \.journalAssertionIntervalUSec, minimum: 1_000, maximum: 3600 * second),
+        count("Journal", "JournalDenialBurst", \.journalDenialBurst, minimum: 0, maximum: 1_000_000),
+        count("Journal", "JournalDenialGlobalBurst", \.journalDenialGlobalBurst, minimum: 0, maximum: 1_000_000),
     ] + appsKeys)
 
     private static func count(

@@ -18,7 +18,7 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
     let journal: JournalSink
     let logger: Logger
     let options: DaemonOptions
-    weak var server: VarlinkServer?
+    weak var server: VarlinkServer? { didSet { denialBudget?.server = server } }
     var reloadHandler: (() -> LoadedConfiguration.LoadError?)?
     /// Why `freezer` is the backend in force (issue 12: said at start-up, in GetSettings and Stats).
     var freezerReason = ""
@@ -60,6 +60,10 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
     var uidByApp: [AppID: UInt32] = [:]
     /// SPEC §11's journal budget (issue 11): which grant/end entries are journaled, which are counted.
     private(set) var journalBudget: JournalBudgetGate!
+    /// The denial budget (issue 11): a caller refused too often is not read until the interval ends.
+    private(set) var denialBudget: DenialBudgetGate!
+    /// The call being handled (`handle(_:)`): a `deny` recorded meanwhile counts for its connection.
+    var currentCall: VarlinkRequest?
 
     /// The clocks (tests step them by hand).
     let clock: DaemonClock
@@ -84,6 +88,7 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
         self.machine = LifecycleMachine(config: config.lifecycle)
         self.launcher = launcher ?? Launcher(queue: queue)
         journalBudget = JournalBudgetGate(config: config.daemon, sink: journal, now: clock.monotonic)
+        denialBudget = DenialBudgetGate(config: config.daemon, sink: journal, now: clock.monotonic)
         self.launcher.onExit = { [weak self] pid, status in self?.processExited(pid: pid, status: status) }
         freezer.onFrozen = { [weak self] app in self?.freezePartDone(app) }
         self.launcher.start()
@@ -120,6 +125,7 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
         let old = config
         config = newConfig
         journalBudget.update(newConfig.daemon)
+        denialBudget.update(newConfig.daemon)
         feed(.configurationChanged(newConfig.lifecycle))
         register(newConfig.manifests)
         for id in old.manifests.keys.sorted() where newConfig.manifests[id] == nil {
@@ -388,11 +394,9 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
         // In place (`peekNextDeadline` is mutating): reading `machine.nextDeadline` from this class copies
         // the whole machine, twice per call on the hot path (issue 15). No array either.
         let core = machine.peekNextDeadline()
-        let budget = journalBudget.nextDeadline
-        let deadline: Instant? = switch (core, budget) {
-        case (let a?, let b?): min(a, b)
-        case (let a?, nil): a
-        case (nil, let b): b
+        var deadline = core
+        for other in [journalBudget.nextDeadline, denialBudget.nextDeadline] {
+            if let b = other { deadline = deadline.map { min($0, b) } ?? b }
         }
         guard let deadline else {
             if armedDeadline != nil {
@@ -425,6 +429,7 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
     /// the core's deadlines (tests call it by hand).
     func deadlineReached() {
         journalBudget.deadlineReached()
+        denialBudget.deadlineReached()
         feed(.deadlineReached)
     }
 
@@ -511,6 +516,12 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
         }
         // The budget's interval end is a deadline of the one monotonic timer.
         if JournalBudget.isBudgeted(d.kind) { armTimer() }
+        // A refusal journaled for a caller counts for its connection (issue 11: one client looping a
+        // refused call is slowed, not the journal flooded); the pause's end is a deadline of the timer.
+        if d.kind == .deny, let connection = currentCall?.connection, !connection.isClosed {
+            denialBudget.denied(connection)
+            armTimer()
+        }
         if !monitors.isEmpty {
             let reply = ManagerWire.MonitorReply(decision: wireDecision(
                 DecisionRecord(realtimeUSec: realtime, app: d.app, kind: d.kind, reason: d.reason, message: message)))

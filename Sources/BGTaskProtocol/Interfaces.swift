@@ -223,7 +223,10 @@ public enum Interfaces: Sendable {
           # closed for a message over MaxMessageSize.
           connectionsRefused: ?int,
           connectionsTimedOut: ?int,
-          connectionsOversized: ?int
+          connectionsOversized: ?int,
+          # What the denial budget did: connections not read until the interval's end after a call of
+          # theirs was denied past JournalDenialBurst= (per uid) or JournalDenialGlobalBurst=.
+          connectionsPaused: ?int
         )
 
         method ListApps() -> (apps: []AppInfo)

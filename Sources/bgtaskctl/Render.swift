@@ -335,6 +335,7 @@ enum Render {
         ("journalDropped", "Journal dropped"), ("journalCoalesced", "Journal coalesced"),
         ("journalSummaries", "Journal summaries"), ("connectionsRefused", "Connections refused"),
         ("connectionsTimedOut", "Connections timed out"), ("connectionsOversized", "Connections oversized"),
+        ("connectionsPaused", "Connections paused"),
         ("freezerBackend", "Freezer"), ("freezerBackendReason", "Freezer because"), ("dryRun", "Dry run"),
     ]
 

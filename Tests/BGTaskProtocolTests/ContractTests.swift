@@ -98,7 +98,8 @@ import Testing
             Issue.record("no DaemonStats in the IDL")
             return
         }
-        let added = ["journalCoalesced", "journalSummaries", "connectionsRefused", "connectionsTimedOut", "connectionsOversized"]
+        let added = ["journalCoalesced", "journalSummaries", "connectionsRefused", "connectionsTimedOut", "connectionsOversized",
+                     "connectionsPaused"]
         for name in added {
             #expect(fields.first { $0.name == name }?.type == .optional(.int), "\(name)")
         }
@@ -108,7 +109,7 @@ import Testing
         ]
         let stats = try ManagerWire.DaemonStats(json: older)
         #expect(stats.journalCoalesced == nil && stats.journalSummaries == nil && stats.connectionsRefused == nil)
-        #expect(stats.connectionsTimedOut == nil && stats.connectionsOversized == nil)
+        #expect(stats.connectionsTimedOut == nil && stats.connectionsOversized == nil && stats.connectionsPaused == nil)
         #expect(Set(stats.json.keys) == Set(older.keys))
     }
 

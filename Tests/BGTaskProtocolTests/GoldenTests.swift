@@ -129,9 +129,9 @@ import Testing
         let counted = ManagerWire.DaemonStats(
             uptimeUSec: 1, apps: 2, connections: 3, calls: 4, decisions: 5, liveAssertions: 6, journalEntries: 7, journalDropped: 8,
             freezerBackend: "none", freezerBackendReason: "FreezerBackend=none", dryRun: true, journalCoalesced: 9, journalSummaries: 10,
-            connectionsRefused: 11, connectionsTimedOut: 12, connectionsOversized: 13)
+            connectionsRefused: 11, connectionsTimedOut: 12, connectionsOversized: 13, connectionsPaused: 14)
         try Self.pair(s, ManagerMethod.stats, Self.none, p + #"Stats"}"#, ManagerWire.StatsReply(stats: counted),
-            #"{"parameters":{"stats":{"apps":2,"calls":4,"connections":3,"connectionsOversized":13,"connectionsRefused":11,"connectionsTimedOut":12,"decisions":5,"dryRun":true,"freezerBackend":"none","freezerBackendReason":"FreezerBackend=none","journalCoalesced":9,"journalDropped":8,"journalEntries":7,"journalSummaries":10,"liveAssertions":6,"uptimeUSec":1}}}"#)
+            #"{"parameters":{"stats":{"apps":2,"calls":4,"connections":3,"connectionsOversized":13,"connectionsPaused":14,"connectionsRefused":11,"connectionsTimedOut":12,"decisions":5,"dryRun":true,"freezerBackend":"none","freezerBackendReason":"FreezerBackend=none","journalCoalesced":9,"journalDropped":8,"journalEntries":7,"journalSummaries":10,"liveAssertions":6,"uptimeUSec":1}}}"#)
         let ok = #"{"parameters":{}}"#
         try Self.pair(s, ManagerMethod.launch, ManagerWire.Launch(appId: a, background: true),
             p + #"Launch","parameters":{"appId":"org.example.Mail","background":true}}"#, Self.none, ok)

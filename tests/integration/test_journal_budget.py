@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import json
 import os
+import select
+import socket
+import subprocess
 import threading
 import time
 from collections import Counter
 
-import pytest
-
-from support import Closed, RawClient
+from support import PROMPT, Closed, RawClient
 
 APP = "io.bgtaskd.App"
 MANAGER = "io.bgtaskd.Manager"
@@ -230,7 +231,7 @@ def test_a_stalled_journald_loses_no_state_change_or_denial(private_journald, da
 
 
 COUNTERS = ("journalCoalesced", "journalSummaries", "connectionsRefused", "connectionsTimedOut",
-            "connectionsOversized")
+            "connectionsOversized", "connectionsPaused")
 
 
 def test_stats_counts_what_the_journal_budget_did(private_journald, daemon):
@@ -286,40 +287,97 @@ KillTimeoutSec=200ms
 """
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "SPEC §11 journals every deny one by one: one app looping a refused BeginBackgroundTask "
-    "(budget-exhausted) reaches journald's default rate limit within seconds, and journald then drops "
-    "every entry of bgtaskd's unit for the rest of its 30 s window, other apps' state changes included "
-    "(the lead decides whether denials get a budget of their own)"))
+class DenyLooper(threading.Thread):
+    """One connection calling BeginBackgroundTask for `app` (whose background time is spent) `batch` calls
+    pipelined at a time, checking every reply is a refusal (taskId 0), until `stop()` closes it or it has been
+    answered `limit` times. Counts what it sent and what was answered, and when each reply came."""
+
+    def __init__(self, path: str, app: str, batch: int, limit: int):
+        super().__init__(daemon=True)
+        self.c = RawClient(path, timeout=None)
+        self.app, self.batch, self.limit = app, batch, limit
+        self.sent = self.answered = 0
+        self.times: list[float] = []
+        self.error = None
+        self.stopping = threading.Event()
+
+    def run(self):
+        msg = RawClient.encode(f"{APP}.BeginBackgroundTask", {"appId": self.app})
+        try:
+            while self.answered < self.limit and not self.stopping.is_set():
+                k = min(self.batch, self.limit - self.answered)
+                self.c.send(msg * k)
+                self.sent += k
+                for _ in range(k):
+                    reply = self.c.recv_message(timeout=3600)
+                    if reply.get("parameters", {}).get("taskId") != 0:
+                        self.error = reply
+                        return
+                    self.answered += 1
+                    self.times.append(time.monotonic())
+        except (Closed, OSError) as e:
+            if not self.stopping.is_set():
+                self.error = repr(e)
+
+    def stop(self):
+        self.stopping.set()
+        try:
+            self.c.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.join(30)
+        self.c.close()
+
+
+def spend_background_time(c: RawClient, app: str):
+    """Launches `app`, sends it to the background and waits until its background time is spent (it runs from
+    entering the background, SPEC §3): every BeginBackgroundTask of it is refused from then on."""
+    call(c, f"{MANAGER}.Launch", appId=app)
+    call(c, f"{MANAGER}.Background", appId=app)
+    wait_state(c, app, "suspended")
+    deadline = time.monotonic() + 20
+    while call(c, f"{MANAGER}.GetApp", appId=app)["app"].get("backgroundTimeRemainingUSec") != 0:
+        assert time.monotonic() < deadline, f"{app}'s background time did not run out"
+        time.sleep(0.02)  # poll interval of GetApp: the remaining time itself is the event awaited
+
+
+def wait_stats(c: RawClient, want, timeout: float, describe: str) -> dict:
+    deadline = time.monotonic() + timeout
+    while not want(st := call(c, f"{MANAGER}.Stats")["stats"]):
+        assert time.monotonic() < deadline, f"{describe}: {st}"
+        time.sleep(0.02)  # poll interval of Stats: the counter itself is the event awaited
+    return st
+
+
 def test_an_app_looping_a_denied_call_does_not_hide_another_apps_decisions(private_journald, daemon):
-    """Measures issue 11's point 2 for denials, which the journal budget does not coalesce: an app whose
-    background time is spent calls BeginBackgroundTask BGTASKD_DENY_FLOOD times (30,000: more than the
-    22,500–25,000 the private journald allows per 30 s, see private_journald.py), each refused with
-    `budget-exhausted` and journaled as a `deny` entry; then another app is launched, backgrounded,
-    suspended and terminated. Are that app's entries in the journal?"""
+    """Issue 11's point 2 for denials, which SPEC §11 journals one by one: an app whose background time is
+    spent calls BeginBackgroundTask in a loop on one connection (pipelined, BGTASKD_DENY_BATCH at a time),
+    each call refused with `budget-exhausted` and journaled as a `deny` entry, under the denial budget's
+    defaults (JournalDenialBurst=100 per 30 s). Before the denial budget it got ~10,000–22,000 refusals per
+    second, journald (default limits) kept the first ~25,000 and then dropped every entry of the unit for the
+    rest of its 30 s window: 0 of another app's 4 kinds kept. Now the looper is paused after its burst (Stats
+    `connectionsPaused`), and the other app, driven meanwhile on another connection of the same uid, has its
+    launch, background, suspend and terminate entries in the journal; journald suppresses nothing.
+    The loop ends when the looper is paused, or (before the fix) after BGTASKD_DENY_FLOOD refusals."""
     pj = private_journald
     looper, other = "org.test.Looper", "org.test.Other"
     n = int(os.environ.get("BGTASKD_DENY_FLOOD", "30000"))
     batch = int(os.environ.get("BGTASKD_DENY_BATCH", "1000"))  # calls pipelined at a time (1: call, reply, call…)
     d = daemon(conf=DENY_CONF, apps={looper: sleeper(looper), other: sleeper(other)}, prefix=pj.daemon_prefix())
     with RawClient(d.socket, timeout=60) as c:
-        # The looper's background time runs out (it runs from entering the background, SPEC §3).
-        call(c, f"{MANAGER}.Launch", appId=looper)
-        call(c, f"{MANAGER}.Background", appId=looper)
-        wait_state(c, looper, "suspended")
-        deadline = time.monotonic() + 20
-        while call(c, f"{MANAGER}.GetApp", appId=looper)["app"].get("backgroundTimeRemainingUSec") != 0:
-            assert time.monotonic() < deadline, "the looper's background time did not run out"
-            time.sleep(0.02)  # poll interval of GetApp: the remaining time itself is the event awaited
+        spend_background_time(c, looper)
         assert call(c, f"{APP}.BeginBackgroundTask", appId=looper)["taskId"] == 0
+        loop = DenyLooper(d.socket, looper, batch, n)
         t0 = time.monotonic()
-        done = 0
-        while done < n:
-            k = min(batch, n - done)
-            c.send(b"".join(RawClient.encode(f"{APP}.BeginBackgroundTask", {"appId": looper}) for _ in range(k)))
-            assert all(c.recv_message(timeout=60)["parameters"]["taskId"] == 0 for _ in range(k))
-            done += k
-        took = time.monotonic() - t0
+        loop.start()
+        # The looper is paused (the event), or it got all its refusals (before the fix: never paused).
+        deadline = time.monotonic() + 120
+        while (st := call(c, f"{MANAGER}.Stats")["stats"]).get("connectionsPaused", 0) < 1 and loop.is_alive():
+            assert time.monotonic() < deadline, (st, loop.answered)
+            time.sleep(0.02)  # poll interval of Stats: the counter itself is the event awaited
+        paused_after = time.monotonic() - t0
+        answered_at_pause = loop.answered
+        # Meanwhile another app's whole lifecycle, on this connection (same uid, refused nothing): served.
         call(c, f"{MANAGER}.Launch", appId=other, background=False)
         call(c, f"{MANAGER}.Background", appId=other)
         wait_state(c, other, "suspended")
@@ -327,6 +385,10 @@ def test_an_app_looping_a_denied_call_does_not_hide_another_apps_decisions(priva
         wait_state(c, other, "not-running")
         stats = call(c, f"{MANAGER}.Stats")["stats"]
         explained = {r["decision"] for r in call(c, f"{MANAGER}.Explain", appId=other)["reasons"]}
+        # The looper got no further answer while the other app was driven: it is still paused.
+        answered_before_stop = loop.answered
+        loop.stop()
+    assert loop.error is None, loop.error
     wanted = {"launch", "background", "suspend", "terminate"}
     assert wanted <= explained, explained                       # the daemon took them
     pid = f"_PID={d.pid}"
@@ -336,12 +398,125 @@ def test_an_app_looping_a_denied_call_does_not_hide_another_apps_decisions(priva
     pj.wait_marker(pj.mark())
     entries = pj.entries(pid)
     denies = [e for e in entries if e.get("BGTASKD_APP") == looper and e.get("BGTASKD_DECISION") == "deny"]
+    notes = [e for e in entries if e.get("BGTASKD_REASON") == "journal-budget" and "BGTASKD_DENIED" in e]
     kept_other = Counter(e.get("BGTASKD_DECISION") for e in entries if e.get("BGTASKD_APP") == other)
     span = ((int(denies[-1]["__MONOTONIC_TIMESTAMP"]) - int(denies[0]["__MONOTONIC_TIMESTAMP"])) / 1e6
             if len(denies) > 1 else 0.0)
     suppressed = [e["MESSAGE"] for e in pj.entries(f"_PID={pj.pid}") if "Suppressed" in str(e.get("MESSAGE", ""))]
-    print(f"\n{n} refused BeginBackgroundTask calls (budget-exhausted) in {took:.2f} s ({n / took:,.0f} per s on one "
-          f"connection); {len(denies)} deny entries journaled, over {span:.2f} s (journald's burst for the "
-          f"unit); {stats['journalDropped']} dropped by the daemon itself; "
-          f"{other}'s entries kept: {dict(kept_other)} of {sorted(wanted)}; journald: {suppressed}")
+    print(f"\nlooper: {loop.sent} refused BeginBackgroundTask calls sent, {answered_at_pause} answered in "
+          f"{paused_after:.2f} s until paused ({answered_before_stop} when stopped); {len(denies)} deny entries "
+          f"journaled over {span:.2f} s; {stats['journalDropped']} dropped by the daemon; Stats connectionsPaused "
+          f"{stats.get('connectionsPaused')}; {other}'s entries kept: {dict(kept_other)} of {sorted(wanted)}; "
+          f"notes {[e['MESSAGE'] for e in notes]}; journald: {suppressed}")
     assert wanted <= set(kept_other), f"{other}'s entries in the journal: {dict(kept_other)}"
+    assert suppressed == [], suppressed
+    # Burst 100 per uid (the one refusal before the loop counts, the same uid) and the one that paused it.
+    assert len(denies) == 101 and answered_at_pause == 100 == answered_before_stop, (len(denies), answered_at_pause)
+    assert stats.get("connectionsPaused") == 1, stats
+    assert len(notes) == 1 and notes[0]["BGTASKD_UID"] == str(os.getuid()) and notes[0]["BGTASKD_DENIED"] == "101", notes
+
+
+def test_a_paused_connection_is_answered_in_order_after_the_interval_and_others_are_served(daemon, bin_dir):
+    """The looper past JournalDenialBurst=5 per 2 s: its connection is paused, not closed. The calls it
+    pipelined are answered, in order, once the interval ends (a GetInfo sent behind 11 refused calls is the
+    12th reply), and within a bounded wait; meanwhile another uid's client and bgtaskctl (another connection
+    of the looper's uid) are served, and the looper's app keeps its state. Stats counts the pause. Before the
+    denial budget: no pause, no connectionsPaused."""
+    looper = "org.test.Looper"
+    conf = DENY_CONF + "[Journal]\nJournalDenialBurst=5\nJournalAssertionIntervalSec=2s\n"
+    d = daemon(conf=conf, apps={looper: sleeper(looper)})
+    d.root.chmod(0o711)
+    (d.root / "runtime").chmod(0o711)
+    with RawClient(d.socket, timeout=60) as c:
+        spend_background_time(c, looper)
+        assert call(c, f"{MANAGER}.Stats")["stats"].get("connectionsPaused") == 0
+        with RawClient(d.socket, timeout=60) as flooder:
+            begin = RawClient.encode(f"{APP}.BeginBackgroundTask", {"appId": looper})
+            flooder.send(begin * 11 + RawClient.encode("org.varlink.service.GetInfo"))
+            t0 = time.monotonic()
+            first = [flooder.recv_message(timeout=10) for _ in range(6)]    # 5 within the burst, 1 that pauses
+            assert all(r["parameters"]["taskId"] == 0 for r in first), first
+            st = wait_stats(c, lambda s: s.get("connectionsPaused", 0) >= 1, 10, "the looper was not paused")
+            assert st["connectionsPaused"] == 1, st
+            # Paused: another uid is served at once.
+            pid = os.fork()
+            if pid == 0:
+                code = 1
+                try:
+                    os.setgroups([])
+                    os.setgid(65534)
+                    os.setuid(65534)
+                    with RawClient(d.socket, timeout=PROMPT) as nobody:
+                        code = 0 if "vendor" in nobody.call("org.varlink.service.GetInfo", timeout=PROMPT)["parameters"] else 2
+                finally:
+                    os._exit(code)
+            _, status = os.waitpid(pid, 0)
+            assert os.waitstatus_to_exitcode(status) == 0, "another uid was not served while the looper was paused"
+            # bgtaskctl (a new connection of the looper's uid, refused nothing) is served too.
+            ctl = subprocess.run([str(bin_dir / "bgtaskctl"), "--socket", d.socket, "list"], capture_output=True,
+                                 text=True, timeout=PROMPT * 5)
+            assert ctl.returncode == 0 and looper in ctl.stdout, ctl.stderr
+            assert state(c, looper) == "suspended"
+            # The rest: in order, the GetInfo last, after the interval (2 s) ended, and none lost.
+            rest = [flooder.recv_message(timeout=30) for _ in range(6)]
+            waited = time.monotonic() - t0
+            assert all(r["parameters"]["taskId"] == 0 for r in rest[:5]), rest
+            assert "vendor" in rest[5]["parameters"], rest[5]
+            st = call(c, f"{MANAGER}.Stats")["stats"]
+            assert st["connectionsPaused"] == 1, st   # 5 refusals in the new interval: within its burst
+            # The connection was not closed: it still answers.
+            assert "vendor" in flooder.call("org.varlink.service.GetInfo", timeout=PROMPT)["parameters"]
+    assert waited >= 1.0, f"the paused calls were answered after {waited:.2f} s, before the interval ended"
+    print(f"\npaused connection: 6 refusals at once, the other 5 and the GetInfo after {waited:.2f} s "
+          f"(JournalAssertionIntervalSec=2s); Stats connectionsPaused {st['connectionsPaused']}")
+
+
+def test_a_uid_reconnecting_to_get_round_its_pause_has_its_new_connections_held(daemon):
+    """A client that opens a new connection each time one is paused (JournalDenialBurst=2,
+    MaxConnectionsPerUser=2, JournalAssertionIntervalSec=3s): 2 refusals, then 3 connections each refused
+    once and paused; paused more often than it may hold connections, its uid's next new connection is held
+    from the start: its call is answered only when the interval ends, while another uid is served
+    meanwhile. Without the hold, every reconnection would add one journaled refusal."""
+    looper = "org.test.Looper"
+    conf = (DENY_CONF.replace("[Daemon]\n", "[Daemon]\nMaxConnectionsPerUser=2\n", 1)
+            + "[Journal]\nJournalDenialBurst=2\nJournalAssertionIntervalSec=3s\n")
+    d = daemon(conf=conf, apps={looper: sleeper(looper)})
+    d.root.chmod(0o711)
+    (d.root / "runtime").chmod(0o711)
+    begin = (f"{APP}.BeginBackgroundTask", {"appId": looper})
+    with RawClient(d.socket, timeout=60) as c:
+        spend_background_time(c, looper)
+        t0 = time.monotonic()
+        kept = []
+        for _ in range(5):                       # 2 within the burst, then 3 connections paused once each
+            r = RawClient(d.socket, timeout=10)
+            kept.append(r)
+            assert r.call(*begin, timeout=10)["parameters"]["taskId"] == 0
+        assert call(c, f"{MANAGER}.Stats")["stats"]["connectionsPaused"] == 3
+        held = RawClient(d.socket, timeout=30)
+        held.send_call(*begin)
+        # Another uid is served while the new connection waits (the event that comes after it).
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                os.setgroups([])
+                os.setgid(65534)
+                os.setuid(65534)
+                with RawClient(d.socket, timeout=PROMPT) as nobody:
+                    code = 0 if "vendor" in nobody.call("org.varlink.service.GetInfo", timeout=PROMPT)["parameters"] else 2
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0, "another uid was not served"
+        # Its call was sent before the other uid's: unanswered still.
+        assert select.select([held.sock], [], [], 0)[0] == [], "the held connection was answered at once"
+        reply = held.recv_message(timeout=30)
+        waited = time.monotonic() - t0
+        assert reply["parameters"]["taskId"] == 0, reply
+        # Answered once the interval ended; the paused ones are read again too.
+        assert waited >= 1.5, f"the held connection was answered after {waited:.2f} s"
+        assert kept[-1].call("org.varlink.service.GetInfo", timeout=PROMPT)["parameters"]["vendor"]
+        for r in kept + [held]:
+            r.close()
+    print(f"\nreconnecting uid: 5 refusals, its 6th connection answered after {waited:.2f} s (interval 3 s)")

@@ -10,6 +10,9 @@ import Glibc
 // (Replies.swift). Every method of io.bgtaskd.App is a case of `AppMethod`; the switch has no default.
 extension DaemonService {
     func handle(_ request: VarlinkRequest) {
+        let outer = currentCall
+        currentCall = request
+        defer { currentCall = outer }
         if let method = AppMethod(request.call) {
             handleApp(request, method)
         } else if let method = ManagerMethod(request.call) {

@@ -159,6 +159,10 @@ public final class VarlinkServer: @unchecked Sendable {
     public private(set) var timedOutConnections = 0
     /// Connections closed since start for a message over `maxMessageSize`.
     public private(set) var oversizedConnections = 0
+    /// Connections held (`hold(_:)`): not read and none of their calls served until `releaseHeld()`.
+    private var held: [UInt64: VarlinkConnection] = [:]
+    /// Uids whose new connections are held from the start until `releaseHeld()`.
+    private var heldUIDs: Set<UInt32> = []
     /// True while accept(2) failed for want of descriptors: the listeners are out of the epoll set
     /// (they would be reported ready in every turn, a busy loop) until a connection closes or 100 ms pass.
     public private(set) var acceptPaused = false
@@ -389,8 +393,35 @@ public final class VarlinkServer: @unchecked Sendable {
             connections[token] = c
             connectionsByUID[peer.uid, default: 0] += 1
             if peer.uid != 0 { unprivilegedConnections += 1 }
+            if heldUIDs.contains(peer.uid) { hold(c) }
         }
     }
+
+    // MARK: holding a connection (the denial budget)
+
+    /// Stops reading `connection` and serving its calls (its current call, if any, is answered as usual;
+    /// replies and stream events are still written) until ``releaseHeld()``; the peer's further calls wait
+    /// in its socket. With `newConnectionsOfUID`, connections its uid opens meanwhile are held too.
+    /// Call on `queue`.
+    public func hold(_ connection: VarlinkConnection, newConnectionsOfUID: Bool = false) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        if newConnectionsOfUID { heldUIDs.insert(connection.peer.uid) }
+        guard !connection.isClosed, held[connection.id] == nil else { return }
+        held[connection.id] = connection
+        connection.setHeld(true)
+    }
+
+    /// Reads and serves every held connection again, and new connections of every uid. Call on `queue`.
+    public func releaseHeld() {
+        dispatchPrecondition(condition: .onQueue(queue))
+        heldUIDs.removeAll()
+        let release = held.values.sorted { $0.id < $1.id }
+        held.removeAll()
+        for c in release { c.setHeld(false) }
+    }
+
+    /// Connections held now (tests).
+    public var heldConnectionCount: Int { held.count }
 
     /// issue 11: one uid holds at most `maxConnectionsPerUser` connections, and all but root together
     /// at most `maxConnections - reservedForRoot`: one user cannot take every descriptor, and root
@@ -426,6 +457,7 @@ public final class VarlinkServer: @unchecked Sendable {
         if let n = connectionsByUID[uid] { connectionsByUID[uid] = n > 1 ? n - 1 : nil }
         if uid != 0 { unprivilegedConnections -= 1 }
         incomplete[connection.id] = nil
+        held[connection.id] = nil
         // A descriptor is free again.
         if acceptPaused { resumeAccepting() }
         service?.connectionClosed(connection)
@@ -571,6 +603,8 @@ public final class VarlinkConnection: @unchecked Sendable, Hashable, CustomStrin
     /// The peer closed its end altogether (EPOLLHUP): nothing sent can reach it any more.
     private var peerGone = false
     private var readPaused = false
+    /// Held by the server (the denial budget): not read, no call served, until released.
+    public private(set) var isHeld = false
     private var outBuffer: [UInt8] = []
     private var outStart = 0
     private var pending: [VarlinkCall] = []
@@ -592,7 +626,17 @@ public final class VarlinkConnection: @unchecked Sendable, Hashable, CustomStrin
     public var userInfo: [String: String] = [:]
     /// Since when part of a message waits for the rest (monotonic µs); nil: none does.
     fileprivate private(set) var incompleteSinceUSec: Int64?
-    fileprivate var readingPaused: Bool { readPaused }
+    fileprivate var readingPaused: Bool { readPaused || isHeld }
+
+    /// Held (or released) by the server.
+    fileprivate func setHeld(_ on: Bool) {
+        guard isHeld != on, !isClosed else { return }
+        isHeld = on
+        if !on { restartIncompleteClock(Monotonic.nowUSec()) }
+        updateInterest()
+        // Calls decoded (or bytes read) while held wait: serve them now.
+        if !on, pendingHead < pending.count || framer.bufferedCount > 0 { server.markRunnable(self) }
+    }
 
     /// Reading resumed: the rest of the message could not arrive while it was paused.
     fileprivate func restartIncompleteClock(_ now: Int64) {
@@ -620,11 +664,11 @@ public final class VarlinkConnection: @unchecked Sendable, Hashable, CustomStrin
     private func updateInterest() {
         guard !isClosed else { return }
         var want: UInt32 = 0
-        if !readPaused && !peerFinishedSending { want |= BGTASKD_EPOLLIN }
+        if !readPaused && !isHeld && !peerFinishedSending { want |= BGTASKD_EPOLLIN }
         if outBuffer.count > outStart { want |= BGTASKD_EPOLLOUT }
         // With an empty mask only the hang-up can be reported: wanted after an EOF (a stream still open
         // on a connection whose peer is gone must be noticed), not while paused or once seen.
-        let stay = want != 0 || (!readPaused && !peerGone)
+        let stay = want != 0 || (!readPaused && !isHeld && !peerGone)
         guard stay else {
             if inSet { _ = server.epollControl(BGTASKD_EPOLL_CTL_DEL, fd: fd, events: 0, token: id) }
             inSet = false
@@ -645,7 +689,7 @@ public final class VarlinkConnection: @unchecked Sendable, Hashable, CustomStrin
         if mask & BGTASKD_EPOLLOUT != 0 { flush() }
         guard !isClosed else { return }
         let readable = BGTASKD_EPOLLIN | BGTASKD_EPOLLHUP | BGTASKD_EPOLLERR
-        if mask & readable != 0 && !readPaused && !peerFinishedSending { readAvailable() }
+        if mask & readable != 0 && !readPaused && !isHeld && !peerFinishedSending { readAvailable() }
         guard !isClosed else { return }
         if mask & (BGTASKD_EPOLLHUP | BGTASKD_EPOLLERR) != 0 {
             peerGone = true
@@ -683,7 +727,7 @@ public final class VarlinkConnection: @unchecked Sendable, Hashable, CustomStrin
                 framer.append(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
                 if !drainFramer() { return }
                 noteIncomplete()
-                if readPaused { return }
+                if readPaused || isHeld { return }
                 if n < buffer.count { return }
             } else if n == 0 {
                 // EOF: the peer sent all it will send (it may have half-closed and still read).
@@ -768,7 +812,7 @@ public final class VarlinkConnection: @unchecked Sendable, Hashable, CustomStrin
         defer { serving = false }
         // Bounded per turn so that one deep pipeline cannot hold the queue; the rest runs next round.
         var served = 0
-        while current == nil, pendingHead < pending.count, !isClosed {
+        while current == nil, pendingHead < pending.count, !isClosed, !isHeld {
             if served == 64 || server.ioPaused {
                 server.markRunnable(self)
                 break

@@ -318,7 +318,7 @@ public enum ManagerWire: Sendable {
         public static let fields = [
             "uptimeUSec", "apps", "connections", "calls", "decisions", "liveAssertions", "journalEntries", "journalDropped",
             "freezerBackend", "freezerBackendReason", "dryRun", "journalCoalesced", "journalSummaries", "connectionsRefused",
-            "connectionsTimedOut", "connectionsOversized",
+            "connectionsTimedOut", "connectionsOversized", "connectionsPaused",
         ]
         public var uptimeUSec: Int64
         public var apps: Int64
@@ -341,13 +341,16 @@ public enum ManagerWire: Sendable {
         public var connectionsTimedOut: Int64?
         /// Connections closed for a message over `MaxMessageSize`.
         public var connectionsOversized: Int64?
+        /// Connections not read until the interval's end after a call of theirs was denied past the denial
+        /// budget (`JournalDenialBurst=`, `JournalDenialGlobalBurst=`).
+        public var connectionsPaused: Int64?
 
         /// The counters; the five added for issue 11 are optional on the wire (an older daemon has none).
         public init(
             uptimeUSec: Int64, apps: Int64, connections: Int64, calls: Int64, decisions: Int64, liveAssertions: Int64,
             journalEntries: Int64, journalDropped: Int64, freezerBackend: String?, freezerBackendReason: String?, dryRun: Bool?,
             journalCoalesced: Int64? = nil, journalSummaries: Int64? = nil, connectionsRefused: Int64? = nil,
-            connectionsTimedOut: Int64? = nil, connectionsOversized: Int64? = nil
+            connectionsTimedOut: Int64? = nil, connectionsOversized: Int64? = nil, connectionsPaused: Int64? = nil
         ) {
             self.uptimeUSec = uptimeUSec
             self.apps = apps
@@ -365,6 +368,7 @@ public enum ManagerWire: Sendable {
             self.connectionsRefused = connectionsRefused
             self.connectionsTimedOut = connectionsTimedOut
             self.connectionsOversized = connectionsOversized
+            self.connectionsPaused = connectionsPaused
         }
 
         public init(json: [String: JSON]) throws(WireFieldError) {
@@ -377,7 +381,8 @@ public enum ManagerWire: Sendable {
                 dryRun: try r.optionalBool("dryRun"), journalCoalesced: try r.optionalInt("journalCoalesced"),
                 journalSummaries: try r.optionalInt("journalSummaries"), connectionsRefused: try r.optionalInt("connectionsRefused"),
                 connectionsTimedOut: try r.optionalInt("connectionsTimedOut"),
-                connectionsOversized: try r.optionalInt("connectionsOversized"))
+                connectionsOversized: try r.optionalInt("connectionsOversized"),
+                connectionsPaused: try r.optionalInt("connectionsPaused"))
         }
 
         public var json: [String: JSON] {
@@ -394,6 +399,7 @@ public enum ManagerWire: Sendable {
             o.put("connectionsRefused", connectionsRefused.map { .int($0) })
             o.put("connectionsTimedOut", connectionsTimedOut.map { .int($0) })
             o.put("connectionsOversized", connectionsOversized.map { .int($0) })
+            o.put("connectionsPaused", connectionsPaused.map { .int($0) })
             return o
         }
     }

@@ -1,0 +1,73 @@
+import BGTaskConfig
+import BGTaskCore
+
+/// The shell of the denial budget (``DenialBudget`` decides; issue 11, point 2 for denials): counts every
+/// call answered with a journaled `deny` per calling uid, and past the burst holds the connection that was
+/// just refused (``VarlinkServer/hold(_:newConnectionsOfUID:)``: not read until the interval ends; its
+/// reply, its streams and its assertions are untouched; a uid that reconnects to get round it has its new
+/// connections held too) and journals one entry per uid and interval saying so. It has no timer of its own: the interval's end is ``nextDeadline``, served by the daemon's one
+/// monotonic timer, which calls ``deadlineReached()``. Runs on the daemon's queue.
+final class DenialBudgetGate: @unchecked Sendable {
+    // @unchecked: used only on `queue`.
+    private var budget: DenialBudget
+    private let sink: JournalSink
+    private let now: @Sendable () -> Instant
+    weak var server: VarlinkServer?
+    /// Connections paused since start (Stats' `connectionsPaused`).
+    var pauses: Int { budget.pauses }
+
+    init(config: DaemonConfig, sink: JournalSink, now: @escaping @Sendable () -> Instant) {
+        budget = DenialBudget(limits: Self.limits(config))
+        self.sink = sink
+        self.now = now
+    }
+
+    static func limits(_ config: DaemonConfig) -> DenialBudget.Limits {
+        DenialBudget.Limits(
+            perUIDBurst: config.journalDenialBurst, globalBurst: config.journalDenialGlobalBurst,
+            interval: .microseconds(config.journalAssertionIntervalUSec), maxConnectionsPerUID: config.maxConnectionsPerUser)
+    }
+
+    /// A reload: the new limits count from the next interval on.
+    func update(_ config: DaemonConfig) {
+        budget.limits = Self.limits(config)
+    }
+
+    /// When the current interval ends, if a connection is held until then.
+    var nextDeadline: Instant? { budget.nextDeadline }
+
+    /// The daemon's timer fired for ``nextDeadline`` (early or late is harmless).
+    func deadlineReached() {
+        if budget.deadlineReached(now: now()) { server?.releaseHeld() }
+    }
+
+    /// `connection`'s call was answered with a journaled `deny`.
+    func denied(_ connection: VarlinkConnection) {
+        let t = now()
+        let (verdict, released) = budget.denied(uid: connection.peer.uid, now: t)
+        if released { server?.releaseHeld() }
+        guard case .pause(let pause) = verdict else { return }
+        server?.hold(connection, newConnectionsOfUID: pause.holdNewConnections)
+        if pause.firstOfUID { journal(pause, peer: connection.peer, now: t) }
+    }
+
+    private func journal(_ p: DenialBudget.Pause, peer: PeerCredentials, now t: Instant) {
+        let limits = budget.limits
+        let spent = TimeSpan.microseconds(t.microseconds - p.intervalStart.microseconds)
+        let left = TimeSpan.microseconds(max(0, p.until.microseconds - t.microseconds))
+        let interval = TimeSpan.microseconds(p.until.microseconds - p.intervalStart.microseconds)
+        let which = p.global
+            ? "all callers were refused \(p.totalDenials) calls (JournalDenialGlobalBurst=\(limits.globalBurst))"
+            : "uid \(peer.uid) was refused \(p.uidDenials) calls (JournalDenialBurst=\(limits.perUIDBurst))"
+        let message = "\(which) in \(spent) of a \(interval) interval: each connection of uid \(peer.uid) refused a call "
+            + "is not read until the interval ends, in \(left) (every refusal is still journaled)"
+        let fields = [
+            JournalField(knownName: "BGTASKD_REASON", Reason.journalBudget.rawValue),
+            JournalField(knownName: "BGTASKD_UID", String(peer.uid)),
+            JournalField(knownName: "BGTASKD_PEER_PID", String(peer.pid)),
+            JournalField(knownName: "BGTASKD_DENIED", String(p.global ? p.totalDenials : p.uidDenials)),
+            JournalField(knownName: "BGTASKD_INTERVAL_USEC", String(interval.microseconds)),
+        ]
+        sink.send(message, priority: .notice, fields: fields, essential: true)
+    }
+}
