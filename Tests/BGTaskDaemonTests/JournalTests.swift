@@ -142,5 +142,11 @@ import Testing
             #expect(catalog.contains("-- \(id)"), "catalog lacks \(d) \(id)")
             #expect(list.contains("\(d) \(id)"), "message-ids.txt lacks \(d) \(id)")
         }
+        // The denial budget's notice is not a decision, but `journalctl -x` explains it too.
+        let paused = MessageIDs.connectionsPaused
+        #expect(paused.count == 32 && paused.allSatisfy(\.isHexDigit))
+        #expect(!MessageIDs.byDecision.values.contains(paused))
+        #expect(catalog.contains("-- \(paused)"), "catalog lacks connections-paused \(paused)")
+        #expect(list.contains("connections-paused \(paused)"), "message-ids.txt lacks connections-paused")
     }
 }

@@ -414,6 +414,8 @@ def test_an_app_looping_a_denied_call_does_not_hide_another_apps_decisions(priva
     assert len(denies) == 101 and answered_at_pause == 100 == answered_before_stop, (len(denies), answered_at_pause)
     assert stats.get("connectionsPaused") == 1, stats
     assert len(notes) == 1 and notes[0]["BGTASKD_UID"] == str(os.getuid()) and notes[0]["BGTASKD_DENIED"] == "101", notes
+    # Explained by the catalog (systemd/bgtaskd.catalog, `connections-paused` in message-ids.txt).
+    assert notes[0].get("MESSAGE_ID") == "c7bb95a8e52e429796b92b7aca6eed32", notes
 
 
 def test_a_paused_connection_is_answered_in_order_after_the_interval_and_others_are_served(daemon, bin_dir):

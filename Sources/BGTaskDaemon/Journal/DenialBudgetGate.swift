@@ -67,6 +67,7 @@ final class DenialBudgetGate: @unchecked Sendable {
             JournalField(knownName: "BGTASKD_PEER_PID", String(peer.pid)),
             JournalField(knownName: "BGTASKD_DENIED", String(p.global ? p.totalDenials : p.uidDenials)),
             JournalField(knownName: "BGTASKD_INTERVAL_USEC", String(interval.microseconds)),
+            JournalField(knownName: "MESSAGE_ID", MessageIDs.connectionsPaused),
         ]
         sink.send(message, priority: .notice, fields: fields, essential: true)
     }

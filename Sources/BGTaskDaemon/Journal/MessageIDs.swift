@@ -18,4 +18,8 @@ public enum MessageIDs: Sendable {
         "policy": "6479e7c1bc8c40349d51cb290168cbdd",
         "coalesced": "6003c06c701d4aaeaff590025241a3a8",
     ]
+
+    /// Not a decision: the notice that a uid's connections refused a call are not read until the denial
+    /// budget's interval ends (`Journal/DenialBudgetGate.swift`; `connections-paused` in message-ids.txt).
+    public static let connectionsPaused = "c7bb95a8e52e429796b92b7aca6eed32"
 }
