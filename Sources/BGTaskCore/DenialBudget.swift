@@ -1,14 +1,22 @@
-/// The denial budget (issue 11, point 2 for denials): how fast one caller may be refused.
+/// The denial budget (issue 11, point 2 for denials): how fast one client may be refused.
 ///
 /// SPEC §11 journals every `deny` one by one, so a client looping a refused call could fill journald's
-/// rate limit on its own. The daemon does not coalesce denials; it slows the caller instead: denied calls
-/// are counted per calling uid (root included) and for all callers together per interval. Past
-/// `perUIDBurst` (the uid's count) or `globalBurst` (everyone's), a connection whose call was just denied
-/// gets its reply and is then not read until the interval ends (``Verdict/pause``); the shell does that
-/// (flow control, like the journal queue's pause). A uid paused more often in one interval than it may hold
-/// connections (`maxConnectionsPerUID`) is reconnecting to get round the pause: its new connections are then
-/// held from the start too (``holdsNewConnections(uid:)``), and so are those of every uid paused once the
-/// global burst is spent; up to then a uid's other work is untouched.
+/// rate limit on its own. The daemon does not coalesce denials; it slows the client instead. Denied calls are
+/// counted per calling process (uid and pid of the connection's peer, root included) and for all callers
+/// together per interval. Past `perCallerBurst` (the process's count) or `globalBurst` (everyone's), a
+/// connection whose call was just denied gets its reply and is then not read until the interval ends
+/// (``Verdict/pause``); the shell does that (flow control, like the journal queue's pause).
+///
+/// Why per process, not per uid: on a phone every app of the user runs as one uid. An app looping a refused
+/// call must not get its sibling apps paused when one of them is refused a call once (a paused connection
+/// waits with its `Acknowledge` too, and the app would miss its grace window). Other processes of the same
+/// uid are touched only once everyone's burst is spent.
+///
+/// Reconnecting to get round a pause: a process paused more often in one interval than it may hold
+/// connections (`maxConnectionsPerUID`) has its new connections held from the start
+/// (``NewConnections/caller``). A uid whose processes were paused more than twice that often in all (a client
+/// that forks to get new pids) has every new connection of the uid held (``NewConnections/uid``). A single
+/// process reconnecting is held as a process long before its uid is.
 ///
 /// Intervals are fixed windows: one starts at the first denial after the previous one ended and lasts
 /// `interval`. Pure: no clock (every input carries `now`), no I/O; the shell arms one timer for
@@ -17,25 +25,46 @@
 public struct DenialBudget: Sendable {
     /// The budget's settings (`[Journal]` of bgtaskd.conf).
     public struct Limits: Hashable, Sendable {
-        /// `JournalDenialBurst=`.
-        public var perUIDBurst: Int
+        /// `JournalDenialBurst=`: refusals journaled for one process per interval before it is paused.
+        public var perCallerBurst: Int
         /// `JournalDenialGlobalBurst=`.
         public var globalBurst: Int
         /// `JournalAssertionIntervalSec=` (the journal budget's interval).
         public var interval: TimeSpan
-        /// `MaxConnectionsPerUser=`: past this many pauses of one uid in an interval, its new connections
-        /// are held from the start.
+        /// `MaxConnectionsPerUser=`: past this many pauses of one process in an interval its new connections
+        /// are held from the start; past twice as many pauses of one uid, the uid's.
         public var maxConnectionsPerUID: Int
 
         /// The given limits (negative bursts count as 0; the interval is at least 1 µs).
-        public init(perUIDBurst: Int = 100, globalBurst: Int = 1000, interval: TimeSpan = .seconds(30),
+        public init(perCallerBurst: Int = 100, globalBurst: Int = 1000, interval: TimeSpan = .seconds(30),
                     maxConnectionsPerUID: Int = 128)
         {
-            self.perUIDBurst = max(0, perUIDBurst)
+            self.perCallerBurst = max(0, perCallerBurst)
             self.globalBurst = max(0, globalBurst)
             self.interval = max(interval, .microseconds(1))
             self.maxConnectionsPerUID = max(0, maxConnectionsPerUID)
         }
+    }
+
+    /// The client a connection belongs to: its peer's uid and pid (SO_PEERCRED).
+    public struct Caller: Hashable, Sendable {
+        public var uid: UInt32
+        public var pid: Int32
+
+        public init(uid: UInt32, pid: Int32) {
+            self.uid = uid
+            self.pid = pid
+        }
+    }
+
+    /// Whose new connections are held until the interval ends.
+    public enum NewConnections: Hashable, Sendable {
+        /// Nobody's: only the connection just refused is paused.
+        case none
+        /// Those of the refused connection's process (it reconnects to get round its pauses).
+        case caller
+        /// Every connection of the refused connection's uid (its processes were paused too often in all).
+        case uid
     }
 
     /// What to do with the connection whose call was just denied.
@@ -52,23 +81,23 @@ public struct DenialBudget: Sendable {
         public var until: Instant
         /// The first pause of this uid in the interval (the shell journals one entry for it).
         public var firstOfUID: Bool
-        /// The uid's denials in the interval so far, this one included.
-        public var uidDenials: Int
+        /// The process's denials in the interval so far, this one included.
+        public var callerDenials: Int
         /// Everyone's denials in the interval so far, this one included.
         public var totalDenials: Int
         /// When the interval began.
         public var intervalStart: Instant
-        /// The global burst, not only the uid's, was spent.
+        /// The global burst, not only the process's, was spent.
         public var global: Bool
-        /// The uid's new connections are held from now on until the interval ends (it reconnects).
-        public var holdNewConnections: Bool
+        /// Whose new connections are held from now on until the interval ends.
+        public var holdNewConnections: NewConnections
 
-        public init(until: Instant, firstOfUID: Bool, uidDenials: Int, totalDenials: Int, intervalStart: Instant, global: Bool,
-                    holdNewConnections: Bool = false)
+        public init(until: Instant, firstOfUID: Bool, callerDenials: Int, totalDenials: Int, intervalStart: Instant,
+                    global: Bool, holdNewConnections: NewConnections = .none)
         {
             self.until = until
             self.firstOfUID = firstOfUID
-            self.uidDenials = uidDenials
+            self.callerDenials = callerDenials
             self.totalDenials = totalDenials
             self.intervalStart = intervalStart
             self.global = global
@@ -81,8 +110,9 @@ public struct DenialBudget: Sendable {
     private var windowStart: Instant?
     private var windowLimits: Limits
     private var total = 0
-    private var perUID: [UInt32: Int] = [:]
-    /// Uids with a connection paused in this interval, and how many pauses.
+    private var perCaller: [Caller: Int] = [:]
+    /// Pauses in this interval, per process and per uid.
+    private var pausedCallers: [Caller: Int] = [:]
     private var pausedUIDs: [UInt32: Int] = [:]
     /// Pauses since start (Stats' `connectionsPaused`).
     public private(set) var pauses = 0
@@ -99,37 +129,38 @@ public struct DenialBudget: Sendable {
         return windowStart + windowLimits.interval
     }
 
-    /// Whether a connection of `uid` is paused in this interval.
-    public func isPaused(uid: UInt32) -> Bool { pausedUIDs[uid] != nil }
+    /// Whether a connection of `caller` is paused in this interval.
+    public func isPaused(_ caller: Caller) -> Bool { pausedCallers[caller] != nil }
 
-    /// Whether new connections of `uid` are to be held until the interval ends: it was paused more often
-    /// than it may hold connections, so it connects again to get round the pause; or it was paused once
-    /// everyone's burst was spent (then only the connections open already may each be refused once more).
-    public func holdsNewConnections(uid: UInt32) -> Bool {
-        guard let paused = pausedUIDs[uid] else { return false }
-        return paused > windowLimits.maxConnectionsPerUID || total > windowLimits.globalBurst
+    /// Whose new connections are to be held until the interval ends, for a connection of `caller`'s process
+    /// paused now (see the type's notes).
+    public func holdsNewConnections(_ caller: Caller) -> NewConnections {
+        if let uid = pausedUIDs[caller.uid], uid > 2 * windowLimits.maxConnectionsPerUID { return .uid }
+        guard let paused = pausedCallers[caller] else { return .none }
+        return paused > windowLimits.maxConnectionsPerUID || total > windowLimits.globalBurst ? .caller : .none
     }
 
-    /// A call of `uid` was denied (and its `deny` journaled) at `now`. `released` is true when an interval
-    /// that had paused connections ended before `now` (read them again first).
-    public mutating func denied(uid: UInt32, now: Instant) -> (verdict: Verdict, released: Bool) {
+    /// A call of `caller` was denied (and its `deny` journaled) at `now`. `released` is true when an
+    /// interval that had paused connections ended before `now` (read them again first).
+    public mutating func denied(_ caller: Caller, now: Instant) -> (verdict: Verdict, released: Bool) {
         let released = closeWindowIfOver(now: now)
         if windowStart == nil {
             windowStart = now
             windowLimits = limits
         }
         total += 1
-        let mine = perUID[uid, default: 0] + 1
-        perUID[uid] = mine
-        let overUID = mine > windowLimits.perUIDBurst
+        let mine = perCaller[caller, default: 0] + 1
+        perCaller[caller] = mine
+        let overCaller = mine > windowLimits.perCallerBurst
         let overGlobal = total > windowLimits.globalBurst
-        guard overUID || overGlobal, let start = windowStart else { return (.serve, released) }
-        let paused = pausedUIDs[uid, default: 0] + 1
-        pausedUIDs[uid] = paused
+        guard overCaller || overGlobal, let start = windowStart else { return (.serve, released) }
+        pausedCallers[caller, default: 0] += 1
+        let uidPauses = pausedUIDs[caller.uid, default: 0] + 1
+        pausedUIDs[caller.uid] = uidPauses
         pauses += 1
-        let pause = Pause(until: start + windowLimits.interval, firstOfUID: paused == 1, uidDenials: mine, totalDenials: total,
-                          intervalStart: start, global: overGlobal && !overUID,
-                          holdNewConnections: overGlobal || paused > windowLimits.maxConnectionsPerUID)
+        let pause = Pause(
+            until: start + windowLimits.interval, firstOfUID: uidPauses == 1, callerDenials: mine, totalDenials: total,
+            intervalStart: start, global: overGlobal && !overCaller, holdNewConnections: holdsNewConnections(caller))
         return (.pause(pause), released)
     }
 
@@ -143,7 +174,8 @@ public struct DenialBudget: Sendable {
         let hadPaused = !pausedUIDs.isEmpty
         self.windowStart = nil
         total = 0
-        perUID.removeAll(keepingCapacity: true)
+        perCaller.removeAll(keepingCapacity: true)
+        pausedCallers.removeAll(keepingCapacity: true)
         pausedUIDs.removeAll(keepingCapacity: true)
         return hadPaused
     }

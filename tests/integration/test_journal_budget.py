@@ -458,6 +458,23 @@ def test_a_paused_connection_is_answered_in_order_after_the_interval_and_others_
             ctl = subprocess.run([str(bin_dir / "bgtaskctl"), "--socket", d.socket, "list"], capture_output=True,
                                  text=True, timeout=PROMPT * 5)
             assert ctl.returncode == 0 and looper in ctl.stdout, ctl.stderr
+            # Another process of the looper's uid (on a phone: a sibling app) refused a call is not paused
+            # for the looper's refusals: its refusal and a GetInfo behind it are answered while the looper
+            # still waits (with the budget counted per uid, it was paused until the interval ended too).
+            pid = os.fork()
+            if pid == 0:
+                code = 1
+                try:
+                    with RawClient(d.socket, timeout=30) as sibling:
+                        sibling.send(begin + RawClient.encode("org.varlink.service.GetInfo"))
+                        refused, info = sibling.recv_message(timeout=30), sibling.recv_message(timeout=30)
+                        code = 0 if refused["parameters"]["taskId"] == 0 and "vendor" in info["parameters"] else 2
+                finally:
+                    os._exit(code)
+            _, status = os.waitpid(pid, 0)
+            assert os.waitstatus_to_exitcode(status) == 0, "the sibling process was not answered"
+            assert select.select([flooder.sock], [], [], 0)[0] == [], \
+                "the looper was answered before the sibling: the sibling was paused with it"
             assert state(c, looper) == "suspended"
             # The rest: in order, the GetInfo last, after the interval (2 s) ended, and none lost.
             rest = [flooder.recv_message(timeout=30) for _ in range(6)]
@@ -473,11 +490,11 @@ def test_a_paused_connection_is_answered_in_order_after_the_interval_and_others_
           f"(JournalAssertionIntervalSec=2s); Stats connectionsPaused {st['connectionsPaused']}")
 
 
-def test_a_uid_reconnecting_to_get_round_its_pause_has_its_new_connections_held(daemon):
+def test_a_process_reconnecting_to_get_round_its_pause_has_its_new_connections_held(daemon):
     """A client that opens a new connection each time one is paused (JournalDenialBurst=2,
     MaxConnectionsPerUser=2, JournalAssertionIntervalSec=3s): 2 refusals, then 3 connections each refused
-    once and paused; paused more often than it may hold connections, its uid's next new connection is held
-    from the start: its call is answered only when the interval ends, while another uid is served
+    once and paused; paused more often than it may hold connections, its process's next new connection is
+    held from the start: its call is answered only when the interval ends, while another uid is served
     meanwhile. Without the hold, every reconnection would add one journaled refusal."""
     looper = "org.test.Looper"
     conf = (DENY_CONF.replace("[Daemon]\n", "[Daemon]\nMaxConnectionsPerUser=2\n", 1)
@@ -521,4 +538,4 @@ def test_a_uid_reconnecting_to_get_round_its_pause_has_its_new_connections_held(
         assert kept[-1].call("org.varlink.service.GetInfo", timeout=PROMPT)["parameters"]["vendor"]
         for r in kept + [held]:
             r.close()
-    print(f"\nreconnecting uid: 5 refusals, its 6th connection answered after {waited:.2f} s (interval 3 s)")
+    print(f"\nreconnecting process: 5 refusals, its 6th connection answered after {waited:.2f} s (interval 3 s)")

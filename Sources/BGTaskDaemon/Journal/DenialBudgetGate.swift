@@ -2,10 +2,10 @@ import BGTaskConfig
 import BGTaskCore
 
 /// The shell of the denial budget (``DenialBudget`` decides; issue 11, point 2 for denials): counts every
-/// call answered with a journaled `deny` per calling uid, and past the burst holds the connection that was
-/// just refused (``VarlinkServer/hold(_:newConnectionsOfUID:)``: not read until the interval ends; its
-/// reply, its streams and its assertions are untouched; a uid that reconnects to get round it has its new
-/// connections held too) and journals one entry per uid and interval saying so. It has no timer of its own: the interval's end is ``nextDeadline``, served by the daemon's one
+/// call answered with a journaled `deny` per calling process (the peer's uid and pid), and past the burst
+/// holds the connection that was just refused (``VarlinkServer/hold(_:newConnectionsOfProcess:newConnectionsOfUID:)``: not read until
+/// the interval ends; its reply, its streams and its assertions are untouched; a process that reconnects to
+/// get round it has its new connections held too, and a uid whose processes do so, the uid's) and journals one entry per uid and interval saying so. It has no timer of its own: the interval's end is ``nextDeadline``, served by the daemon's one
 /// monotonic timer, which calls ``deadlineReached()``. Runs on the daemon's queue.
 final class DenialBudgetGate: @unchecked Sendable {
     // @unchecked: used only on `queue`.
@@ -24,7 +24,7 @@ final class DenialBudgetGate: @unchecked Sendable {
 
     static func limits(_ config: DaemonConfig) -> DenialBudget.Limits {
         DenialBudget.Limits(
-            perUIDBurst: config.journalDenialBurst, globalBurst: config.journalDenialGlobalBurst,
+            perCallerBurst: config.journalDenialBurst, globalBurst: config.journalDenialGlobalBurst,
             interval: .microseconds(config.journalAssertionIntervalUSec), maxConnectionsPerUID: config.maxConnectionsPerUser)
     }
 
@@ -44,10 +44,13 @@ final class DenialBudgetGate: @unchecked Sendable {
     /// `connection`'s call was answered with a journaled `deny`.
     func denied(_ connection: VarlinkConnection) {
         let t = now()
-        let (verdict, released) = budget.denied(uid: connection.peer.uid, now: t)
+        let caller = DenialBudget.Caller(uid: connection.peer.uid, pid: connection.peer.pid)
+        let (verdict, released) = budget.denied(caller, now: t)
         if released { server?.releaseHeld() }
         guard case .pause(let pause) = verdict else { return }
-        server?.hold(connection, newConnectionsOfUID: pause.holdNewConnections)
+        server?.hold(
+            connection, newConnectionsOfProcess: pause.holdNewConnections == .caller,
+            newConnectionsOfUID: pause.holdNewConnections == .uid)
         if pause.firstOfUID { journal(pause, peer: connection.peer, now: t) }
     }
 
@@ -58,14 +61,14 @@ final class DenialBudgetGate: @unchecked Sendable {
         let interval = TimeSpan.microseconds(p.until.microseconds - p.intervalStart.microseconds)
         let which = p.global
             ? "all callers were refused \(p.totalDenials) calls (JournalDenialGlobalBurst=\(limits.globalBurst))"
-            : "uid \(peer.uid) was refused \(p.uidDenials) calls (JournalDenialBurst=\(limits.perUIDBurst))"
-        let message = "\(which) in \(spent) of a \(interval) interval: each connection of uid \(peer.uid) refused a call "
-            + "is not read until the interval ends, in \(left) (every refusal is still journaled)"
+            : "process \(peer.pid) of uid \(peer.uid) was refused \(p.callerDenials) calls (JournalDenialBurst=\(limits.perCallerBurst))"
+        let message = "\(which) in \(spent) of a \(interval) interval: a connection of uid \(peer.uid) refused a call "
+            + "past that burst is not read until the interval ends, in \(left) (every refusal is still journaled)"
         let fields = [
             JournalField(knownName: "BGTASKD_REASON", Reason.journalBudget.rawValue),
             JournalField(knownName: "BGTASKD_UID", String(peer.uid)),
             JournalField(knownName: "BGTASKD_PEER_PID", String(peer.pid)),
-            JournalField(knownName: "BGTASKD_DENIED", String(p.global ? p.totalDenials : p.uidDenials)),
+            JournalField(knownName: "BGTASKD_DENIED", String(p.global ? p.totalDenials : p.callerDenials)),
             JournalField(knownName: "BGTASKD_INTERVAL_USEC", String(interval.microseconds)),
             JournalField(knownName: "MESSAGE_ID", MessageIDs.connectionsPaused),
         ]

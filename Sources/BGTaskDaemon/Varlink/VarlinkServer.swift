@@ -163,6 +163,9 @@ public final class VarlinkServer: @unchecked Sendable {
     private var held: [UInt64: VarlinkConnection] = [:]
     /// Uids whose new connections are held from the start until `releaseHeld()`.
     private var heldUIDs: Set<UInt32> = []
+    /// Processes whose new connections are held until the denial budget's interval ends.
+    private struct HeldProcess: Hashable { var uid: UInt32; var pid: Int32 }
+    private var heldProcesses: Set<HeldProcess> = []
     /// True while accept(2) failed for want of descriptors: the listeners are out of the epoll set
     /// (they would be reported ready in every turn, a busy loop) until a connection closes or 100 ms pass.
     public private(set) var acceptPaused = false
@@ -393,7 +396,7 @@ public final class VarlinkServer: @unchecked Sendable {
             connections[token] = c
             connectionsByUID[peer.uid, default: 0] += 1
             if peer.uid != 0 { unprivilegedConnections += 1 }
-            if heldUIDs.contains(peer.uid) { hold(c) }
+            if heldUIDs.contains(peer.uid) || heldProcesses.contains(HeldProcess(uid: peer.uid, pid: peer.pid)) { hold(c) }
         }
     }
 
@@ -401,20 +404,22 @@ public final class VarlinkServer: @unchecked Sendable {
 
     /// Stops reading `connection` and serving its calls (its current call, if any, is answered as usual;
     /// replies and stream events are still written) until ``releaseHeld()``; the peer's further calls wait
-    /// in its socket. With `newConnectionsOfUID`, connections its uid opens meanwhile are held too.
-    /// Call on `queue`.
-    public func hold(_ connection: VarlinkConnection, newConnectionsOfUID: Bool = false) {
+    /// in its socket. Connections opened meanwhile by its process (`newConnectionsOfProcess`) or by any
+    /// process of its uid (`newConnectionsOfUID`) are held too. Call on `queue`.
+    public func hold(_ connection: VarlinkConnection, newConnectionsOfProcess: Bool = false, newConnectionsOfUID: Bool = false) {
         dispatchPrecondition(condition: .onQueue(queue))
+        if newConnectionsOfProcess { heldProcesses.insert(HeldProcess(uid: connection.peer.uid, pid: connection.peer.pid)) }
         if newConnectionsOfUID { heldUIDs.insert(connection.peer.uid) }
         guard !connection.isClosed, held[connection.id] == nil else { return }
         held[connection.id] = connection
         connection.setHeld(true)
     }
 
-    /// Reads and serves every held connection again, and new connections of every uid. Call on `queue`.
+    /// Reads and serves every held connection again, and new connections of every process and uid. Call on `queue`.
     public func releaseHeld() {
         dispatchPrecondition(condition: .onQueue(queue))
         heldUIDs.removeAll()
+        heldProcesses.removeAll()
         let release = held.values.sorted { $0.id < $1.id }
         held.removeAll()
         for c in release { c.setHeld(false) }
