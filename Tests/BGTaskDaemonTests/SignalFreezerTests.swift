@@ -21,16 +21,18 @@ import Testing
         let app = try #require(AppID("org.example.Busy"))
         let shell = Process()
         shell.executableURL = URL(fileURLWithPath: "/bin/sh")
-        shell.arguments = ["-c", "for i in $(seq 8); do (while :; do :; done) & done; wait"]
+        // "ready" once the shell has forked its eight children (each `&` returns after its fork).
+        shell.arguments = ["-c", "for i in $(seq 8); do (while :; do :; done) & done; echo ready; wait"]
+        let ready = Pipe()
+        shell.standardOutput = ready
         try shell.run()
         let pid = shell.processIdentifier
         defer {
             queue.sync { freezer.kill(app: app, pid: pid) }
             shell.waitUntilExit()
         }
-        // The shell and its eight children (bounded: the children start within the shell's first moments).
-        let deadline = Date().addingTimeInterval(10)
-        while SignalFreezer.processTree(root: pid).count < 9, Date() < deadline { usleep(1000) }
+        let line = ready.fileHandleForReading.availableData
+        #expect(String(decoding: line, as: UTF8.self) == "ready\n")
         let tree = SignalFreezer.processTree(root: pid)
         #expect(tree.count == 9)
 
