@@ -240,3 +240,43 @@ class AppLog:
 
     def wait_state(self, state, timeout=5.0):
         wait_for(lambda: self.state() == state, timeout, lambda: f"{self.id} is {self.state()}, expected {state}")
+
+
+def open_to_others(d):
+    """Lets other uids reach the daemon's socket (the test directories are private by default)."""
+    d.root.chmod(0o711)
+    (d.root / "runtime").chmod(0o711)
+
+
+def as_user(uid: int | None, gid: int | None, groups: list[int] | None, work) -> object:
+    """Runs `work()` in a forked child (another process: another peer pid for the daemon), with these
+    credentials where given (None: the test's own); returns what it returned (JSON), and fails the test
+    with the child's exception if it raised."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.close(r)
+            if groups is not None:
+                os.setgroups(groups)
+            if gid is not None:
+                os.setgid(gid)
+            if uid is not None:
+                os.setuid(uid)
+            result = work()
+            os.write(w, json.dumps({"ok": result}).encode())
+            code = 0
+        except BaseException as e:  # noqa: BLE001 - reported to the parent
+            os.write(w, json.dumps({"exception": repr(e)}).encode())
+        finally:
+            os._exit(code)
+    os.close(w)
+    chunks = []
+    while chunk := os.read(r, 65536):
+        chunks.append(chunk)
+    os.close(r)
+    os.waitpid(pid, 0)
+    out = json.loads(b"".join(chunks) or b'{"exception": "no output"}')
+    assert "ok" in out, out
+    return out["ok"]

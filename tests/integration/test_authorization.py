@@ -12,7 +12,7 @@ import time
 
 import varlink
 
-from support import PROMPT, RawClient
+from support import PROMPT, RawClient, as_user, open_to_others
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PYAPP = os.path.join(HERE, "apps", "pyapp.py")
@@ -25,41 +25,6 @@ SERVICE = "org.varlink.service"
 OWNER_UID, OTHER_APP_UID, OTHER_UID, CONTROL_UID = 64001, 64002, 64003, 64004
 CONTROL_GID = 64100
 A, B = "org.test.Owned", "org.test.Other"
-
-
-def open_to_others(d):
-    """Lets other uids reach the socket (the test directories are private by default)."""
-    d.root.chmod(0o711)
-    (d.root / "runtime").chmod(0o711)
-
-
-def as_user(uid: int, gid: int, groups: list[int], work) -> object:
-    """Runs `work()` in a forked child with these credentials; returns what it returned (JSON)."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        code = 1
-        try:
-            os.close(r)
-            os.setgroups(groups)
-            os.setgid(gid)
-            os.setuid(uid)
-            result = work()
-            os.write(w, json.dumps({"ok": result}).encode())
-            code = 0
-        except BaseException as e:  # noqa: BLE001 - reported to the parent
-            os.write(w, json.dumps({"exception": repr(e)}).encode())
-        finally:
-            os._exit(code)
-    os.close(w)
-    chunks = []
-    while chunk := os.read(r, 65536):
-        chunks.append(chunk)
-    os.close(r)
-    os.waitpid(pid, 0)
-    out = json.loads(b"".join(chunks) or b'{"exception": "no output"}')
-    assert "ok" in out, out
-    return out["ok"]
 
 
 # MARK: point 3

@@ -79,6 +79,23 @@ def saved_pending(d, app: str) -> list[str]:
 
 # MARK: SPEC §3: a wake for an event runs on the event's own budget
 
+def active_app(daemon, tmp_path, name: str):
+    """A lifecycle-aware app launched into the foreground: (daemon, app ID, its refresh identifier, its events)."""
+    app = unique(name)
+    events = tmp_path / "events.jsonl"
+    d = daemon(conf=CONF, apps={app: manifest(app, events)})
+    log = EventLog(events)
+    call(d.socket, f"{MANAGER}.Launch", appId=app)
+    log.wait_kind("did-become-active")
+    return d, app, f"{app}.refresh", log
+
+
+def assert_task_waits(app: str):
+    """The daemon journaled that the app's due task waits for the background (SPEC §6)."""
+    assert journal_entries(want=bool, timeout=10, BGTASKD_APP=app, BGTASKD_REASON="waiting-for-background"), \
+        "the task did not wait for the background"
+
+
 def test_a_task_wake_gives_a_suspended_app_no_fresh_budget(daemon, tmp_path):
     app = unique("Spent")
     identifier = f"{app}.refresh"
@@ -115,17 +132,10 @@ def test_a_task_wake_gives_a_suspended_app_no_fresh_budget(daemon, tmp_path):
 # MARK: SPEC §6: a task waiting for the background is not lost when the app ends first
 
 def test_a_due_task_waiting_for_the_background_runs_after_the_app_is_terminated(daemon, tmp_path):
-    app = unique("Waiting")
-    identifier = f"{app}.refresh"
-    events = tmp_path / "events.jsonl"
-    d = daemon(conf=CONF, apps={app: manifest(app, events)})
-    log = EventLog(events)
-    call(d.socket, f"{MANAGER}.Launch", appId=app)
-    log.wait_kind("did-become-active")
+    d, app, identifier, log = active_app(daemon, tmp_path, "Waiting")
     # Due at once, but the app is active: the task waits for the background.
     call(d.socket, f"{APP}.SubmitTaskRequest", appId=app, identifier=identifier, kind="refresh")
-    assert journal_entries(want=bool, timeout=10, BGTASKD_APP=app, BGTASKD_REASON="waiting-for-background"), \
-        "the task did not wait for the background"
+    assert_task_waits(app)
     assert "perform-task" not in log.kinds()
     assert pending(d, app) == [identifier]
     assert saved_pending(d, app) == [identifier]
@@ -143,19 +153,12 @@ def test_a_due_task_waiting_for_the_background_runs_after_the_app_is_terminated(
 
 
 def test_a_waiting_task_survives_a_termination_and_a_daemon_restart(daemon, tmp_path):
-    app = unique("Survives")
-    identifier = f"{app}.refresh"
-    events = tmp_path / "events.jsonl"
-    d = daemon(conf=CONF, apps={app: manifest(app, events)})
-    log = EventLog(events)
-    call(d.socket, f"{MANAGER}.Launch", appId=app)
-    log.wait_kind("did-become-active")
+    d, app, identifier, log = active_app(daemon, tmp_path, "Survives")
     # Not due by itself for an hour; RunTaskNow runs it now, but the app is active: it waits.
     call(d.socket, f"{APP}.SubmitTaskRequest", appId=app, identifier=identifier, kind="refresh",
          earliestBeginUSec=realtime_usec(3600))
     call(d.socket, f"{MANAGER}.RunTaskNow", appId=app, identifier=identifier)
-    assert journal_entries(want=bool, timeout=10, BGTASKD_APP=app, BGTASKD_REASON="waiting-for-background"), \
-        "the task did not wait for the background"
+    assert_task_waits(app)
     call(d.socket, f"{MANAGER}.Terminate", appId=app)
     wait_state(d.socket, app, "not-running")
     # Still pending, in memory and in the state file.
@@ -215,16 +218,9 @@ def test_an_assertion_past_its_budget_ends_the_app_when_the_manager_hold_ends(da
 
 
 def test_a_waiting_task_whose_request_is_cancelled_does_not_run(daemon, tmp_path):
-    app = unique("Cancelled")
-    identifier = f"{app}.refresh"
-    events = tmp_path / "events.jsonl"
-    d = daemon(conf=CONF, apps={app: manifest(app, events)})
-    log = EventLog(events)
-    call(d.socket, f"{MANAGER}.Launch", appId=app)
-    log.wait_kind("did-become-active")
+    d, app, identifier, log = active_app(daemon, tmp_path, "Cancelled")
     call(d.socket, f"{APP}.SubmitTaskRequest", appId=app, identifier=identifier, kind="refresh")
-    assert journal_entries(want=bool, timeout=10, BGTASKD_APP=app, BGTASKD_REASON="waiting-for-background"), \
-        "the task did not wait for the background"
+    assert_task_waits(app)
     # The app cancels it while it waits: it is no longer pending, and it must not run either.
     call(d.socket, f"{APP}.CancelTaskRequest", appId=app, identifier=identifier)
     assert pending(d, app) == [] and saved_pending(d, app) == []

@@ -9,7 +9,7 @@ import socket
 import subprocess
 import time
 
-from support import PROMPT, Closed, RawClient, assert_answers
+from support import PROMPT, Closed, RawClient, as_user, assert_answers, open_to_others
 
 MANAGER = "io.bgtaskd.Manager"
 HALF = b'{"method":"org.varlink.service.GetInfo","parame'
@@ -111,8 +111,7 @@ def run_as(uid: int, socket_path: str, count: int, control_r: int, report_w: int
 def test_one_uid_at_its_bound_does_not_lock_out_root_bgtaskctl_or_another_user(daemon, bin_dir):
     d = daemon(conf="[Daemon]\nMaxConnectionsPerUser=8\n")
     assert counters(d.socket)["connectionsRefused"] == 0
-    d.root.chmod(0o711)
-    (d.root / "runtime").chmod(0o711)
+    open_to_others(d)
     control_r, control_w = os.pipe()
     report_r, report_w = os.pipe()
     pid = os.fork()
@@ -129,34 +128,13 @@ def test_one_uid_at_its_bound_does_not_lock_out_root_bgtaskctl_or_another_user(d
         ctl = subprocess.run([str(bin_dir / "bgtaskctl"), "--socket", d.socket, "list"], capture_output=True,
                              text=True, timeout=10)
         assert ctl.returncode == 0, ctl.stderr
-        other = os.fork()
-        if other == 0:
-            code = 1
-            try:
-                os.setgroups([])
-                os.setgid(65533)
-                os.setuid(65533)
-                code = 0 if not refused(d.socket) else 3
-            finally:
-                os._exit(code)
-        _, status = os.waitpid(other, 0)
-        assert os.waitstatus_to_exitcode(status) == 0, "another uid was refused while nobody was at its bound"
+        assert not as_user(65533, 65533, [], lambda: refused(d.socket)), \
+            "another uid was refused while nobody was at its bound"
     finally:
         os.write(control_w, b"x")
         os.waitpid(pid, 0)
     # Its connections closed, the uid gets in again.
-    pid = os.fork()
-    if pid == 0:
-        code = 1
-        try:
-            os.setgroups([])
-            os.setgid(65534)
-            os.setuid(65534)
-            code = 0 if not refused(d.socket) else 3
-        finally:
-            os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
+    assert not as_user(65534, 65534, [], lambda: refused(d.socket)), "the uid was refused below its bound again"
     # Root, bgtaskctl, another uid and the uid once below its bound again were not refused.
     assert counters(d.socket)["connectionsRefused"] == 1
 

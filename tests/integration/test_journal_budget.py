@@ -15,7 +15,7 @@ import threading
 import time
 from collections import Counter
 
-from support import PROMPT, Closed, RawClient
+from support import PROMPT, Closed, RawClient, as_user, open_to_others
 
 APP = "io.bgtaskd.App"
 MANAGER = "io.bgtaskd.Manager"
@@ -329,6 +329,14 @@ class DenyLooper(threading.Thread):
         self.c.close()
 
 
+def served_as_nobody(socket_path: str) -> bool:
+    """Whether another uid (nobody, in a forked child) gets GetInfo answered at once."""
+    def get_info():
+        with RawClient(socket_path, timeout=PROMPT) as nobody:
+            return "vendor" in nobody.call("org.varlink.service.GetInfo", timeout=PROMPT)["parameters"]
+    return as_user(65534, 65534, [], get_info)
+
+
 def spend_background_time(c: RawClient, app: str):
     """Launches `app`, sends it to the background and waits until its background time is spent (it runs from
     entering the background, SPEC §3): every BeginBackgroundTask of it is refused from then on."""
@@ -427,8 +435,7 @@ def test_a_paused_connection_is_answered_in_order_after_the_interval_and_others_
     looper = "org.test.Looper"
     conf = DENY_CONF + "[Journal]\nJournalDenialBurst=5\nJournalAssertionIntervalSec=2s\n"
     d = daemon(conf=conf, apps={looper: sleeper(looper)})
-    d.root.chmod(0o711)
-    (d.root / "runtime").chmod(0o711)
+    open_to_others(d)
     with RawClient(d.socket, timeout=60) as c:
         spend_background_time(c, looper)
         assert call(c, f"{MANAGER}.Stats")["stats"].get("connectionsPaused") == 0
@@ -441,19 +448,7 @@ def test_a_paused_connection_is_answered_in_order_after_the_interval_and_others_
             st = wait_stats(c, lambda s: s.get("connectionsPaused", 0) >= 1, 10, "the looper was not paused")
             assert st["connectionsPaused"] == 1, st
             # Paused: another uid is served at once.
-            pid = os.fork()
-            if pid == 0:
-                code = 1
-                try:
-                    os.setgroups([])
-                    os.setgid(65534)
-                    os.setuid(65534)
-                    with RawClient(d.socket, timeout=PROMPT) as nobody:
-                        code = 0 if "vendor" in nobody.call("org.varlink.service.GetInfo", timeout=PROMPT)["parameters"] else 2
-                finally:
-                    os._exit(code)
-            _, status = os.waitpid(pid, 0)
-            assert os.waitstatus_to_exitcode(status) == 0, "another uid was not served while the looper was paused"
+            assert served_as_nobody(d.socket), "another uid was not served while the looper was paused"
             # bgtaskctl (a new connection of the looper's uid, refused nothing) is served too.
             ctl = subprocess.run([str(bin_dir / "bgtaskctl"), "--socket", d.socket, "list"], capture_output=True,
                                  text=True, timeout=PROMPT * 5)
@@ -461,18 +456,12 @@ def test_a_paused_connection_is_answered_in_order_after_the_interval_and_others_
             # Another process of the looper's uid (on a phone: a sibling app) refused a call is not paused
             # for the looper's refusals: its refusal and a GetInfo behind it are answered while the looper
             # still waits (with the budget counted per uid, it was paused until the interval ended too).
-            pid = os.fork()
-            if pid == 0:
-                code = 1
-                try:
-                    with RawClient(d.socket, timeout=30) as sibling:
-                        sibling.send(begin + RawClient.encode("org.varlink.service.GetInfo"))
-                        refused, info = sibling.recv_message(timeout=30), sibling.recv_message(timeout=30)
-                        code = 0 if refused["parameters"]["taskId"] == 0 and "vendor" in info["parameters"] else 2
-                finally:
-                    os._exit(code)
-            _, status = os.waitpid(pid, 0)
-            assert os.waitstatus_to_exitcode(status) == 0, "the sibling process was not answered"
+            def sibling_app():
+                with RawClient(d.socket, timeout=30) as sibling:
+                    sibling.send(begin + RawClient.encode("org.varlink.service.GetInfo"))
+                    refused, info = sibling.recv_message(timeout=30), sibling.recv_message(timeout=30)
+                    return refused["parameters"]["taskId"] == 0 and "vendor" in info["parameters"]
+            assert as_user(None, None, None, sibling_app), "the sibling process was not answered"
             assert select.select([flooder.sock], [], [], 0)[0] == [], \
                 "the looper was answered before the sibling: the sibling was paused with it"
             assert state(c, looper) == "suspended"
@@ -500,8 +489,7 @@ def test_a_process_reconnecting_to_get_round_its_pause_has_its_new_connections_h
     conf = (DENY_CONF.replace("[Daemon]\n", "[Daemon]\nMaxConnectionsPerUser=2\n", 1)
             + "[Journal]\nJournalDenialBurst=2\nJournalAssertionIntervalSec=3s\n")
     d = daemon(conf=conf, apps={looper: sleeper(looper)})
-    d.root.chmod(0o711)
-    (d.root / "runtime").chmod(0o711)
+    open_to_others(d)
     begin = (f"{APP}.BeginBackgroundTask", {"appId": looper})
     with RawClient(d.socket, timeout=60) as c:
         spend_background_time(c, looper)
@@ -515,19 +503,7 @@ def test_a_process_reconnecting_to_get_round_its_pause_has_its_new_connections_h
         held = RawClient(d.socket, timeout=30)
         held.send_call(*begin)
         # Another uid is served while the new connection waits (the event that comes after it).
-        pid = os.fork()
-        if pid == 0:
-            code = 1
-            try:
-                os.setgroups([])
-                os.setgid(65534)
-                os.setuid(65534)
-                with RawClient(d.socket, timeout=PROMPT) as nobody:
-                    code = 0 if "vendor" in nobody.call("org.varlink.service.GetInfo", timeout=PROMPT)["parameters"] else 2
-            finally:
-                os._exit(code)
-        _, status = os.waitpid(pid, 0)
-        assert os.waitstatus_to_exitcode(status) == 0, "another uid was not served"
+        assert served_as_nobody(d.socket), "another uid was not served"
         # Its call was sent before the other uid's: unanswered still.
         assert select.select([held.sock], [], [], 0)[0] == [], "the held connection was answered at once"
         reply = held.recv_message(timeout=30)
