@@ -394,10 +394,7 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
         // In place (`peekNextDeadline` is mutating): reading `machine.nextDeadline` from this class copies
         // the whole machine, twice per call on the hot path (issue 15). No array either.
         let core = machine.peekNextDeadline()
-        var deadline = core
-        for other in [journalBudget.nextDeadline, denialBudget.nextDeadline] {
-            if let b = other { deadline = deadline.map { min($0, b) } ?? b }
-        }
+        let deadline = Self.earliest(Self.earliest(core, journalBudget.nextDeadline), denialBudget.nextDeadline)
         guard let deadline else {
             if armedDeadline != nil {
                 timer?.suspend()
@@ -443,6 +440,13 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
         case .failure(let error):
             feed(.launchFailed(app, message: error.description))
         }
+    }
+
+    /// The earlier of two optional deadlines (no array on the per-call path).
+    private static func earliest(_ a: Instant?, _ b: Instant?) -> Instant? {
+        guard let a else { return b }
+        guard let b else { return a }
+        return min(a, b)
     }
 
     /// A part of an app's freeze (the freezer, the adopted instances) reports it done after `perform`
