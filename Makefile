@@ -5,7 +5,7 @@ RUNDIR     ?= $(CURDIR)/.run
 BIN        := $(CURDIR)/.build/debug
 RELEASEBIN := $(CURDIR)/.build/release
 
-.PHONY: all build deps journald run test test-unit test-integration test-units test-docs test-systemd test-fuzz fuzz soak bench examples clean
+.PHONY: all build deps journald run test test-unit test-integration test-units test-docs test-dependency test-systemd test-fuzz fuzz soak bench examples clean
 
 all: build
 
@@ -32,7 +32,7 @@ journald:
 # documentation against the code, and the Debian package installed and checked.
 test: deps journald
 	scripts/build-warning-free.sh $(SWIFT)
-	$(MAKE) --no-print-directory test-unit test-units test-docs test-integration test-fuzz test-package
+	$(MAKE) --no-print-directory test-unit test-units test-docs test-dependency test-integration test-fuzz test-package
 
 test-docs:
 	tests/check-docs.sh $(BIN)
@@ -42,6 +42,10 @@ test-unit:
 
 test-integration:
 	BGTASKD_BIN_DIR=$(BIN) $(PYTHON) -m pytest -q -p no:cacheprovider tests/integration
+
+# An app package builds against BGTaskClient named by version (no unsafe flags on our products).
+test-dependency:
+	tests/check-versioned-dependency.sh $(SWIFT)
 
 test-units:
 	tests/check-units.sh

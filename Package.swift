@@ -1,16 +1,5 @@
-// swift-tools-version: 6.1
+// swift-tools-version: 6.2
 import PackageDescription
-
-// swift-log's strict settings (its Package.swift): `any` for existentials, imports internal by default
-// and visible only where imported, nonisolated async functions run on the caller's actor, and every
-// public type says whether it is Sendable.
-let strict: [SwiftSetting] = [
-    .enableUpcomingFeature("ExistentialAny"),
-    .enableUpcomingFeature("InternalImportsByDefault"),
-    .enableUpcomingFeature("MemberImportVisibility"),
-    .enableUpcomingFeature("NonisolatedNonsendingByDefault"),
-    .unsafeFlags(["-Xfrontend", "-require-explicit-sendable"]),
-]
 
 let package = Package(
     name: "bgtaskd",
@@ -33,18 +22,17 @@ let package = Package(
     ],
     targets: [
         // The product's vocabulary: states, events, decisions, reasons, modes (SPEC names). Pure, no dependencies.
-        .target(name: "BGTaskModel", swiftSettings: strict),
+        .target(name: "BGTaskModel"),
         // Pure decision core: no clock, no I/O.
         .target(
             name: "BGTaskCore",
-            dependencies: ["BGTaskModel", .product(name: "HeapModule", package: "swift-collections")],
-            swiftSettings: strict
+            dependencies: ["BGTaskModel", .product(name: "HeapModule", package: "swift-collections")]
         ),
         // Varlink framing, JSON, message types, interface descriptions. Pure.
-        .target(name: "BGTaskProtocol", dependencies: ["BGTaskModel"], swiftSettings: strict),
+        .target(name: "BGTaskProtocol", dependencies: ["BGTaskModel"]),
         // systemd.syntax(7) parser, bgtaskd.conf and app manifests. Pure apart from reading files.
         // Its manifests name the core's background modes.
-        .target(name: "BGTaskConfig", dependencies: ["BGTaskCore"], swiftSettings: strict),
+        .target(name: "BGTaskConfig", dependencies: ["BGTaskCore"]),
         .systemLibrary(
             name: "CSystemd",
             pkgConfig: "libsystemd",
@@ -52,35 +40,32 @@ let package = Package(
         ),
         // Starting apps (environment, user, fork/exec into a cgroup) and the io.bgtaskd.Launcher
         // messages: shared by bgtaskd (in-process spawn, launcher client) and bgtaskd-launcher.
-        .target(name: "BGTaskLaunch", dependencies: ["BGTaskProtocol", "BGTaskConfig", "CSystemd"], swiftSettings: strict),
+        .target(name: "BGTaskLaunch", dependencies: ["BGTaskProtocol", "BGTaskConfig", "CSystemd"]),
         // The I/O shell: Dispatch event loop, Varlink server, journal, sd_notify, config.
         .target(
             name: "BGTaskDaemon",
             dependencies: [
                 "BGTaskCore", "BGTaskProtocol", "BGTaskConfig", "BGTaskLaunch", "CSystemd",
                 .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: strict
+            ]
         ),
-        .target(name: "BGTaskClient", dependencies: ["BGTaskProtocol"], swiftSettings: strict),
+        .target(name: "BGTaskClient", dependencies: ["BGTaskProtocol"]),
         // SPEC §13, bgtaskd-focus: libwayland-client, the protocol's C glue (wayland-scanner, see
         // protocols/README.md), the pure debounced focus tracker, and the program.
         .systemLibrary(name: "CWayland", pkgConfig: "wayland-client", providers: [.apt(["libwayland-dev"])]),
         // Also logind's session (LockedHint, IdleHint) over libsystemd's sd-bus.
         .target(name: "CWlrToplevel", dependencies: ["CWayland"], linkerSettings: [.linkedLibrary("systemd")]),
-        .target(name: "BGTaskFocus", swiftSettings: strict),
+        .target(name: "BGTaskFocus"),
         .executableTarget(
             name: "bgtaskd-focus",
             dependencies: [
                 "BGTaskFocus", "CWlrToplevel", "BGTaskClient", "BGTaskProtocol",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ],
-            swiftSettings: strict
+            ]
         ),
         .executableTarget(
             name: "bgtaskd",
-            dependencies: ["BGTaskDaemon", .product(name: "ArgumentParser", package: "swift-argument-parser")],
-            swiftSettings: strict
+            dependencies: ["BGTaskDaemon", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         // Privilege separation: starts apps on bgtaskd's request, so that the daemon runs unprivileged.
         .executableTarget(
@@ -88,42 +73,37 @@ let package = Package(
             dependencies: [
                 "BGTaskLaunch", "BGTaskProtocol", "BGTaskConfig", "CSystemd",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ],
-            swiftSettings: strict
+            ]
         ),
         .executableTarget(
             name: "bgtaskctl",
             dependencies: [
                 "BGTaskClient", "BGTaskProtocol", "BGTaskModel",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ],
-            swiftSettings: strict
+            ]
         ),
         // Test support: the Varlink certification server (org.varlink.certification) on our layer.
         .executableTarget(
             name: "varlink-certification",
             dependencies: ["BGTaskDaemon", "BGTaskProtocol"],
-            path: "Tests/Support/varlink-certification",
-            swiftSettings: strict
+            path: "Tests/Support/varlink-certification"
         ),
         // Test support: an app built on BGTaskClient that reports every event it gets (integration tests).
         .executableTarget(
             name: "bgtask-testapp",
             dependencies: ["BGTaskClient"],
-            path: "Tests/Support/bgtask-testapp",
-            swiftSettings: strict
+            path: "Tests/Support/bgtask-testapp"
         ),
         .testTarget(
             name: "BGTaskCoreTests",
-            dependencies: ["BGTaskCore", .product(name: "PropertyBased", package: "swift-property-based")],
-            swiftSettings: strict
+            dependencies: ["BGTaskCore", .product(name: "PropertyBased", package: "swift-property-based")]
         ),
-        .testTarget(name: "BGTaskClientTests", dependencies: ["BGTaskClient", "BGTaskProtocol"], swiftSettings: strict),
-        .testTarget(name: "BGTaskProtocolTests", dependencies: ["BGTaskProtocol"], swiftSettings: strict),
-        .testTarget(name: "BGTaskConfigTests", dependencies: ["BGTaskConfig"], swiftSettings: strict),
-        .testTarget(name: "BGTaskLaunchTests", dependencies: ["BGTaskLaunch", "BGTaskProtocol", "BGTaskConfig"], swiftSettings: strict),
-        .testTarget(name: "BGTaskDaemonTests", dependencies: ["BGTaskDaemon", "CSystemd"], swiftSettings: strict),
-        .testTarget(name: "BGTaskFocusTests", dependencies: ["BGTaskFocus"], swiftSettings: strict),
+        .testTarget(name: "BGTaskClientTests", dependencies: ["BGTaskClient", "BGTaskProtocol"]),
+        .testTarget(name: "BGTaskProtocolTests", dependencies: ["BGTaskProtocol"]),
+        .testTarget(name: "BGTaskConfigTests", dependencies: ["BGTaskConfig"]),
+        .testTarget(name: "BGTaskLaunchTests", dependencies: ["BGTaskLaunch", "BGTaskProtocol", "BGTaskConfig"]),
+        .testTarget(name: "BGTaskDaemonTests", dependencies: ["BGTaskDaemon", "CSystemd"]),
+        .testTarget(name: "BGTaskFocusTests", dependencies: ["BGTaskFocus"]),
     ],
     swiftLanguageModes: [.v6]
 )
@@ -136,15 +116,28 @@ if Context.environment["BGTASKD_EXTRAS"] == "1" {
         .executableTarget(
             name: "mail-sync",
             dependencies: ["BGTaskClient"],
-            path: "Examples/MailSync",
-            swiftSettings: strict
+            path: "Examples/MailSync"
         ),
         // `make bench`: the native baselines and clients (bench/bench.py drives it).
         .executableTarget(
             name: "bgtaskd-bench",
             dependencies: ["BGTaskClient", "BGTaskProtocol", "BGTaskCore", "CSystemd"],
-            path: "bench/swift",
-            swiftSettings: strict
+            path: "bench/swift"
         ),
     ]
+}
+
+// Strict settings for every Swift target, in one loop as swift-log does, and no unsafe flags anywhere, so an
+// app package can depend on BGTaskClient by version (tests/check-versioned-dependency.sh builds one):
+// `any` for existentials, imports internal by default and visible only where imported, nonisolated async
+// functions run on the caller's actor, and every public type says whether it is Sendable (a warning, and
+// the build is kept warning-free by scripts/build-warning-free.sh).
+for target in package.targets where target.type != .system {
+    var settings = target.swiftSettings ?? []
+    settings.append(.enableUpcomingFeature("ExistentialAny"))
+    settings.append(.enableUpcomingFeature("InternalImportsByDefault"))
+    settings.append(.enableUpcomingFeature("MemberImportVisibility"))
+    settings.append(.enableUpcomingFeature("NonisolatedNonsendingByDefault"))
+    settings.append(.treatWarning("ExplicitSendable", as: .warning))
+    target.swiftSettings = settings
 }
