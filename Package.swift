@@ -41,11 +41,14 @@ let package = Package(
         // Starting apps (environment, user, fork/exec into a cgroup) and the io.bgtaskd.Launcher
         // messages: shared by bgtaskd (in-process spawn, launcher client) and bgtaskd-launcher.
         .target(name: "BGTaskLaunch", dependencies: ["BGTaskProtocol", "BGTaskConfig", "CSystemd"]),
-        // The I/O shell: Dispatch event loop, Varlink server, journal, sd_notify, config.
+        // The Varlink server: connections on one epoll thread entering one serial queue, limits, holds,
+        // and an in-memory transport for tests. Knows nothing of bgtaskd's interfaces.
+        .target(name: "BGTaskVarlink", dependencies: ["BGTaskProtocol", "CSystemd"]),
+        // The I/O shell: Dispatch event loop, journal, sd_notify, config, processes, freezers.
         .target(
             name: "BGTaskDaemon",
             dependencies: [
-                "BGTaskCore", "BGTaskProtocol", "BGTaskConfig", "BGTaskLaunch", "CSystemd",
+                "BGTaskCore", "BGTaskProtocol", "BGTaskVarlink", "BGTaskConfig", "BGTaskLaunch", "CSystemd",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -85,7 +88,7 @@ let package = Package(
         // Test support: the Varlink certification server (org.varlink.certification) on our layer.
         .executableTarget(
             name: "varlink-certification",
-            dependencies: ["BGTaskDaemon", "BGTaskProtocol"],
+            dependencies: ["BGTaskVarlink", "BGTaskProtocol"],
             path: "Tests/Support/varlink-certification"
         ),
         // Test support: an app built on BGTaskClient that reports every event it gets (integration tests).
@@ -102,7 +105,8 @@ let package = Package(
         .testTarget(name: "BGTaskProtocolTests", dependencies: ["BGTaskProtocol"]),
         .testTarget(name: "BGTaskConfigTests", dependencies: ["BGTaskConfig"]),
         .testTarget(name: "BGTaskLaunchTests", dependencies: ["BGTaskLaunch", "BGTaskProtocol", "BGTaskConfig"]),
-        .testTarget(name: "BGTaskDaemonTests", dependencies: ["BGTaskDaemon", "CSystemd"]),
+        .testTarget(name: "BGTaskVarlinkTests", dependencies: ["BGTaskVarlink", "BGTaskProtocol", "CSystemd"]),
+        .testTarget(name: "BGTaskDaemonTests", dependencies: ["BGTaskDaemon", "BGTaskVarlink", "CSystemd"]),
         .testTarget(name: "BGTaskFocusTests", dependencies: ["BGTaskFocus"]),
     ],
     swiftLanguageModes: [.v6]
@@ -121,7 +125,7 @@ if Context.environment["BGTASKD_EXTRAS"] == "1" {
         // `make bench`: the native baselines and clients (bench/bench.py drives it).
         .executableTarget(
             name: "bgtaskd-bench",
-            dependencies: ["BGTaskClient", "BGTaskProtocol", "BGTaskCore", "CSystemd"],
+            dependencies: ["BGTaskClient", "BGTaskProtocol", "BGTaskVarlink", "BGTaskCore", "CSystemd"],
             path: "bench/swift"
         ),
     ]

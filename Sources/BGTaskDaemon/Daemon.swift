@@ -1,6 +1,7 @@
 public import Dispatch
 import BGTaskConfig
 import BGTaskProtocol
+import BGTaskVarlink
 import Logging
 
 #if canImport(Glibc)

@@ -1,5 +1,6 @@
 import BGTaskCore
 import BGTaskProtocol
+import BGTaskVarlink
 
 // SPEC §13: `io.bgtaskd.Manager.SetFocus`, called by bgtaskd-focus from the compositor's toplevels.
 extension DaemonService {

@@ -1,6 +1,7 @@
 import BGTaskConfig
 import BGTaskCore
 import BGTaskProtocol
+import BGTaskVarlink
 import Dispatch
 import Foundation
 import Logging

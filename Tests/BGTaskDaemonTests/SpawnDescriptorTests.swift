@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import BGTaskLaunch
 @testable import BGTaskDaemon
+import BGTaskVarlink
 
 /// issue 11 point 8: no descriptor of the spawner survives into an app, not even for the moment between
 /// clone and exec. The child is held there on purpose: the `cgroup.procs` descriptor it writes "0" to

@@ -1,6 +1,7 @@
 import BGTaskConfig
 import BGTaskCore
 import BGTaskProtocol
+import BGTaskVarlink
 
 #if canImport(Glibc)
 import Glibc

@@ -1,6 +1,7 @@
 import BGTaskConfig
 import BGTaskCore
 import BGTaskProtocol
+import BGTaskVarlink
 
 // Calls of io.bgtaskd.Manager: decode → feed the core (`run`) or read it → reply. Every method is a
 // case of `ManagerMethod`; the switch has no default.

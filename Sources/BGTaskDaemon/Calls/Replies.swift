@@ -1,6 +1,7 @@
 import BGTaskConfig
 import BGTaskCore
 import BGTaskProtocol
+import BGTaskVarlink
 
 // Replies: the core's `Reply` and the daemon's views (apps, assertions, decisions, settings, stats)
 // encoded from the typed structs of BGTaskProtocol's contract.

@@ -1,5 +1,6 @@
 import BGTaskConfig
 import BGTaskCore
+import BGTaskVarlink
 
 /// The shell of the denial budget (``DenialBudget`` decides; issue 11, point 2 for denials): counts every
 /// call answered with a journaled `deny` per calling process (the peer's uid and pid), and past the burst

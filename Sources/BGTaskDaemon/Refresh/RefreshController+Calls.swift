@@ -1,5 +1,6 @@
 import BGTaskCore
 import BGTaskProtocol
+import BGTaskVarlink
 
 /// The refresh calls decoded (the contract's structs, BGTaskProtocol/Contract) into the ``RefreshMachine``'s
 /// inputs (the machine answers them).

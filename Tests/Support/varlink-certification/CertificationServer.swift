@@ -1,4 +1,4 @@
-import BGTaskDaemon
+import BGTaskVarlink
 import BGTaskProtocol
 import Dispatch
 

@@ -1,5 +1,6 @@
-import BGTaskDaemon
+import BGTaskVarlink
 import BGTaskProtocol
+import BGTaskVarlink
 
 #if canImport(Glibc)
 import Glibc

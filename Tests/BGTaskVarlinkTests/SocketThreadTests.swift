@@ -3,7 +3,7 @@ import Foundation
 import Testing
 import BGTaskProtocol
 import CSystemd
-@testable import BGTaskDaemon
+@testable import BGTaskVarlink
 
 /// issue 15: the Varlink server waits for its sockets on a thread of its own (`bgtaskd-sockets`) that
 /// enters the server's queue with `queue.sync`. The thread lives exactly as long as the server serves.

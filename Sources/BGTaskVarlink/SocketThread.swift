@@ -5,7 +5,7 @@ import Dispatch
 import Glibc
 #endif
 
-/// The Varlink server's one thread of its own (issue 15, SPEC §1): it blocks in `epoll_wait` on the
+/// The Varlink server's one thread of its own (SPEC §1): it blocks in `epoll_wait` on the
 /// server's epoll set and enters the server's serial queue with `queue.sync` once per wake-up, with
 /// every event that wake-up returned (a batch of up to `maxEvents`). `queue.sync` from a thread that is
 /// not a Dispatch worker runs the block inline on this thread when the queue is idle: one wake-up per

@@ -89,11 +89,11 @@ public enum ListeningSocket: Sendable {
     }
 }
 
-/// mkdir -p.
-func makeDirectories(_ path: String, mode: mode_t) {
+/// `mkdir -p`: creates `path` and its missing parents with `mode` (the socket's and the state directory).
+public func makeDirectories(_ path: String, mode: UInt32) {
     var current = path.hasPrefix("/") ? "" : "."
     for part in path.split(separator: "/") {
         current += "/" + part
-        if mkdir(current, mode) != 0 && errno != EEXIST { return }
+        if mkdir(current, mode_t(mode)) != 0 && errno != EEXIST { return }
     }
 }
