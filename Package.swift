@@ -62,7 +62,7 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        .target(name: "BGTaskClient", dependencies: ["BGTaskProtocol"], swiftSettings: strict),
+        .target(name: "BGTaskClient", dependencies: ["BGTaskProtocol", "BGTaskModel"], swiftSettings: strict),
         // SPEC §13, bgtaskd-focus: libwayland-client, the protocol's C glue (wayland-scanner, see
         // protocols/README.md), the pure debounced focus tracker, and the program.
         .systemLibrary(name: "CWayland", pkgConfig: "wayland-client", providers: [.apt(["libwayland-dev"])]),
@@ -118,7 +118,7 @@ let package = Package(
             dependencies: ["BGTaskCore", .product(name: "PropertyBased", package: "swift-property-based")],
             swiftSettings: strict
         ),
-        .testTarget(name: "BGTaskClientTests", dependencies: ["BGTaskClient", "BGTaskProtocol"], swiftSettings: strict),
+        .testTarget(name: "BGTaskClientTests", dependencies: ["BGTaskClient", "BGTaskProtocol", "BGTaskModel"], swiftSettings: strict),
         .testTarget(name: "BGTaskProtocolTests", dependencies: ["BGTaskProtocol"], swiftSettings: strict),
         .testTarget(name: "BGTaskConfigTests", dependencies: ["BGTaskConfig"], swiftSettings: strict),
         .testTarget(name: "BGTaskLaunchTests", dependencies: ["BGTaskLaunch", "BGTaskProtocol", "BGTaskConfig"], swiftSettings: strict),
