@@ -792,6 +792,26 @@ def test_errors_are_sentences_that_name_the_app_and_say_what_to_do(ctl, daemon):
     assert ctl_json(ctl, d, "status", WAKEABLE)["app"]["refreshStatus"] == "denied"
 
 
+def test_terminate_of_a_stopped_app_succeeds_as_systemctl_stop_does(ctl, daemon):
+    # An idempotent stop (systemd's StopUnit): the Varlink call succeeds, bgtaskctl exits 0 and says nothing.
+    from support import RawClient
+    d = daemon(conf=SHORT, apps={SLEEPER: SLEEPER_APP})
+    r = run(ctl, "terminate", SLEEPER, "--socket", d.socket)
+    assert (r.returncode, r.stdout, r.stderr) == (0, "", ""), r.stderr
+    with RawClient(d.socket) as c:
+        reply = c.call(M + "Terminate", {"appId": SLEEPER})
+    assert "error" not in reply, reply
+    # Launched and terminated, then terminated again: the same.
+    assert run(ctl, "launch", SLEEPER, "--socket", d.socket).returncode == 0
+    wait_state(ctl, d, SLEEPER, "active")
+    assert run(ctl, "terminate", SLEEPER, "--socket", d.socket).returncode == 0
+    wait_state(ctl, d, SLEEPER, "not-running")
+    r = run(ctl, "terminate", SLEEPER, "--socket", d.socket)
+    assert (r.returncode, r.stderr) == (0, ""), r.stderr
+    # An unknown app is still an error.
+    assert run(ctl, "terminate", UNKNOWN, "--socket", d.socket).returncode == 1
+
+
 def test_verbs_against_the_daemon(ctl, sleeper):
     d = sleeper
     r = run(ctl, "list", "--socket", d.socket)
