@@ -21,9 +21,12 @@ from test_signal_freezer import next_decision
 APP = "org.test.Daemonizer"
 AWARE = "org.test.Parent"
 
-# The subshell `( … &)` exits at once: the grandchild, in a session of its own, is re-parented.
+# The subshell `( … &)` exits at once: the grandchild, in a session of its own, is re-parented. Three
+# of them, each with a child of its own (which stays its child), and each written down once it is there.
 DAEMONIZER = """\
-(setsid sh -c 'echo $$ > "$0/grandchild.pid"; exec sleep 100000' "$1" &)
+for n in 1 2 3; do
+  (setsid sh -c 'sleep 100000 & echo $! > "$0/child-$1.pid"; echo $$ > "$0/grandchild-$1.pid"; wait' "$1" "$n" &)
+done
 exec sleep 100000
 """
 
@@ -63,29 +66,41 @@ def kill_quietly(pid: int | None):
             os.kill(pid, signal.SIGKILL)
 
 
-def test_a_daemonized_grandchild_is_stopped_with_its_app_and_killed_with_it(daemon, tmp_path):
+def test_daemonized_grandchildren_are_stopped_with_their_app_and_killed_with_it(daemon, tmp_path):
     script = write_script(tmp_path, "daemonizer.sh", DAEMONIZER)
     d = daemon(conf=conf(None, "signal", grace="50ms"), apps={APP: manifest(APP, f"/bin/sh {script} {tmp_path}")})
     m = Manager(d.socket)
     monitor = Monitor(d.socket)
     m.call("Stats")  # the Monitor call was read before this one: the stream is registered
-    grandchild = None
+    daemonized: list[int] = []
     try:
         main = m.launch(APP)
-        grandchild = read_pid(tmp_path / "grandchild.pid")
-        wait_for(lambda: main not in ancestors(grandchild), 5, "the grandchild to be re-parented")
+        for n in (1, 2, 3):
+            daemonized += [read_pid(tmp_path / f"grandchild-{n}.pid"), read_pid(tmp_path / f"child-{n}.pid")]
+        wait_for(lambda: all(main not in ancestors(p) for p in daemonized), 5, "the grandchildren to be re-parented")
+        for cycle in range(3):
+            m.call("Background", appId=APP)
+            next_decision(monitor, "suspend", app=APP)
+            assert m.state(APP) == "suspended"
+            running = {p: st for p in daemonized if (st := proc_stat(p)) is None or st[0] not in ("T", "t")}
+            assert not running, (
+                f"cycle {cycle}: {APP} is reported suspended while its daemonized processes run: {running}")
+            m.call("Foreground", appId=APP)
+            next_decision(monitor, "resume", app=APP)
+            assert not [p for p in daemonized if proc_stat(p)[0] in ("T", "t")], "resumed: none stays stopped"
         m.call("Background", appId=APP)
         next_decision(monitor, "suspend", app=APP)
-        assert m.state(APP) == "suspended"
-        state = proc_stat(grandchild)
-        assert state is not None and state[0] in ("T", "t"), \
-            f"{APP} is reported suspended while its daemonized grandchild {grandchild} runs (state {state})"
         m.call("Terminate", appId=APP)
         m.wait_state(APP, "not-running")
-        wait_for(lambda: not alive(grandchild), 5, f"the daemonized grandchild {grandchild} to be killed")
+        for p in daemonized:
+            wait_for(lambda: not alive(p), 5, f"the daemonized process {p} to be killed")
+        # Reaped by the daemon (its subreaper), and none of their exits was taken for the app's.
+        wait_for(lambda: all(proc_stat(p) is None for p in daemonized), 5, "the daemonized processes to be reaped")
+        assert m.state(APP) == "not-running"
     finally:
         monitor.close()
-        kill_quietly(grandchild)
+        for p in daemonized:
+            kill_quietly(p)
 
 
 def _aware(daemon, tmp_path):
