@@ -4,7 +4,8 @@
 /// or completed; a policy that defers or denies its background work). A refusal is not: it leaves the state
 /// as it was, and it may be another caller's (another uid's refused CheckIn). Nor is a notification
 /// delivered, queued or dropped (a wake for one is its own `launch` or `resume`), nor the journal's
-/// `coalesced` count, nor anything about an unknown (already ended) identifier.
+/// `coalesced` count, nor anything about an unknown (already ended) identifier. The daemon keeps only causes
+/// in the history `Explain` reads; `bgtaskctl explain` filters its journal fallback with the same rule.
 public enum StateCause: Sendable {
     /// Whether a decision of `kind` for `reason` is one of the causes `Explain` lists.
     public static func explains(_ kind: DecisionKind, _ reason: Reason) -> Bool {
