@@ -88,8 +88,16 @@ def test_daemonized_grandchildren_are_stopped_with_their_app_and_killed_with_it(
             m.call("Foreground", appId=APP)
             next_decision(monitor, "resume", app=APP)
             assert not [p for p in daemonized if proc_stat(p)[0] in ("T", "t")], "resumed: none stays stopped"
+        # An orphan's exit is no exit of the app: the first daemonized shell is killed (the daemon reaps
+        # it); its child, orphaned in turn, is still the app's and is stopped with it.
+        grandchild, child = daemonized[0], daemonized[1]
+        os.kill(grandchild, signal.SIGKILL)
+        wait_for(lambda: proc_stat(grandchild) is None, 5, f"the killed grandchild {grandchild} to be reaped")
+        assert ppid(child) == d.pid, f"{child} re-parented to the daemon, not to {ppid(child)}"
+        assert m.state(APP) == "active" and m.pid(APP) == main
         m.call("Background", appId=APP)
         next_decision(monitor, "suspend", app=APP)
+        assert proc_stat(child)[0] in ("T", "t"), f"the orphan of an orphan {child} runs while {APP} is suspended"
         m.call("Terminate", appId=APP)
         m.wait_state(APP, "not-running")
         for p in daemonized:
