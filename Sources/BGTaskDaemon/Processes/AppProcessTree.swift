@@ -16,6 +16,8 @@ struct ProcessTable {
 
     private(set) var entries: [Int32: Entry] = [:]
 
+    init(entries: [Int32: Entry] = [:]) { self.entries = entries }
+
     static func read() -> ProcessTable {
         var table = ProcessTable()
         guard let dir = opendir("/proc") else { return table }
@@ -69,7 +71,14 @@ struct AppProcessTracker {
     private var seen: [AppID: [Int32: UInt64]] = [:]
     /// `BGTASKD_APP_ID` of the daemon's children, read once per process (pid → start time, app).
     private var environs: [Int32: (start: UInt64, app: String?)] = [:]
-    let daemonPID = getpid()
+    let daemonPID: Int32
+    /// `BGTASKD_APP_ID` in a process's environment (tests pass their own).
+    let environmentAppID: (Int32) -> String?
+
+    init(daemonPID: Int32 = getpid(), environmentAppID: @escaping (Int32) -> String? = AppProcessTracker.environmentAppID) {
+        self.daemonPID = daemonPID
+        self.environmentAppID = environmentAppID
+    }
 
     /// The app's processes now (`root`: its main process, if it has one); remembers them.
     mutating func members(of app: AppID, root: Int32?, table: ProcessTable) -> [Int32] {
@@ -94,7 +103,7 @@ struct AppProcessTracker {
 
     private mutating func appID(of pid: Int32, start: UInt64) -> String? {
         if let known = environs[pid], known.start == start { return known.app }
-        let app = Self.environmentAppID(pid)
+        let app = environmentAppID(pid)
         environs[pid] = (start, app)
         return app
     }
