@@ -52,7 +52,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .target(name: "BGTaskClient", dependencies: ["BGTaskProtocol"]),
+        .target(name: "BGTaskClient", dependencies: ["BGTaskProtocol", "BGTaskModel"]),
         // SPEC §13, bgtaskd-focus: libwayland-client, the protocol's C glue (wayland-scanner, see
         // protocols/README.md), the pure debounced focus tracker, and the program.
         .systemLibrary(name: "CWayland", pkgConfig: "wayland-client", providers: [.apt(["libwayland-dev"])]),
@@ -101,7 +101,7 @@ let package = Package(
             name: "BGTaskCoreTests",
             dependencies: ["BGTaskCore", .product(name: "PropertyBased", package: "swift-property-based")]
         ),
-        .testTarget(name: "BGTaskClientTests", dependencies: ["BGTaskClient", "BGTaskProtocol"]),
+        .testTarget(name: "BGTaskClientTests", dependencies: ["BGTaskClient", "BGTaskProtocol", "BGTaskModel"]),
         .testTarget(name: "BGTaskProtocolTests", dependencies: ["BGTaskProtocol"]),
         .testTarget(name: "BGTaskConfigTests", dependencies: ["BGTaskConfig"]),
         .testTarget(name: "BGTaskLaunchTests", dependencies: ["BGTaskLaunch", "BGTaskProtocol", "BGTaskConfig"]),

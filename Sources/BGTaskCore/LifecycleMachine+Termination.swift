@@ -3,9 +3,9 @@ extension LifecycleMachine {
     mutating func terminateRequested(_ app: AppID) {
         guard let i = slots[app] else { return reply(.failure(.noSuchApp)) }
         if records[i].termination != nil { return reply(.ok) }
-        guard records[i].state != .notRunning || records[i].launch != nil else {
-            return refuseInState(i)
-        }
+        // An idempotent stop, as systemd's StopUnit: an app that is not running (nor launching) is
+        // already where the request wants it; nothing is decided.
+        guard records[i].state != .notRunning || records[i].launch != nil else { return reply(.ok) }
         beginTermination(i, .userRequest, .requested)
         reply(.ok)
     }

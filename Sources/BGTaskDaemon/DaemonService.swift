@@ -38,9 +38,12 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
     /// Event streams: the CheckIn call of each connection that checked in.
     var streams: [ConnectionID: VarlinkRequest] = [:]
     var monitors: [ConnectionID: VarlinkRequest] = [:]
-    /// Recent decisions per app (for Explain and status), newest last, packed (DecisionHistory.swift).
+    /// Recent decisions per app that explain its state (StateCause; for Explain and status), newest last,
+    /// packed (DecisionHistory.swift).
     var history: [AppID: DecisionHistory] = [:]
     static let historyLimit = 32
+    /// The app's last decision when it is not a cause of its state (StateCause), for `lastDecision`.
+    var lastNonCause: [AppID: DecisionRecord] = [:]
     private(set) var decisionCount = 0
     /// Launch/Foreground calls whose reply waits for the spawn's result (issue 12), by app.
     var launchReplies: [AppID: [VarlinkRequest]] = [:]
@@ -504,10 +507,17 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
         refresh?.observe(d)
         let realtime = clock.realtime().microsecondsSinceEpoch
         if let app = d.app {
-            // In place: no copy of the app's history per decision.
-            history[app, default: DecisionHistory()].append(
-                realtimeUSec: realtime, kind: d.kind, reason: d.reason, message: message, app: app,
-                limit: Self.historyLimit)
+            if StateCause.explains(d.kind, d.reason) {
+                // In place: no copy of the app's history per decision.
+                history[app, default: DecisionHistory()].append(
+                    realtimeUSec: realtime, kind: d.kind, reason: d.reason, message: message, app: app,
+                    limit: Self.historyLimit)
+                lastNonCause[app] = nil
+            } else {
+                // Not a cause of the app's state (a refusal, a notification): not in Explain's history, so
+                // that none pushes a cause out of it; still GetApp's lastDecision.
+                lastNonCause[app] = DecisionRecord(realtimeUSec: realtime, app: app, kind: d.kind, reason: d.reason, message: message)
+            }
         }
         let priority: JournalPriority = d.severity == .warning ? .warning : (d.severity == .notice ? .notice : .info)
         // The fields are formatted by the journal's writer, off this queue; the uid is looked up only for

@@ -35,6 +35,12 @@ static inline int bgtaskd_pidfd_open(pid_t pid) {
     return r < 0 ? -errno : (int)r;
 }
 
+/* prctl(PR_SET_CHILD_SUBREAPER): orphans of this process's descendants re-parent to it instead of init
+ * (prctl is variadic, which Swift cannot call). -errno on failure. */
+static inline int bgtaskd_set_child_subreaper(void) {
+    return prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0 ? -errno : 0;
+}
+
 /* pidfd_open(2) of one thread (PIDFD_THREAD, which is O_EXCL; Linux 6.9): readable when that thread
  * exits. The tests wait on it for the socket thread's end. -errno on failure. */
 static inline int bgtaskd_thread_pidfd_open(pid_t tid) {

@@ -171,11 +171,14 @@ struct Client {
 
     @discardableResult
     func call(_ method: String, _ parameters: [String: JSON] = [:]) throws(CtlError) -> [String: JSON] {
-        if let id = WireAppID.optional(parameters) { try AppIDSyntax.check(id) }
+        let appId = WireAppID.optional(parameters)
+        if let appId { try AppIDSyntax.check(appId) }
         do {
             return try connection.call(method, parameters)
         } catch {
-            throw CtlError(ErrorText.describe(error, socket: socket))
+            let manager = method.hasPrefix(ManagerMethod.interface + ".")
+                ? ManagerMethod(rawValue: String(method.dropFirst(ManagerMethod.interface.count + 1))) : nil
+            throw CtlError(ErrorText.describe(error, socket: socket, method: manager, appId: appId))
         }
     }
 

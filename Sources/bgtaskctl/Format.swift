@@ -224,11 +224,13 @@ enum JSONText {
 }
 
 /// One-line error texts in words, as systemctl writes them, with the Varlink error name in parentheses:
-/// `App org.example.Foo not found (io.bgtaskd.Manager.NoSuchApp).`
+/// `Cannot wake org.example.Mail: Low Power Mode is on; turn it off with 'bgtaskctl low-power off'
+/// (io.bgtaskd.Manager.Unavailable).` The sentences are BGTaskClient's ``ErrorSentences``.
 enum ErrorText {
-    static func describe(_ error: VarlinkClientError, socket: String) -> String {
+    /// `method`/`appId`: the call that failed, so that the sentence says what could not be done to which app.
+    static func describe(_ error: VarlinkClientError, socket: String, method: ManagerMethod? = nil, appId: String? = nil) -> String {
         switch error {
-        case .remote(let e): return remote(e)
+        case .remote(let e): return remote(e, method: method, appId: appId)
         case .connect(let s):
             let why = s.hasPrefix(socket + ": ") ? String(s.dropFirst(socket.count + 2)) : s
             return "Failed to connect to bgtaskd at \(socket): \(why). Is it running? "
@@ -238,13 +240,13 @@ enum ErrorText {
     }
 
     /// A sentence for a named error; unknown names keep their parameters as `key=value`.
-    static func remote(_ e: VarlinkError) -> String {
+    static func remote(_ e: VarlinkError, method: ManagerMethod? = nil, appId: String? = nil) -> String {
         let short = e.name.split(separator: ".").last.map(String.init) ?? e.name
         let p = e.parameters
-        let sentence: String
-        switch known(e) {
-        case let text?: sentence = text
-        case nil:
+        var sentence: String
+        if let known = ErrorSentences.sentence(for: e, method: method, appId: appId) {
+            sentence = known
+        } else {
             if p.isEmpty {
                 sentence = short
             } else if p.count == 1, let v = p.values.first {
@@ -252,51 +254,9 @@ enum ErrorText {
             } else {
                 sentence = "\(short): " + p.keys.sorted().compactMap { k in p[k].map { "\(k)=\(scalarText($0))" } }.joined(separator: ", ")
             }
+            if let method, let action = ErrorSentences.action(method, app: appId) { sentence = "Cannot \(action): \(sentence)" }
         }
         return "\(sentence) (\(e.name))."
-    }
-
-    /// The sentence for an error the contract declares; nil for others (a newer daemon's).
-    private static func known(_ e: VarlinkError) -> String? {
-        let denied = "Permission denied: this needs root or membership of bgtaskd's ControlGroup="
-        if let m = ManagerError(e) {
-            switch m {
-            case .noSuchApp(let a): return "App \(a) not found"
-            case .permissionDenied: return denied
-            case .invalidState(let s): return "Not possible while the app is \(s)"
-            case .invalidConfiguration(let message, _, _, _):
-                return "Configuration not reloaded, the previous one stays in force: \(message)"
-            case .launchFailed(let a, let message): return "Failed to launch \(a): \(message)"
-            case .holdLost(let a, _, let message): return "The hold on \(a) was lost: \(message)"
-            case .notPermitted(let i): return "Task identifier \(i) is not in the app's PermittedTaskIdentifiers="
-            case .unavailable(let r): return "Unavailable (\(r))"
-            case .modeNotDeclared(let mode): return "The app's manifest does not declare the background mode \(mode)"
-            case .notCheckedIn(let a): return "App \(a) has not checked in"
-            case .alreadyCheckedIn(let a): return "App \(a) has already checked in"
-            }
-        }
-        if let x = AppError(e) {
-            switch x {
-            case .noSuchApp(let a): return "App \(a) not found"
-            case .permissionDenied: return denied
-            case .invalidState(let s): return "Not possible while the app is \(s)"
-            case .notPermitted(let i): return "Task identifier \(i) is not in the app's PermittedTaskIdentifiers="
-            case .unavailable(let r): return "Unavailable (\(r))"
-            case .modeNotDeclared(let mode): return "The app's manifest does not declare the background mode \(mode)"
-            case .modeNotContinuous(let mode): return "The background mode \(mode) is not a continuous one"
-            case .notCheckedIn(let a): return "App \(a) has not checked in"
-            case .alreadyCheckedIn(let a): return "App \(a) has already checked in"
-            case .tooManyPendingTaskRequests: return "Too many pending task requests"
-            case .noSuchEvent: return nil
-            }
-        }
-        switch ServiceError(e) {
-        case .permissionDenied?: return denied
-        case .invalidParameter(let parameter)?: return "Invalid parameter \(parameter)"
-        case .methodNotFound(let m)?, .methodNotImplemented(let m)?:
-            return "The daemon does not know \(m) (is it older than bgtaskctl?)"
-        case .interfaceNotFound?, .expectedMore?, nil: return nil
-        }
     }
 
     static func scalarText(_ v: JSON) -> String {

@@ -82,7 +82,7 @@ struct Hold: ParsableCommand {
             throw CtlError("Cannot hold \(app): " + ErrorText.describe(error, socket: client.socket))
         }
         if let error = first.error {
-            throw CtlError("Cannot hold \(app): " + ErrorText.remote(VarlinkError(error, first.parameters)))
+            throw CtlError(ErrorText.remote(VarlinkError(error, first.parameters), method: .hold, appId: app))
         }
         // The rest of the call's replies come only if the hold is lost: read them beside the command.
         let watcher = HoldWatcher(connection: client.connection, app: app, socket: client.socket)
@@ -137,7 +137,7 @@ final class HoldWatcher: @unchecked Sendable {
         do {
             let reply = try connection.readReply()
             guard let error = reply.error else { return }
-            text = ErrorText.remote(VarlinkError(error, reply.parameters))
+            text = ErrorText.remote(VarlinkError(error, reply.parameters), method: .hold, appId: app)
         } catch {
             text = "The hold on \(app) ended: " + ErrorText.describe(error, socket: socket)
         }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import BGTaskModel
 import BGTaskProtocol
 
 #if canImport(Glibc)
@@ -105,7 +106,7 @@ struct Explain: ParsableCommand {
         if output.json { return output.print(reply, terminal: terminal) }
         // After a daemon restart its memory is empty: the journal still has what happened before.
         var earlier: Render.JournalResult?
-        if reply.array("reasons").isEmpty { earlier = JournalReader.recentDecisions(app: app, count: 10) }
+        if reply.array("reasons").isEmpty { earlier = JournalReader.recentDecisions(app: app, count: 10, causesOnly: true) }
         Output.lines(
             Render.explain(
                 app, reply, journal: earlier, clock: { LocalTime.format(realtimeUSec: $0) }, width: terminal.width,
@@ -156,8 +157,10 @@ struct Stats: ParsableCommand {
 
 /// Recent decisions about one app, from `journalctl`.
 enum JournalReader {
-    static func recentDecisions(app: String, count: Int) -> Render.JournalResult {
-        let argv = ["journalctl", "-t", "bgtaskd", "BGTASKD_APP=\(app)", "-o", "json", "-n", String(count), "-q", "--no-pager"]
+    /// `causesOnly`: only the decisions that explain a state (StateCause), as `Explain` lists them.
+    static func recentDecisions(app: String, count: Int, causesOnly: Bool = false) -> Render.JournalResult {
+        let read = causesOnly ? count * 10 : count
+        let argv = ["journalctl", "-t", "bgtaskd", "BGTASKD_APP=\(app)", "-o", "json", "-n", String(read), "-q", "--no-pager"]
         let captured: Processes.Captured
         do { captured = try Processes.capture(argv) } catch {
             return .unavailable("cannot run journalctl: \(error.message)")
@@ -171,8 +174,13 @@ enum JournalReader {
             guard let entry = try? JSON.parse(line), let object = entry.objectValue,
                 let record = DecisionRecord(journalEntry: object)
             else { continue }
+            if causesOnly, let kind = DecisionKind(rawValue: record.decision), let reason = Reason(rawValue: record.reason),
+                !StateCause.explains(kind, reason)
+            {
+                continue
+            }
             records.append(record)
         }
-        return .entries(records)
+        return .entries(Array(records.suffix(count)))
     }
 }

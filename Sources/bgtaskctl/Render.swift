@@ -218,7 +218,7 @@ enum Render {
             lines = ["\(appId) is \(stateText) because of (oldest first):"]
                 + decisions(reasons, clock: clock, width: width, color: color, indent: "  ")
         } else if case .entries(let earlier)? = journal, !earlier.isEmpty {
-            lines = ["\(appId) is \(stateText). The daemon has decided nothing about it since it started; the journal says (oldest first):"]
+            lines = ["\(appId) is \(stateText). The daemon has recorded nothing that explains it since it started; the journal says (oldest first):"]
                 + decisions(earlier, clock: clock, width: width, color: color, indent: "  ")
         } else {
             lines = ["\(appId) is \(stateText).", "No recorded decisions explain it."]

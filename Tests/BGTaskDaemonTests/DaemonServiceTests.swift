@@ -327,7 +327,8 @@ private final class ServiceHarness: @unchecked Sendable {
         let h = try ServiceHarness()
         defer { h.removeStateDirectory() }
         let ctl = h.connect()
-        let refused = h.call(ctl, "io.bgtaskd.Manager.Terminate", ["appId": .string(mail.rawValue)])
+        // (Background, not Terminate: terminating a stopped app succeeds, as systemd's StopUnit.)
+        let refused = h.call(ctl, "io.bgtaskd.Manager.Background", ["appId": .string(mail.rawValue)])
         #expect(refused.map(\.error) == ["io.bgtaskd.Manager.InvalidState"])
         #expect(refused.first?.parameters["state"]?.stringValue == "not-running")
 

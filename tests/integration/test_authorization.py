@@ -77,8 +77,11 @@ def test_acknowledge_of_another_apps_event_by_another_uid_is_refused(daemon, tmp
         # Answered after the refused acknowledgement: still waiting for its own.
         state = root.call(f"{MANAGER}.GetApp", {"appId": app})["parameters"]["app"]["state"]
         assert state == "background", state
+        # The refusal is recorded (the app's last decision) but is no cause of its state: not in Explain.
+        last = root.call(f"{MANAGER}.GetApp", {"appId": app})["parameters"]["app"]["lastDecision"]
+        assert (last["decision"], last["reason"]) == ("deny", "permission-denied"), last
         reasons = root.call(f"{MANAGER}.Explain", {"appId": app})["parameters"]["reasons"]
-        assert ("deny", "permission-denied") in [(r["decision"], r["reason"]) for r in reasons]
+        assert ("deny", "permission-denied") not in [(r["decision"], r["reason"]) for r in reasons]
         # The app's own user (root here) acknowledges it: suspended.
         assert "error" not in root.call(f"{APP_IFACE}.Acknowledge", {"eventId": event["id"]})
         state = root.call(f"{MANAGER}.GetApp", {"appId": app})["parameters"]["app"]["state"]

@@ -179,6 +179,7 @@ def fake():
 
 
 M = "io.bgtaskd.Manager."
+LIST_HINT = "'bgtaskctl list' shows the apps bgtaskd knows"
 A = "io.bgtaskd.App."
 
 
@@ -300,12 +301,17 @@ def test_help_exits_0(ctl):
 
 @pytest.mark.parametrize("error,params,line", [
     ("io.bgtaskd.Manager.NoSuchApp", {"appId": "org.example.Foo"},
-     "bgtaskctl: App org.example.Foo not found (io.bgtaskd.Manager.NoSuchApp)."),
+     f"bgtaskctl: App org.example.Foo not found; {LIST_HINT} (io.bgtaskd.Manager.NoSuchApp)."),
     ("io.bgtaskd.Manager.PermissionDenied", {},
-     "bgtaskctl: Permission denied: this needs root or membership of bgtaskd's ControlGroup= (io.bgtaskd.Manager.PermissionDenied)."),
-    ("io.bgtaskd.Manager.InvalidState", {"state": "not-running"},
-     "bgtaskctl: Not possible while the app is not-running (io.bgtaskd.Manager.InvalidState)."),
-    ("io.bgtaskd.Manager.SomethingNew", {"a": 1, "b": "x"}, "bgtaskctl: SomethingNew: a=1, b=x (io.bgtaskd.Manager.SomethingNew)."),
+     "bgtaskctl: Cannot terminate org.example.Foo: Permission denied: this needs root or membership of bgtaskd's "
+     "ControlGroup= (io.bgtaskd.Manager.PermissionDenied)."),
+    ("io.bgtaskd.Manager.InvalidState", {"state": "suspended"},
+     "bgtaskctl: Cannot terminate org.example.Foo: org.example.Foo is suspended (io.bgtaskd.Manager.InvalidState)."),
+    ("io.bgtaskd.Manager.Unavailable", {"reason": "restricted"},
+     "bgtaskctl: Cannot terminate org.example.Foo: The administrator restricted Background App Refresh for "
+     "org.example.Foo with RefreshRestricted= in its manifest (io.bgtaskd.Manager.Unavailable)."),
+    ("io.bgtaskd.Manager.SomethingNew", {"a": 1, "b": "x"},
+     "bgtaskctl: Cannot terminate org.example.Foo: SomethingNew: a=1, b=x (io.bgtaskd.Manager.SomethingNew)."),
 ])
 def test_named_errors(ctl, fake, error, params, line):
     fake.replies[M + "Terminate"] = ("error", error, params)
@@ -576,7 +582,8 @@ def test_hold_denied_runs_nothing(ctl, fake, tmp_path):
     marker = tmp_path / "ran"
     r = run(ctl, "hold", "--app", "a.b", "--socket", fake.path, "--", "touch", str(marker))
     assert_one_line_error(
-        r, "bgtaskctl: Cannot hold a.b: Not possible while the app is not-running (io.bgtaskd.Manager.InvalidState).")
+        r, "bgtaskctl: Cannot hold a.b: a.b is not running; start it with 'bgtaskctl launch a.b' "
+        "(io.bgtaskd.Manager.InvalidState).")
     assert not marker.exists()
     assert [m for m, _ in fake.methods()] == [M + "Hold"]
 
@@ -696,7 +703,7 @@ UNKNOWN = "org.example.DoesNotExist"
 def test_unknown_app(ctl, bgtaskd, argv):
     # --socket right after the verb: after `--` it would belong to hold's command.
     r = run(ctl, argv[0], "--socket", bgtaskd.socket, *argv[1:])
-    text = f"App {UNKNOWN} not found (io.bgtaskd.Manager.NoSuchApp)."
+    text = f"App {UNKNOWN} not found; {LIST_HINT} (io.bgtaskd.Manager.NoSuchApp)."
     assert_one_line_error(r, f"bgtaskctl: {text}", f"bgtaskctl: Cannot hold {UNKNOWN}: {text}")
 
 
@@ -706,7 +713,7 @@ def test_unknown_app(ctl, bgtaskd, argv):
 ])
 def test_unknown_app_refresh_verbs(ctl, bgtaskd, argv, method):
     assert_one_line_error(run(ctl, *argv, "--socket", bgtaskd.socket),
-                          f"bgtaskctl: App {UNKNOWN} not found (io.bgtaskd.Manager.NoSuchApp).")
+                          f"bgtaskctl: App {UNKNOWN} not found; {LIST_HINT} (io.bgtaskd.Manager.NoSuchApp).")
 
 
 @pytest.mark.parametrize("argv,method", [
@@ -749,6 +756,60 @@ def sleeper(daemon, ctl):
     assert (r.returncode, r.stderr) == (0, "")
     wait_state(ctl, d, SLEEPER, "active")
     return d
+
+
+WAKEABLE = "org.test.CtlWakeable"
+WAKEABLE_APP = (f"[App]\nID={WAKEABLE}\nName=Wakeable\nExec=/bin/sleep 300\nLifecycleAware=no\n"
+                "BackgroundModes=remote-notification\n")
+
+
+def test_errors_are_sentences_that_name_the_app_and_say_what_to_do(ctl, daemon):
+    # SPEC §12: the error on stderr in words, the Varlink error name in parentheses; no bare code
+    # (`Unavailable (low-power-mode)`, `Not possible while the app is not-running`).
+    d = daemon(conf=SHORT, apps={WAKEABLE: WAKEABLE_APP})
+    s = ("--socket", d.socket)
+    assert_one_line_error(
+        run(ctl, "background", WAKEABLE, *s),
+        f"bgtaskctl: Cannot move {WAKEABLE} to the background: {WAKEABLE} is not running; "
+        f"start it with 'bgtaskctl launch {WAKEABLE}' (io.bgtaskd.Manager.InvalidState).")
+    assert_one_line_error(
+        run(ctl, "interrupt", WAKEABLE, *s),
+        f"bgtaskctl: Cannot interrupt {WAKEABLE}: {WAKEABLE} is not running; "
+        f"start it with 'bgtaskctl launch {WAKEABLE}' (io.bgtaskd.Manager.InvalidState).")
+    assert run(ctl, "low-power", "on", *s).returncode == 0
+    assert_one_line_error(
+        run(ctl, "wake", WAKEABLE, *s),
+        f"bgtaskctl: Cannot wake {WAKEABLE}: Low Power Mode is on; turn it off with 'bgtaskctl low-power off' "
+        "(io.bgtaskd.Manager.Unavailable).")
+    assert run(ctl, "low-power", "off", *s).returncode == 0
+    assert run(ctl, "refresh", WAKEABLE, "off", *s).returncode == 0
+    assert_one_line_error(
+        run(ctl, "wake", WAKEABLE, *s),
+        f"bgtaskctl: Cannot wake {WAKEABLE}: Background App Refresh is off for {WAKEABLE} or for every app; "
+        f"turn it on with 'bgtaskctl refresh {WAKEABLE} on' or 'bgtaskctl refresh --global on' "
+        "(io.bgtaskd.Manager.Unavailable).")
+    # The machine-readable fields are unchanged: the reason stays a code in --json.
+    assert ctl_json(ctl, d, "status", WAKEABLE)["app"]["refreshStatus"] == "denied"
+
+
+def test_terminate_of_a_stopped_app_succeeds_as_systemctl_stop_does(ctl, daemon):
+    # An idempotent stop (systemd's StopUnit): the Varlink call succeeds, bgtaskctl exits 0 and says nothing.
+    from support import RawClient
+    d = daemon(conf=SHORT, apps={SLEEPER: SLEEPER_APP})
+    r = run(ctl, "terminate", SLEEPER, "--socket", d.socket)
+    assert (r.returncode, r.stdout, r.stderr) == (0, "", ""), r.stderr
+    with RawClient(d.socket) as c:
+        reply = c.call(M + "Terminate", {"appId": SLEEPER})
+    assert "error" not in reply, reply
+    # Launched and terminated, then terminated again: the same.
+    assert run(ctl, "launch", SLEEPER, "--socket", d.socket).returncode == 0
+    wait_state(ctl, d, SLEEPER, "active")
+    assert run(ctl, "terminate", SLEEPER, "--socket", d.socket).returncode == 0
+    wait_state(ctl, d, SLEEPER, "not-running")
+    r = run(ctl, "terminate", SLEEPER, "--socket", d.socket)
+    assert (r.returncode, r.stderr) == (0, ""), r.stderr
+    # An unknown app is still an error.
+    assert run(ctl, "terminate", UNKNOWN, "--socket", d.socket).returncode == 1
 
 
 def test_verbs_against_the_daemon(ctl, sleeper):

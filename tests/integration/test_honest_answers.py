@@ -175,7 +175,7 @@ def test_hold_lost_or_refused_exits_non_zero_with_a_sentence(daemon, ctl, tmp_pa
     app = unique("Lost")
     d = daemon(conf=SHORT, apps={app: unaware(app)})
     r = run(ctl, d, "hold", "--app", app, "--", "true")
-    assert r.returncode == 1 and r.stderr.startswith(f"bgtaskctl: Cannot hold {app}: Not possible while the app is not-running"), r.stderr
+    assert r.returncode == 1 and r.stderr.startswith(f"bgtaskctl: Cannot hold {app}: {app} is not running; start it with 'bgtaskctl launch {app}'"), r.stderr
     m = Manager(d.socket)
     m.launch(app)
     fifo = tmp_path / "go"
@@ -382,7 +382,8 @@ def test_cli_conventions(daemon, ctl, tmp_path):
     long_id = unique("AVeryLongApplicationIdentifierThatIsWide")
     d = daemon(conf=SHORT, apps={long_id: unaware(long_id)})
     r = run(ctl, d, "terminate", "org.example.Nope")
-    assert (r.returncode, r.stderr) == (1, "bgtaskctl: App org.example.Nope not found (io.bgtaskd.Manager.NoSuchApp).\n")
+    assert (r.returncode, r.stderr) == (1, "bgtaskctl: App org.example.Nope not found; 'bgtaskctl list' shows the apps bgtaskd knows "
+                                   "(io.bgtaskd.Manager.NoSuchApp).\n")
     r = run(ctl, d, "explain", "bad id!")
     assert r.returncode == 2 and r.stderr.startswith("bgtaskctl: Invalid app ID 'bad id!'"), r.stderr
     none = run(ctl, None, "list", "--socket", str(tmp_path / "none.sock"))

@@ -87,12 +87,7 @@ extension DaemonService {
             break  // above
         case .checkIn:
             guard request.call.more else { return request.fail(.expectedMore) }
-            if adoption?.holds(pid: peer.pid) != true {
-                // A process in an adopted cgroup stays there; anything else joins the app's own cgroup.
-                appByPid[peer.pid] = app
-                freezer.attach(app: app, pid: peer.pid)
-            }
-            launcher.watch(pid: peer.pid)
+            // The process is taken as the app's (`checkedIn(_:peer:)`) only once the core accepts it.
             run(.appCheckedIn(app, connection: conn, pid: peer.pid), for: request)
         case .beginBackgroundTask:
             guard let call = decode(request, AppWire.BeginBackgroundTask.self) else { return }
@@ -115,5 +110,16 @@ extension DaemonService {
             // Background App Refresh (RefreshController) serves the scheduled task requests.
             if !refresh.handleApp(request, app: app) { request.fail(.methodNotImplemented(request.call.method)) }
         }
+    }
+
+    /// The core accepted `peer`'s CheckIn for `app` (its `.checkedIn` reply, sent before the actions the
+    /// check-in causes): its process is the app's now. A refused CheckIn moves and watches nothing.
+    func checkedIn(_ app: AppID, peer: PeerCredentials) {
+        if adoption?.holds(pid: peer.pid) != true {
+            // A process in an adopted cgroup stays there; anything else joins the app's own cgroup.
+            appByPid[peer.pid] = app
+            freezer.attach(app: app, pid: peer.pid)
+        }
+        launcher.watch(pid: peer.pid)
     }
 }

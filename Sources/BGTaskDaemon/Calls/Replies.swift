@@ -22,6 +22,7 @@ extension DaemonService {
             // The CheckIn call stays open: it is the app's event stream.
             streams[ConnectionID(request.connection.id)] = request
             let app = WireAppID.optional(call.parameters).flatMap(AppID.init)
+            if let app { checkedIn(app, peer: request.peer) }
             request.reply(checkInReply(app: app, state: state, event: nil), continues: true)
         case .taskID(let id):
             if ManagerMethod(call) == .hold {
@@ -109,7 +110,7 @@ extension DaemonService {
             refreshSetting: refreshSetting(s.id), refreshStatus: refreshStatusValue(s.id),
             backgroundTimeRemainingUSec: s.backgroundTimeRemaining?.microseconds,
             pendingTaskRequests: Int64(refresh.pendingCount(for: s.id)),
-            lastDecision: history[s.id]?.last(app: s.id).map(wireDecision), refreshStatusReason: refresh.denial(s.id),
+            lastDecision: (lastNonCause[s.id] ?? history[s.id]?.last(app: s.id)).map(wireDecision), refreshStatusReason: refresh.denial(s.id),
             lastForegroundUSec: s.lastForeground?.microseconds)
     }
 

@@ -55,8 +55,10 @@ final class NoFreezer: Freezer {
 }
 
 /// `FreezerBackend=signal`: SIGSTOP/SIGCONT to every process of the app: its session (an app started
-/// by the daemon leads its own session, so children started later are in it) and the descendants of
-/// its main process.
+/// by the daemon leads its own session, so children started later are in it), the descendants of
+/// its main process, and its descendants that daemonized themselves and were re-parented to the daemon
+/// (a child subreaper; ``AppProcessTracker``). An app that exits leaves nothing running: whatever is left
+/// of it is killed when it is released, as the cgroup freezer kills what is left in the app's cgroup.
 ///
 /// A freeze is done only when every process signalled is stopped (`T`/`t` in /proc/PID/stat) or gone:
 /// kill(2) only makes SIGSTOP pending, and each process (each thread) stops when it is next scheduled —
@@ -71,6 +73,8 @@ final class SignalFreezer: Freezer {
     var name: String { "signal" }
     var onFrozen: ((AppID) -> Void)?
     private var frozen: [AppID: Int32] = [:]
+    /// Whose processes are whose (daemonized descendants included).
+    private var tracker = AppProcessTracker()
     /// issue 5: records of the processes stopped, so that a daemon restarted after a crash finds them
     /// (SignalRecovery.swift); nil: not recorded.
     let records: StoppedProcessRecords?
@@ -115,9 +119,9 @@ final class SignalFreezer: Freezer {
         let start = Monotonic.nowUSec()
         // issue 5: recorded before stopping (a crash in between must not leave an unrecorded stop),
         // and again if children turned up meanwhile.
-        let known = records == nil ? [] : Self.processTree(root: pid)
+        let known = records == nil ? [] : members(app, pid)
         records?.stopped(app: app, pids: known)
-        let stopped = Self.signalTree(root: pid, SIGSTOP)
+        let stopped = signalApp(app, pid, SIGSTOP)
         frozen[app] = pid
         if stopped != known { records?.stopped(app: app, pids: stopped) }
         if Self.notStopped(stopped).isEmpty {
@@ -134,34 +138,47 @@ final class SignalFreezer: Freezer {
         guard let pid = pid ?? frozen[app] else { return }
         // Done when kill(2) returns: SIGCONT wakes every stopped thread in the sender's call (and discards a
         // SIGSTOP not yet acted on).
-        Self.signalTree(root: pid, SIGCONT)
+        signalApp(app, pid, SIGCONT)
         frozen[app] = nil
         records?.cleared(app: app)  // issue 5
     }
 
     func signal(app: AppID, pid: Int32?, _ sig: Int32) {
         guard let pid else { return }
-        Self.signalTree(root: pid, sig)
+        signalApp(app, pid, sig)
     }
 
     func kill(app: AppID, pid: Int32?) {
         pending[app] = nil
-        guard let pid else { return }
-        Self.signalTree(root: pid, SIGKILL)
+        signalApp(app, pid, SIGKILL)
         frozen[app] = nil
         records?.cleared(app: app)  // issue 5
     }
 
+    /// The app's main process is gone: what it left running (a child it did not wait for, a daemonized
+    /// descendant) is killed, then the app is forgotten.
     func released(app: AppID) {
+        let left = signalApp(app, nil, SIGKILL)
+        if !left.isEmpty {
+            logger.info(
+                "\(app) exited leaving \(left.count) process(es): killing them (\(left.map(String.init).joined(separator: " ")))",
+                metadata: ["BGTASKD_APP": "\(app)"])
+        }
+        forget(app: app)
+    }
+
+    /// Forgets the app without looking for what it left (the cgroup freezer kills that itself).
+    func forget(app: AppID) {
         pending[app] = nil
         frozen[app] = nil
+        tracker.forget(app)
         records?.cleared(app: app)  // issue 5
     }
 
     func thawAll() {
         pending.removeAll()
         for (app, pid) in frozen {
-            Self.signalTree(root: pid, SIGCONT)
+            signalApp(app, pid, SIGCONT)
             records?.cleared(app: app)  // issue 5
         }
         frozen.removeAll()
@@ -248,6 +265,26 @@ final class SignalFreezer: Freezer {
         for app in done.sorted() { onFrozen?(app) }
     }
 
+    /// The app's processes (`root`: its main process, if any), daemonized descendants included.
+    private func members(_ app: AppID, _ root: Int32?) -> [Int32] {
+        tracker.members(of: app, root: root, table: .read())
+    }
+
+    /// Signals every process of the app as ``signalTree(root:_:)`` does, daemonized descendants included;
+    /// returns the pids signalled.
+    @discardableResult
+    private func signalApp(_ app: AppID, _ root: Int32?, _ sig: Int32) -> [Int32] {
+        var signalled: Set<Int32> = []
+        for _ in 0..<8 {
+            let fresh = members(app, root).filter { !signalled.contains($0) }
+            if fresh.isEmpty { break }
+            for pid in fresh { _ = Glibc.kill(pid, sig) }
+            signalled.formUnion(fresh)
+            if sig != SIGSTOP && sig != SIGKILL { break }
+        }
+        return signalled.sorted()
+    }
+
     /// Signals `root`, every process in the session `root` leads, and every descendant of `root`;
     /// returns the pids signalled.
     @discardableResult
@@ -266,37 +303,9 @@ final class SignalFreezer: Freezer {
         return signalled.sorted()
     }
 
-    /// `root` and the processes that belong to it, from /proc.
+    /// `root` and the processes that belong to it (its session, its descendants), from /proc.
     static func processTree(root: Int32) -> [Int32] {
-        var parent: [Int32: Int32] = [:]
-        var inSession: [Int32] = []
-        guard let dir = opendir("/proc") else { return [root] }
-        defer { closedir(dir) }
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-            }
-            guard let pid = Int32(name), let stat = readFile("/proc/\(pid)/stat") else { continue }
-            // Fields after the command name (which may hold spaces and parentheses).
-            guard let close = stat.lastIndex(of: ")") else { continue }
-            let fields = stat[stat.index(after: close)...].split(separator: " ")
-            // state ppid pgrp session …
-            guard fields.count > 3, let ppid = Int32(fields[1]), let sid = Int32(fields[3]) else { continue }
-            parent[pid] = ppid
-            if sid == root && pid != root { inSession.append(pid) }
-        }
-        var result: Set<Int32> = [root]
-        result.formUnion(inSession)
-        // Descendants: repeat until no new child is found (the tree is small).
-        var changed = true
-        while changed {
-            changed = false
-            for (pid, ppid) in parent where !result.contains(pid) && result.contains(ppid) {
-                result.insert(pid)
-                changed = true
-            }
-        }
-        return result.sorted()
+        ProcessTable.read().tree(roots: [root]).sorted()
     }
 }
 
@@ -335,6 +344,10 @@ final class Launcher: AppLauncher, @unchecked Sendable {
     }
 
     func start() {
+        // Orphans of app processes (a daemonized descendant, a child its app did not wait for) become
+        // children of the daemon instead of init: the signal freezer finds them (AppProcessTracker) and
+        // they are reaped here.
+        _ = bgtaskd_set_child_subreaper()
         Glibc.signal(SIGCHLD, SIG_DFL)
         let source = DispatchSource.makeSignalSource(signal: SIGCHLD, queue: queue)
         source.setEventHandler { [weak self] in self?.reap() }
@@ -348,7 +361,8 @@ final class Launcher: AppLauncher, @unchecked Sendable {
             var status: Int32 = 0
             let pid = waitpid(-1, &status, WNOHANG)
             if pid <= 0 { return }
-            children.remove(pid)
+            // An orphan re-parented to the daemon (a subreaper) is reaped but is no app's exit.
+            guard children.remove(pid) != nil else { continue }
             onExit?(pid, status)
         }
     }

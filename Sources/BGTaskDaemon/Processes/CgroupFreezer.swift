@@ -222,7 +222,7 @@ final class CgroupFreezer: Freezer {
 
     func released(app: AppID) {
         cancelPending(app)
-        signals.released(app: app)
+        if signalManaged.contains(app) { signals.released(app: app) } else { signals.forget(app: app) }
         signalManaged.remove(app)
         let key = app.rawValue
         let path = layout.appPath(key)
