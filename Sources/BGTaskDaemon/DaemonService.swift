@@ -73,6 +73,11 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
     /// Inputs facts cause while a feed is under way: fed when it is over (no feed inside a feed).
     private var feedDepth = 0
     private var factsAfterFeed: [Input] = []
+    /// SPEC §14, system sleep (DaemonService+SystemSleep.swift): logind's inhibitors, the kernel wake lock,
+    /// and what Stats says of them.
+    var systemSleep: SystemSleepWatch?
+    var sleepStatus = SystemSleepStatus()
+    var wakeLock: KernelWakeLock?
 
     init(queue: DispatchQueue, config: LoadedConfiguration, journal: JournalSink, logger: Logger, options: DaemonOptions,
          freezer: any Freezer, launcher: (any AppLauncher)? = nil, clock: DaemonClock = .system,
@@ -136,6 +141,7 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
         adoption?.remap()
         adoptionSettingsChanged(from: old.daemon.apps)
         refresh.configurationChanged(newConfig)
+        configureWakeLock()
     }
 
     /// SIGTERM: thaw every frozen app so that nothing stays frozen with nobody managing it.
@@ -364,6 +370,10 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
             memoryPressure?.log(response)
         case .taskStarted(let app, let identifier):
             refresh?.taskStarted(app, identifier: identifier)
+        case .inhibitIdle(let live):
+            inhibitIdle(live)
+        case .verifyFrozen(let app, let processes):
+            verifyFrozen(app, processes)
         }
         return nil
     }
