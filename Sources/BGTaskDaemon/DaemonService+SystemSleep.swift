@@ -88,6 +88,8 @@ extension DaemonService {
             systemSleep?.sleepHandled()
         case .resumed:
             feed(.systemResumed)
+        case .refused(let what):
+            logger.warning("logind refused \(what)")
         }
     }
 }

@@ -23,6 +23,8 @@ final class SystemSleepWatch: @unchecked Sendable {
         case preparingForSleep
         /// `PrepareForSleep(false)`: the system resumed (the delay inhibitor is taken again).
         case resumed
+        /// logind refused an inhibitor (what, its error): tried again later for the sleep delay.
+        case refused(String)
     }
 
     private enum State { case starting, available, off }
@@ -39,6 +41,8 @@ final class SystemSleepWatch: @unchecked Sendable {
     }
 
     private let busQueue = DispatchQueue(label: "bgtaskd.logind")
+    /// A refused sleep delay inhibitor is asked for again after this.
+    static let retrySeconds = 5
     private let report: @Sendable (Event) -> Void
     private var state = State.starting
     private var bus: OpaquePointer?
@@ -126,7 +130,8 @@ final class SystemSleepWatch: @unchecked Sendable {
             }
             return
         }
-        process()
+        // Not here: this may run inside sd_bus_process (a reply's callback), which must not recurse.
+        busQueue.async { [weak self] in self?.process() }
     }
 
     private static let inhibitReply: sd_bus_message_handler_t = { message, userdata, _ in
@@ -150,8 +155,20 @@ final class SystemSleepWatch: @unchecked Sendable {
             let error = sd_bus_message_get_error(message)
             let name = error?.pointee.name.map { String(cString: $0) } ?? "an error"
             let text = error?.pointee.message.map { String(cString: $0) } ?? ""
-            if case .sleepDelay = kind, state == .starting {
-                off("logind does not answer on the system bus (\(name)\(text.isEmpty ? "" : ": " + text))")
+            let why = name + (text.isEmpty ? "" : ": " + text)
+            guard state != .starting else {
+                if case .sleepDelay = kind { off("logind does not answer on the system bus (\(why))") }
+                return
+            }
+            switch kind {
+            case .sleepDelay:
+                report(.refused("the sleep delay inhibitor (\(why)); trying again in \(Self.retrySeconds) s"))
+                busQueue.asyncAfter(deadline: .now() + .seconds(Self.retrySeconds)) { [weak self] in
+                    guard let self, self.state == .available, self.delayFD < 0 else { return }
+                    self.takeDelay()
+                }
+            case .idle:
+                report(.refused("the idle inhibitor (\(why))"))
             }
             return
         }
