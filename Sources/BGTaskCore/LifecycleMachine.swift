@@ -78,7 +78,10 @@ public struct LifecycleMachine: Sendable {
         fireDueDeadlines()
         for app in removals.sorted() { forget(app) }
         removals = []
-        if let change = idleInhibitionChange(after: out) { out.append(change) }
+        if let change = idleInhibitionChange(after: out) {
+            // Before the request's reply, which stays the last action (callers read it there).
+            if case .reply? = out.last { out.insert(change, at: out.count - 1) } else { out.append(change) }
+        }
         if stopping, appsStartedByDaemon.isEmpty {
             stopping = false
             deadlines.cancel(.stopLimit)
