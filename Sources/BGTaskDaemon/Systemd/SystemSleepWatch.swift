@@ -28,7 +28,7 @@ final class SystemSleepWatch: @unchecked Sendable {
     }
 
     private enum State { case starting, available, off }
-    private enum Kind { case idle(generation: Int), sleepDelay }
+    private enum Kind { case idle(why: String), sleepDelay }
 
     /// One asynchronous Inhibit call, its reply's context (retained until the reply comes).
     private final class Pending {
@@ -54,7 +54,15 @@ final class SystemSleepWatch: @unchecked Sendable {
     private var delayFD: Int32 = -1
     /// The `why` the idle inhibitor should carry; nil: none should be held.
     private var wantedIdle: String?
-    private var idleGeneration = 0
+    /// The `why` of the inhibitor `idleFD` holds.
+    private var heldIdle: String?
+    /// An Inhibit call for the idle inhibitor is under way (at most one: the rest is coalesced).
+    private var idleCallPending = false
+    /// The release of the idle inhibitor, `idleLinger` after the last work ended.
+    private var idleRelease: DispatchWorkItem?
+    /// How long the idle inhibitor outlives the last work: an app that begins and ends tasks in a loop
+    /// costs logind one Inhibit call, not one per task.
+    static let idleLinger: DispatchTimeInterval = .seconds(1)
 
     /// Starts connecting at once; `report` is called on the watch's own queue.
     init(report: @escaping @Sendable (Event) -> Void) {
@@ -62,13 +70,26 @@ final class SystemSleepWatch: @unchecked Sendable {
         busQueue.async { [self] in start() }
     }
 
-    /// Hold the idle inhibitor with this `why`, or release it (`nil`). A new `why` takes a new inhibitor
-    /// before the old one is closed, so there is no gap.
+    /// Hold the idle inhibitor with this `why`, or release it (`nil`, after ``idleLinger``). A new `why`
+    /// takes a new inhibitor before the old one is closed, so there is no gap.
     func inhibitIdle(_ why: String?) {
-        busQueue.async { [self] in
-            wantedIdle = why
-            idleGeneration += 1
-            if why == nil { closeIdle() } else if state == .available { takeIdle() }
+        busQueue.async { [self] in inhibitIdleNow(why) }
+    }
+
+    private func inhibitIdleNow(_ why: String?) {
+        wantedIdle = why
+        if why != nil {
+            idleRelease?.cancel()
+            idleRelease = nil
+            takeIdle()
+        } else if idleFD >= 0, idleRelease == nil {
+            let release = DispatchWorkItem { [weak self] in
+                guard let self else { return }
+                self.idleRelease = nil
+                if self.wantedIdle == nil { self.closeIdle() }
+            }
+            idleRelease = release
+            busQueue.asyncAfter(deadline: .now() + Self.idleLinger, execute: release)
         }
     }
 
@@ -115,8 +136,11 @@ final class SystemSleepWatch: @unchecked Sendable {
     }
 
     private func takeIdle() {
-        guard let why = wantedIdle else { return }
-        inhibit("idle", why: why, mode: "block", .idle(generation: idleGeneration))
+        guard state == .available, !idleCallPending, let why = wantedIdle else { return }
+        // Held already: a live set of apps that came back within the linger keeps its inhibitor.
+        if idleFD >= 0, heldIdle == why { return }
+        idleCallPending = true
+        inhibit("idle", why: why, mode: "block", .idle(why: why))
     }
 
     private func inhibit(_ what: String, why: String, mode: String, _ kind: Kind) {
@@ -168,6 +192,7 @@ final class SystemSleepWatch: @unchecked Sendable {
                     self.takeDelay()
                 }
             case .idle:
+                idleCallPending = false
                 report(.refused("the idle inhibitor (\(why))"))
             }
             return
@@ -183,13 +208,22 @@ final class SystemSleepWatch: @unchecked Sendable {
                 report(.available)
                 takeIdle()
             }
-        case .idle(let generation):
-            guard generation == idleGeneration, wantedIdle != nil, state == .available else {
+        case .idle(let why):
+            idleCallPending = false
+            guard state == .available else {
                 close(fd)
                 return
             }
+            // The new one first, then the old one goes: no gap. Work that ended meanwhile is released by
+            // its linger (already armed for the old fd, armed here otherwise).
             closeIdle()
             idleFD = fd
+            heldIdle = why
+            if wantedIdle == nil {
+                inhibitIdleNow(nil)
+            } else {
+                takeIdle()  // the why changed while the call was under way
+            }
         }
     }
 
@@ -206,6 +240,7 @@ final class SystemSleepWatch: @unchecked Sendable {
     private func closeIdle() {
         if idleFD >= 0 { close(idleFD) }
         idleFD = -1
+        heldIdle = nil
     }
 
     /// Dispatches what the bus has, then arms the timer and the write watch as sd-bus asks.
