@@ -74,8 +74,7 @@ bgtaskd_buswatch *bgtaskd_buswatch_open(const char *address, bgtaskd_buswatch_ca
     return w;
 }
 
-/* The pid owning `name` (0: none or unknown). */
-static uint32_t owner_pid(struct bgtaskd_buswatch *w, const char *name) {
+uint32_t bgtaskd_buswatch_owner_pid(struct bgtaskd_buswatch *w, const char *name) {
     sd_bus_message *reply = NULL;
     uint32_t pid = 0;
     if (sd_bus_call_method(w->query, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
@@ -94,7 +93,7 @@ static void seen(struct bgtaskd_buswatch *w, sd_bus_message *m) {
     const char *sender = sd_bus_message_get_sender(m);
     const char *member = sd_bus_message_get_member(m);
     if (!destination || !member || strcmp(destination, "org.freedesktop.DBus") == 0) return;
-    w->callback(w->context, destination, sender ? sender : "", member, owner_pid(w, destination));
+    w->callback(w->context, destination, sender ? sender : "", member);
 }
 
 int bgtaskd_buswatch_wait(bgtaskd_buswatch *w, int timeout_ms) {

@@ -29,11 +29,10 @@ final class BusCallWaker: @unchecked Sendable {
     func open() -> Bool {
         var error = [CChar](repeating: 0, count: 256)
         let context = Unmanaged.passUnretained(self).toOpaque()
-        let callback: bgtaskd_buswatch_callback = { context, destination, sender, member, pid in
+        let callback: bgtaskd_buswatch_callback = { context, destination, sender, member in
             guard let context, let destination, let sender, let member else { return }
             Unmanaged<BusCallWaker>.fromOpaque(context).takeUnretainedValue().methodCall(
-                to: String(cString: destination), from: String(cString: sender), member: String(cString: member),
-                ownerPID: Int64(pid))
+                to: String(cString: destination), from: String(cString: sender), member: String(cString: member))
         }
         guard let w = bgtaskd_buswatch_open(address, callback, context, &error, error.count) else {
             log("not watching the session bus for calls to suspended apps: \(cString(error))")
@@ -53,9 +52,32 @@ final class BusCallWaker: @unchecked Sendable {
         self.watch = nil
     }
 
-    private func methodCall(to destination: String, from sender: String, member: String, ownerPID: Int64) {
-        guard ownerPID > 0, let apps = listApps() else { return }
-        guard let app = Self.app(owning: ownerPID, among: apps), app.state == .suspended else { return }
+    /// The owners of unique names (`:1.42`), which the bus never gives to another connection.
+    private var uniqueOwners: [String: Int64] = [:]
+    /// Processes that were no app's at the instant (monotonic µs) noted: not asked about again for a
+    /// second (a busy session bus carries many calls to the shell and its services).
+    private var notApps: [Int64: Int64] = [:]
+
+    private func methodCall(to destination: String, from sender: String, member: String) {
+        guard let watch else { return }
+        var owner = uniqueOwners[destination]
+        if owner == nil {
+            owner = Int64(bgtaskd_buswatch_owner_pid(watch, destination))
+            if destination.hasPrefix(":"), let owner, owner > 0 {
+                if uniqueOwners.count > 4096 { uniqueOwners.removeAll() }
+                uniqueOwners[destination] = owner
+            }
+        }
+        guard let owner, owner > 0 else { return }
+        let now = monotonicUSec()
+        if let noted = notApps[owner], now - noted < 1_000_000 { return }
+        guard let apps = listApps() else { return }
+        guard let app = Self.app(owning: owner, among: apps) else {
+            if notApps.count > 4096 { notApps.removeAll() }
+            notApps[owner] = now
+            return
+        }
+        guard app.state == .suspended else { return }
         do {
             let call = ManagerWire.WakeForBusCall(appId: app.appId, sender: sender, member: member)
             _ = try client().call(ManagerMethod.wakeForBusCall.qualifiedName, call.json)

@@ -9,11 +9,10 @@
 
 typedef struct bgtaskd_buswatch bgtaskd_buswatch;
 
-/// A method call `member` from `sender` to `destination` (as addressed: a unique or a well-known name),
-/// whose owner is process `pid` (0: unknown, the name has no owner any more). Strings are valid only
-/// during the call.
+/// A method call `member` from `sender` to `destination` (as addressed: a unique or a well-known name)
+/// that expects a reply. Strings are valid only during the call.
 typedef void (*bgtaskd_buswatch_callback)(void *context, const char *destination, const char *sender,
-                                          const char *member, uint32_t pid);
+                                          const char *member);
 
 /// Connects twice to the bus at `address` (NULL or empty: $DBUS_SESSION_BUS_ADDRESS, else the user bus):
 /// one connection becomes a monitor of method calls, the other asks the bus for owners' pids. NULL on
@@ -24,6 +23,9 @@ bgtaskd_buswatch *bgtaskd_buswatch_open(const char *address, bgtaskd_buswatch_ca
 /// Waits up to `timeout_ms` (-1: forever) and reports what came (the callback runs inside). 0 on success
 /// (also on a timeout), -1 when the bus connection is gone.
 int bgtaskd_buswatch_wait(bgtaskd_buswatch *watch, int timeout_ms);
+
+/// The pid of the process owning bus name `name` (GetConnectionUnixProcessID), 0 when it has none.
+uint32_t bgtaskd_buswatch_owner_pid(bgtaskd_buswatch *watch, const char *name);
 
 void bgtaskd_buswatch_destroy(bgtaskd_buswatch *watch);
 
