@@ -88,6 +88,7 @@ extension DaemonService {
             systemSleep?.sleepHandled()
         case .resumed:
             feed(.systemResumed)
+            rearmTimer()
         case .refused(let what):
             logger.warning("logind refused \(what)")
         }

@@ -432,6 +432,16 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
         armedDeadline = deadline
     }
 
+    /// After a system sleep (SPEC §14): the one timer is armed afresh for the next deadline, whichever
+    /// clock libdispatch's timer counted the sleep on (early or late is harmless; this makes it prompt).
+    func rearmTimer() {
+        if armedDeadline != nil {
+            timer?.suspend()
+            armedDeadline = nil
+        }
+        armTimer()
+    }
+
     /// The monotonic timer fired (early or late is harmless to both): the journal budget's interval end and
     /// the core's deadlines (tests call it by hand).
     func deadlineReached() {

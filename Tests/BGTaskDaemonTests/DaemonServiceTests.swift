@@ -491,4 +491,29 @@ private final class ServiceHarness: @unchecked Sendable {
         #expect(read("wake_unlock") == "bgtaskd")
         #expect(h.queue.sync { h.service.wakeLock?.held } == false)
     }
+
+    /// SPEC §14: logind's PrepareForSleep(true) is one `policy`/`system-sleep` decision; (false) freezes
+    /// again every app the daemon holds frozen (the freezer is asked again; a frozen cgroup stays so).
+    @Test func sleepIsRecordedAndResumeFreezesFrozenAppsAgain() throws {
+        let h = try ServiceHarness()
+        defer { h.removeStateDirectory() }
+        let ctl = h.connect()
+        let monitor = h.connect()
+        _ = h.call(monitor, "io.bgtaskd.Manager.Monitor", more: true)
+        #expect(h.call(ctl, "io.bgtaskd.Manager.Launch", ["appId": .string(mail.rawValue)]).map(\.error) == [nil])
+        let pid = try #require(h.processes.first.flatMap { Int32($0.split(separator: " ").last ?? "") })
+        let app = h.connect(uid: 0, pid: pid)
+        _ = h.call(app, "io.bgtaskd.App.CheckIn", ["appId": .string(mail.rawValue)], more: true)
+        #expect(h.call(ctl, "io.bgtaskd.Manager.Background", ["appId": .string(mail.rawValue)]).map(\.error) == [nil])
+        let entered = try #require(h.lastEvent(app, "did-enter-background"))
+        h.call(h.connect(uid: 0, pid: pid), "io.bgtaskd.App.Acknowledge", ["eventId": entered])
+        #expect(h.processes.filter { $0 == "freeze \(mail) \(pid)" }.count == 1)
+
+        h.queue.sync { h.service.systemSleepEvent(.preparingForSleep) }
+        #expect(h.decisions(monitor).last.map { [$0.decision, $0.reason] } == ["policy", "system-sleep"])
+        #expect(h.queue.sync { h.service.stats().sleepsSeen } == 1)
+        h.queue.sync { h.service.systemSleepEvent(.resumed) }
+        #expect(h.processes.filter { $0 == "freeze \(mail) \(pid)" }.count == 2)
+        #expect(h.queue.sync { h.service.machine.app(mail, now: h.service.now())?.state } == .suspended)
+    }
 }
