@@ -1,9 +1,10 @@
 """SPEC §14, bus calls to a frozen app: a real session bus (dbus-daemon --session on a socket in a
-temporary directory), a real app managed by bgtaskd that owns a name on it (apps/bus_app.py, python3-dbus),
-frozen by the cgroup freezer; the real bgtaskd-focus (--no-wayland: the session-bus watch alone) sees a
-method call to it from another process (busctl) and calls WakeForBusCall: the call is answered within
-1 s, the daemon journals `resume` with reason `bus-call`, and the app is suspended again once
-BusCallBudgetSec has passed."""
+temporary directory) of an unprivileged session user (nobody), a real app of that user managed by bgtaskd
+that owns a name on it (apps/bus_app.py, python3-dbus), frozen by the cgroup freezer; the real
+bgtaskd-focus, run as that user (--no-wayland: the session-bus watch alone; Manager control rights
+through ControlGroup=nogroup), sees a method call to it from another process of the user (busctl) and
+calls WakeForBusCall: the call is answered within 1 s, the daemon journals `resume` with reason
+`bus-call`, and the app is suspended again once BusCallBudgetSec has passed."""
 
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ APP = "org.example.BusApp"
 HERE = Path(__file__).resolve().parent
 SYSTEM_PYTHON = "/usr/bin/python3"  # Debian's, with python3-dbus and python3-gi (scripts/install-deps.sh)
 BUDGET = 1.5
+USER = 65534  # nobody, group nogroup
+AS_USER = ["setpriv", f"--reuid={USER}", f"--regid={USER}", "--clear-groups", "--"]
 
 
 @pytest.fixture
@@ -33,9 +36,10 @@ def session_bus():
     if not shutil.which("dbus-daemon"):
         pytest.fail("dbus-daemon is missing: scripts/install-deps.sh installs it")
     work = Path(tempfile.mkdtemp(prefix="bgtaskd-sessionbus-", dir="/tmp"))
+    os.chown(work, USER, USER)
     address = f"unix:path={work}/bus"
     read, write = os.pipe()
-    bus = subprocess.Popen(["dbus-daemon", "--session", f"--address={address}", "--nofork", "--nopidfile",
+    bus = subprocess.Popen([*AS_USER, "dbus-daemon", "--session", f"--address={address}", "--nofork", "--nopidfile",
                             f"--print-address={write}"], pass_fds=(write,), stdout=subprocess.DEVNULL,
                            stderr=subprocess.STDOUT)
     os.close(write)
@@ -51,14 +55,17 @@ def session_bus():
 
 
 def busctl(address: str, *args: str, timeout: float = 15) -> subprocess.CompletedProcess:
-    return subprocess.run(["busctl", f"--address={address}", *args], capture_output=True, text=True, timeout=timeout)
+    return subprocess.run([*AS_USER, "busctl", f"--address={address}", *args], capture_output=True, text=True, timeout=timeout)
 
 
 def test_a_method_call_to_a_suspended_app_wakes_it_for_the_bus_call_budget(daemon, bin_dir, session_bus):
     with ScratchCgroup("-buscall") as cg:
         app_text = manifest(APP, f"{SYSTEM_PYTHON} {HERE / 'apps' / 'bus_app.py'}",
-                            env={"DBUS_SESSION_BUS_ADDRESS": session_bus})
-        d = daemon(conf=conf(cg.path) + f"BusCallBudgetSec={int(BUDGET * 1000)}ms\n", apps={APP: app_text})
+                            env={"DBUS_SESSION_BUS_ADDRESS": session_bus}) + "User=nobody\n"
+        d = daemon(conf=conf(cg.path) + f"BusCallBudgetSec={int(BUDGET * 1000)}ms\n[Daemon]\nControlGroup=nogroup\n",
+                   apps={APP: app_text})
+        for p in (d.root, d.runtime_dir):  # the session user reaches the daemon's socket
+            os.chmod(p, 0o755)
         m = Manager(d.socket)
         m.launch(APP)
         wait_for(lambda: APP in busctl(session_bus, "list", "--no-pager").stdout, 15, f"{APP} to own its name")
@@ -76,7 +83,7 @@ def test_a_method_call_to_a_suspended_app_wakes_it_for_the_bus_call_budget(daemo
         # bgtaskd-focus watches the session bus (no compositor here).
         log_path = Path(d.root) / "focus.log"
         with open(log_path, "wb") as log:
-            focus = subprocess.Popen([str(bin_dir / "bgtaskd-focus"), "--no-wayland", "--socket", d.socket,
+            focus = subprocess.Popen([*AS_USER, str(bin_dir / "bgtaskd-focus"), "--no-wayland", "--socket", d.socket,
                                       "--session-bus", session_bus], stdout=log, stderr=log)
         try:
             wait_for(lambda: "watching the session bus" in log_path.read_text(), 10, "bgtaskd-focus to watch the bus")
