@@ -125,3 +125,27 @@ def test_without_a_system_bus_system_sleep_is_off_and_said_once(daemon):
     assert s["systemSleep"] == "off" and s["idleInhibited"] is False, s
     said = wait_journal(since, "MESSAGE_ID=dc5d18c0548c4737ada8a87a5735f68d", timeout=10)
     assert len(said) == 1 and "system sleep is off" in said[0]["MESSAGE"], said
+
+
+def test_a_system_bus_without_logind_turns_system_sleep_off(daemon, tmp_path):
+    """A bus with no org.freedesktop.login1 on it (a dbus-daemon of the test's own, given as the system
+    bus): the first Inhibit is refused by the bus, and the watch says so once."""
+    address = f"unix:path={tmp_path}/bus"
+    read, write = os.pipe()
+    bus = subprocess.Popen(["dbus-daemon", "--session", f"--address={address}", "--nofork", "--nopidfile",
+                            f"--print-address={write}"], pass_fds=(write,), stdout=subprocess.DEVNULL)
+    os.close(write)
+    with os.fdopen(read) as r:
+        assert r.readline().startswith(address)
+    try:
+        since = time.time()
+        d = daemon(env={"DBUS_SYSTEM_BUS_ADDRESS": address})
+        m = Manager(d.socket)
+        s = wait_for(lambda: (s := stats(m))["systemSleepReason"].startswith("logind does not answer") and s, 10,
+                     "Stats to say that logind does not answer")
+        assert s["systemSleep"] == "off" and "ServiceUnknown" in s["systemSleepReason"], s
+        said = wait_journal(since, "MESSAGE_ID=dc5d18c0548c4737ada8a87a5735f68d", timeout=10)
+        assert len(said) == 1, said
+    finally:
+        bus.terminate()
+        bus.wait(10)
