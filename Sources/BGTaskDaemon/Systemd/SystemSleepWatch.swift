@@ -181,7 +181,10 @@ final class SystemSleepWatch: @unchecked Sendable {
             let text = error?.pointee.message.map { String(cString: $0) } ?? ""
             let why = name + (text.isEmpty ? "" : ": " + text)
             guard state != .starting else {
-                if case .sleepDelay = kind { off("logind does not answer on the system bus (\(why))") }
+                guard case .sleepDelay = kind else { return }
+                let absent = ["org.freedesktop.DBus.Error.ServiceUnknown", "org.freedesktop.DBus.Error.NameHasNoOwner"]
+                off(absent.contains(name) ? "no logind on the system bus (\(why))"
+                    : "logind refused bgtaskd's sleep delay inhibitor (\(why); without polkit logind allows inhibitors only to privileged callers)")
                 return
             }
             switch kind {
