@@ -79,14 +79,32 @@ def test_live_work_holds_logind_idle_inhibitor_and_sleep_is_seen(daemon, logind)
         assert stats(m)["idleInhibited"] is False
 
         m.launch(APP)
-        with RawClient(d.socket) as c:
-            task = c.call("io.bgtaskd.App.BeginBackgroundTask", {"appId": APP, "name": "upload"})["parameters"]["taskId"]
-            assert task > 0
-            held = wait_for(lambda: idle_lines(logind), 10, "logind to list bgtaskd's idle inhibitor")
-            assert "block" in held[0] and f"1 background task of {APP}" in held[0], held
-            assert stats(m)["idleInhibited"] is True
-            c.call("io.bgtaskd.App.EndBackgroundTask", {"appId": APP, "taskId": task})
-            wait_for(lambda: idle_lines(logind) == [], 10, "the idle inhibitor to be released")
+        # Every Inhibit call on the private bus, as logind receives it (root may monitor the system bus).
+        calls_log = Path(d.root) / "inhibit-calls.log"
+        with open(calls_log, "wb") as out:
+            monitor = subprocess.Popen(["stdbuf", "-oL", "dbus-monitor", "--address", logind.address,
+                                        "type='method_call',interface='org.freedesktop.login1.Manager',member='Inhibit'"],
+                                       stdout=out, stderr=subprocess.STDOUT)
+        try:
+            wait_for(lambda: "NameAcquired" in calls_log.read_text() or "NameLost" in calls_log.read_text(), 10,
+                     "dbus-monitor to start")
+            with RawClient(d.socket) as c:
+                task = c.call("io.bgtaskd.App.BeginBackgroundTask", {"appId": APP, "name": "upload"})["parameters"]["taskId"]
+                assert task > 0
+                held = wait_for(lambda: idle_lines(logind), 10, "logind to list bgtaskd's idle inhibitor")
+                assert "block" in held[0] and f"1 background task of {APP}" in held[0], held
+                assert stats(m)["idleInhibited"] is True
+                c.call("io.bgtaskd.App.EndBackgroundTask", {"appId": APP, "taskId": task})
+                # An app that begins and ends tasks in a loop: the inhibitor stays, no new Inhibit call.
+                for _ in range(200):
+                    t = c.call("io.bgtaskd.App.BeginBackgroundTask", {"appId": APP})["parameters"]["taskId"]
+                    c.call("io.bgtaskd.App.EndBackgroundTask", {"appId": APP, "taskId": t})
+                wait_for(lambda: idle_lines(logind) == [], 10, "the idle inhibitor to be released")
+        finally:
+            monitor.terminate()
+            monitor.wait(10)
+        idle_calls = calls_log.read_text().count('string "idle"')
+        assert idle_calls == 1, calls_log.read_text()[-3000:]
 
         # The app goes to the background and is frozen; then someone thaws it behind the daemon's back.
         app_cg = cg.app(APP)
