@@ -1,4 +1,5 @@
 import BGTaskClient
+import BGTaskFocus
 import BGTaskProtocol
 import CWlrToplevel
 
@@ -110,16 +111,9 @@ final class BusCallWaker: @unchecked Sendable {
 
     /// The app whose process is `pid` or an ancestor of it, else the app whose own cgroup holds `pid`.
     static func app(owning pid: Int64, among apps: [ManagerWire.AppInfo]) -> ManagerWire.AppInfo? {
-        var byPID: [Int64: ManagerWire.AppInfo] = [:]
-        for app in apps { if let p = app.pid { byPID[p] = app } }
-        var p = pid
-        for _ in 0..<64 where p > 1 {
-            if let app = byPID[p] { return app }
-            guard let parent = parentPID(p) else { break }
-            p = parent
-        }
-        guard let cgroup = cgroupLeaf(pid) else { return nil }
-        return apps.first { cgroup == $0.appId || cgroup.contains("-\($0.appId)-") || cgroup.contains("-\($0.appId)@") }
+        let candidates = apps.map { BusOwnerMatch.Candidate(appID: $0.appId, pid: $0.pid) }
+        let id = BusOwnerMatch.app(owning: pid, among: candidates, parent: parentPID, cgroupLeaf: cgroupLeaf)
+        return apps.first { $0.appId == id }
     }
 
     private static func parentPID(_ pid: Int64) -> Int64? {
