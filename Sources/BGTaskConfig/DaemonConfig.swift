@@ -46,6 +46,9 @@ public struct DaemonConfig: Hashable, Sendable {
     /// `IncompleteMessageTimeoutSec=`: a connection that began a message and has not completed it within
     /// this is closed (issue 11). Idle connections are not affected.
     public var incompleteMessageTimeoutUSec: Int64 = 10 * second
+    /// `KernelWakeLock=`: while live background work holds logind's idle inhibitor (SPEC §14), also hold
+    /// the kernel wake lock `bgtaskd` (`/sys/power/wake_lock`), for autosleep devices.
+    public var kernelWakeLock: Bool = false
 
     // [Lifecycle]
     /// `DidEnterBackgroundTimeoutSec=`: time to acknowledge `did-enter-background` (and the grace window of
@@ -67,6 +70,8 @@ public struct DaemonConfig: Hashable, Sendable {
     public var refreshTaskBudgetUSec: Int64 = 30 * second
     /// `ProcessingTaskBudgetSec=`: run time of a processing task.
     public var processingTaskBudgetUSec: Int64 = 5 * 60 * second
+    /// `BusCallBudgetSec=`: run time of a suspended app woken for a method call on the session bus (SPEC §14).
+    public var busCallBudgetUSec: Int64 = 5 * second
 
     // [Refresh]
     /// `BackgroundAppRefresh=`: the global refresh setting at start (run-time changes persist elsewhere).
@@ -301,6 +306,9 @@ extension DaemonConfig {
             config.maxConnectionsPerUser = n
         }, format: { String($0.maxConnectionsPerUser) }),
         time("Daemon", "IncompleteMessageTimeoutSec", \.incompleteMessageTimeoutUSec, minimum: 1000),
+        KeyDefinition(section: "Daemon", key: "KernelWakeLock", apply: { config, value throws(ConfigError.Kind) in
+            config.kernelWakeLock = value.isEmpty ? false : try parseBool(value)
+        }, format: { $0.kernelWakeLock ? "yes" : "no" }),
 
         time("Lifecycle", "DidEnterBackgroundTimeoutSec", \.didEnterBackgroundTimeoutUSec, minimum: 1),
         time("Lifecycle", "BackgroundTimeBudgetSec", \.backgroundTimeBudgetUSec, minimum: 1),
@@ -316,6 +324,7 @@ extension DaemonConfig {
         time("Lifecycle", "KillTimeoutSec", \.killTimeoutUSec, minimum: 1),
         time("Lifecycle", "RefreshTaskBudgetSec", \.refreshTaskBudgetUSec, minimum: 1),
         time("Lifecycle", "ProcessingTaskBudgetSec", \.processingTaskBudgetUSec, minimum: 1),
+        time("Lifecycle", "BusCallBudgetSec", \.busCallBudgetUSec, minimum: 1),
 
         KeyDefinition(section: "Refresh", key: "BackgroundAppRefresh", apply: { config, value throws(ConfigError.Kind) in
             if value.isEmpty { config.backgroundAppRefresh = .on; return }

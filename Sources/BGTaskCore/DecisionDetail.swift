@@ -137,6 +137,12 @@ public enum DecisionDetail: Hashable, Sendable {
     /// `Acknowledge` of the app's event came from a uid that is neither the app's nor root.
     case acknowledgeNotAppUser(event: EventID, caller: Caller)
 
+    // System sleep and the session bus (SPEC §14)
+    /// The system is about to sleep; `live`: the work that held the idle inhibitor, if any.
+    case systemSleep(live: IdleInhibition?)
+    /// Resumed for a method call `member` from `sender` on the session bus; runs for `budget`.
+    case resumedForBusCall(sender: String, member: String, budget: TimeSpan)
+
     /// Text a shell component wrote itself (decisions made outside the lifecycle machine).
     case note(String)
 }

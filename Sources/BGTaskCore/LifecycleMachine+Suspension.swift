@@ -31,10 +31,10 @@ extension LifecycleMachine {
     }
 
     /// Thaws a suspended app into the background and delivers its queued notifications (SPEC §7).
-    mutating func thaw(_ i: Int, reason: Reason) {
+    mutating func thaw(_ i: Int, reason: Reason, _ detail: DecisionDetail = .resumed) {
         let app = records[i].id
         records[i].state = .background
-        emit(.thaw(app, processes(i), decision(.resume, reason, i, previous: .suspended, .resumed)))
+        emit(.thaw(app, processes(i), decision(.resume, reason, i, previous: .suspended, detail)))
         for notification in records[i].notifications.drain() {
             deliver(i, .notification, name: notification.name, payload: notification.payload)
         }
@@ -42,8 +42,8 @@ extension LifecycleMachine {
 
     /// Thaws a suspended app for an assertion, an activity or a manager hold: no event, and the budget it
     /// had (SPEC §3: only the foreground resets it).
-    mutating func resumeHeld(_ i: Int, reason: Reason) {
-        thaw(i, reason: reason)
+    mutating func resumeHeld(_ i: Int, reason: Reason, _ detail: DecisionDetail = .resumed) {
+        thaw(i, reason: reason, detail)
         if records[i].backgroundSince == nil { records[i].backgroundSince = now }
         records[i].grace = .none
         armBudget(i)

@@ -47,6 +47,8 @@ public struct LifecycleMachine: Sendable {
     var holdRequests: [TaskID: RequestID] = [:]
     /// The memory-pressure episode under way (SPEC §8).
     var pressure = PressureEpisode()
+    /// SPEC §14: the apps with live background work as last told (``Action/inhibitIdle(_:)``).
+    var idleApps: Set<AppID> = []
 
     /// A machine with no apps.
     public init(config: LifecycleConfig = .default) {
@@ -76,6 +78,10 @@ public struct LifecycleMachine: Sendable {
         fireDueDeadlines()
         for app in removals.sorted() { forget(app) }
         removals = []
+        if let change = idleInhibitionChange(after: out) {
+            // Before the request's reply, which stays the last action (callers read it there).
+            if case .reply? = out.last { out.insert(change, at: out.count - 1) } else { out.append(change) }
+        }
         if stopping, appsStartedByDaemon.isEmpty {
             stopping = false
             deadlines.cancel(.stopLimit)
@@ -140,6 +146,9 @@ public struct LifecycleMachine: Sendable {
         case .instanceReleased(let app, let instance): instanceReleased(app, instance)
         case .focusChanged(let app, let reason): focusChanged(app, reason: reason)
         case .waitingTaskCancelled(let app, let identifier): waitingTaskCancelled(app, identifier: identifier)
+        case .busCallReceived(let app, let sender, let member): busCallReceived(app, sender: sender, member: member)
+        case .systemSleepPreparing: systemSleepPreparing()
+        case .systemResumed: systemResumed()
         }
     }
 

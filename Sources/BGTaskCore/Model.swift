@@ -23,6 +23,9 @@ public struct LifecycleConfig: Hashable, Sendable {
     public var maxQueuedNotificationsPerApp: Int
     /// `ControlGroup=`: members (besides root) may use the control methods of `io.bgtaskd.Manager`.
     public var controlGroup: UInt32?
+    /// `BusCallBudgetSec=5s`: how long a suspended app runs for a method call addressed to it on the
+    /// session bus (`WakeForBusCall`; SPEC §14) before it is suspended again.
+    public var busCallBudget: TimeSpan
 
     /// The SPEC's defaults, overridable one by one.
     public init(
@@ -36,7 +39,8 @@ public struct LifecycleConfig: Hashable, Sendable {
         refreshTaskBudget: TimeSpan = .seconds(30),
         processingTaskBudget: TimeSpan = .minutes(5),
         maxQueuedNotificationsPerApp: Int = 64,
-        controlGroup: UInt32? = nil
+        controlGroup: UInt32? = nil,
+        busCallBudget: TimeSpan = .seconds(5)
     ) {
         self.didEnterBackgroundTimeout = didEnterBackgroundTimeout
         self.backgroundTimeBudget = backgroundTimeBudget
@@ -49,6 +53,7 @@ public struct LifecycleConfig: Hashable, Sendable {
         self.processingTaskBudget = processingTaskBudget
         self.maxQueuedNotificationsPerApp = maxQueuedNotificationsPerApp
         self.controlGroup = controlGroup
+        self.busCallBudget = busCallBudget
     }
 
     /// The SPEC's defaults.
@@ -287,13 +292,22 @@ public enum Action: Hashable, Sendable {
     /// action before). Tell the refresh machine (``RefreshInput/taskStarted(_:identifier:)``): a request that
     /// waited for the background leaves the pending list only now (SPEC §6).
     case taskStarted(AppID, identifier: String)
+    /// SPEC §14: whether live background work (assertions, manager holds, running scheduled tasks, activities)
+    /// should keep the system from idling into sleep changed: hold logind's `idle` inhibitor (and the kernel
+    /// wake lock) with this description, or release it (`nil`). Emitted when the set of apps with live work
+    /// changes, after the actions that changed it.
+    case inhibitIdle(IdleInhibition?)
+    /// SPEC §14: the system resumed from sleep; the app is held frozen: make sure it still is (freeze it
+    /// again if something thawed it meanwhile, as systemd does to `user.slice` around a suspend).
+    case verifyFrozen(AppID, Processes)
 
     /// The decision this action carries, if any: every action that changes an app carries one.
     public var decision: Decision? {
         switch self {
         case .launch(_, _, let d), .thaw(_, _, let d), .terminate(_, _, let d), .kill(_, _, let d), .record(let d):
             return d
-        case .freeze, .deliver, .reply, .release, .stopFinished, .holdLost, .memoryPressure, .taskStarted:
+        case .freeze, .deliver, .reply, .release, .stopFinished, .holdLost, .memoryPressure, .taskStarted, .inhibitIdle,
+            .verifyFrozen:
             return nil
         }
     }
@@ -399,4 +413,36 @@ public enum Input: Hashable, Sendable {
     /// The request of a task that waits for the app's background (SPEC §6) was cancelled
     /// (`CancelTaskRequest`, `CancelAllTaskRequests`): the task no longer starts. A fact: no reply.
     case waitingTaskCancelled(AppID, identifier: String)
+    /// `WakeForBusCall(appId, sender, member)` (bgtaskd-focus saw a method call `member` from `sender`
+    /// addressed to the app on the session bus; SPEC §14): a suspended app is resumed into the background
+    /// (`resume`, `bus-call`) for `BusCallBudgetSec`, then suspended again; an app in the background is kept
+    /// running that long. Replies `.ok`, or `noSuchApp` / `invalidState` (not running, terminating).
+    case busCallReceived(AppID, sender: String, member: String)
+    /// logind's `PrepareForSleep(true)`: the system is about to sleep. One `policy` decision (`system-sleep`),
+    /// no reply.
+    case systemSleepPreparing
+    /// logind's `PrepareForSleep(false)`: the system resumed. Every app held frozen gets a
+    /// ``Action/verifyFrozen(_:_:)``. No reply.
+    case systemResumed
+}
+
+/// What keeps the system from idling into sleep (SPEC §14): the apps with live background work and how
+/// much of it each kind there is, as of the change that made the set of apps what it is.
+public struct IdleInhibition: Hashable, Sendable {
+    /// The apps with live work, in app-id order.
+    public var apps: [AppID]
+    /// Live background tasks and manager holds.
+    public var assertions: Int
+    /// Running scheduled tasks.
+    public var tasks: Int
+    /// Live continuous-mode activities.
+    public var activities: Int
+
+    /// A description of live work.
+    public init(apps: [AppID], assertions: Int, tasks: Int, activities: Int) {
+        self.apps = apps
+        self.assertions = assertions
+        self.tasks = tasks
+        self.activities = activities
+    }
 }

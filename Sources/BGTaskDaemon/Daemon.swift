@@ -163,6 +163,7 @@ public final class Daemon: @unchecked Sendable {
             queue.async { if !journal.isCongested { server.resumeIO() } }
         })
         self.service = service
+        service.startSystemSleep()  // SPEC §14
         updateMemoryPressure(config)  // issue 5
         self.server = server
         startWatchdog()

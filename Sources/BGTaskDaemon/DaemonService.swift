@@ -77,6 +77,11 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
     /// Inputs facts cause while a feed is under way: fed when it is over (no feed inside a feed).
     private var feedDepth = 0
     private var factsAfterFeed: [Input] = []
+    /// SPEC §14, system sleep (DaemonService+SystemSleep.swift): logind's inhibitors, the kernel wake lock,
+    /// and what Stats says of them.
+    var systemSleep: SystemSleepWatch?
+    var sleepStatus = SystemSleepStatus()
+    var wakeLock: KernelWakeLock?
 
     init(queue: DispatchQueue, config: LoadedConfiguration, journal: JournalSink, logger: Logger, options: DaemonOptions,
          freezer: any Freezer, launcher: (any AppLauncher)? = nil, clock: DaemonClock = .system,
@@ -140,6 +145,7 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
         adoption?.remap()
         adoptionSettingsChanged(from: old.daemon.apps)
         refresh.configurationChanged(newConfig)
+        configureWakeLock()
     }
 
     /// SIGTERM: thaw every frozen app so that nothing stays frozen with nobody managing it.
@@ -368,6 +374,10 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
             memoryPressure?.log(response)
         case .taskStarted(let app, let identifier):
             refresh?.taskStarted(app, identifier: identifier)
+        case .inhibitIdle(let live):
+            inhibitIdle(live)
+        case .verifyFrozen(let app, let processes):
+            verifyFrozen(app, processes)
         }
         return nil
     }
@@ -424,6 +434,16 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
             if armedDeadline == nil { timer?.resume() }
         }
         armedDeadline = deadline
+    }
+
+    /// After a system sleep (SPEC §14): the one timer is armed afresh for the next deadline, whichever
+    /// clock libdispatch's timer counted the sleep on (early or late is harmless; this makes it prompt).
+    func rearmTimer() {
+        if armedDeadline != nil {
+            timer?.suspend()
+            armedDeadline = nil
+        }
+        armTimer()
     }
 
     /// The monotonic timer fired (early or late is harmless to both): the journal budget's interval end and

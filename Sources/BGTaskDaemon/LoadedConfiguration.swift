@@ -35,7 +35,8 @@ struct LoadedConfiguration: Sendable {
             killTimeout: .microseconds(d.killTimeoutUSec),
             refreshTaskBudget: .microseconds(d.refreshTaskBudgetUSec),
             processingTaskBudget: .microseconds(d.processingTaskBudgetUSec),
-            controlGroup: controlGroupID
+            controlGroup: controlGroupID,
+            busCallBudget: .microseconds(d.busCallBudgetUSec)
         )
     }
 

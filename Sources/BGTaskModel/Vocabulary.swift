@@ -182,6 +182,11 @@ public enum Reason: String, CaseIterable, Hashable, Sendable {
     /// `[Apps] Adopt=` or `AdoptFrom=` changed on reload: instances started by others outside what is watched
     /// now are released from management (thawed, they keep running).
     case adoptionChanged = "adoption-changed"
+    /// The system is about to sleep (logind's `PrepareForSleep`; SPEC §14): one `policy` decision before it.
+    case systemSleep = "system-sleep"
+    /// A method call on the session bus was addressed to the suspended app (`WakeForBusCall`, bgtaskd-focus;
+    /// SPEC §14): it runs in the background for `BusCallBudgetSec` so that the caller gets its answer.
+    case busCall = "bus-call"
 }
 
 /// Why an app was launched (`launchReason` of `did-finish-launching`).

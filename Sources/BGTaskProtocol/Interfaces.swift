@@ -226,7 +226,13 @@ public enum Interfaces: Sendable {
           connectionsOversized: ?int,
           # What the denial budget did: connections not read until the interval's end after a call of
           # theirs was denied past JournalDenialBurst= (per uid) or JournalDenialGlobalBurst=.
-          connectionsPaused: ?int
+          connectionsPaused: ?int,
+          # System sleep (SPEC §14): logind or off, and why; whether logind's idle inhibitor is held now
+          # (live background work); PrepareForSleep signals seen.
+          systemSleep: ?string,
+          systemSleepReason: ?string,
+          idleInhibited: ?bool,
+          sleepsSeen: ?int
         )
 
         method ListApps() -> (apps: []AppInfo)
@@ -266,6 +272,11 @@ public enum Interfaces: Sendable {
         method PostNotification(name: string, appId: ?string, payload: ?object) -> ()
         method WakeForRemoteNotification(appId: string, payload: ?object) -> ()
         method RunTaskNow(appId: string, identifier: string) -> ()
+
+        # A method call (member, from the unique bus name sender) addressed to the app on the session bus
+        # (bgtaskd-focus): a suspended app is resumed into the background for BusCallBudgetSec (reason
+        # bus-call) so that it can answer, then suspended again.
+        method WakeForBusCall(appId: string, sender: string, member: string) -> ()
 
         # Re-reads configuration and manifests without dropping clients; a bad file is InvalidConfiguration
         # (the old configuration stays).

@@ -337,6 +337,8 @@ enum Render {
         ("connectionsTimedOut", "Connections timed out"), ("connectionsOversized", "Connections oversized"),
         ("connectionsPaused", "Connections paused"),
         ("freezerBackend", "Freezer"), ("freezerBackendReason", "Freezer because"), ("dryRun", "Dry run"),
+        ("systemSleep", "System sleep"), ("systemSleepReason", "System sleep because"),
+        ("idleInhibited", "Idle inhibited"), ("sleepsSeen", "Sleeps seen"),
     ]
 
     static let settingsLabels: [(key: String, label: String)] = [

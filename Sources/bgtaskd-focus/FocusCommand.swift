@@ -3,6 +3,7 @@ import BGTaskClient
 import BGTaskFocus
 import BGTaskProtocol
 import CWlrToplevel
+import Dispatch
 
 #if canImport(Glibc)
 import Glibc
@@ -18,7 +19,9 @@ struct FocusCommand: ParsableCommand {
             Runs in the user's session (systemd/bgtaskd-focus.service, a user unit). Each toplevel's \
             app_id is the app's ID; the activated toplevel's app comes to the foreground (exclusive), no \
             activated toplevel (the home screen) sends the active app to the background. A change is told \
-            only once it has lasted --debounce, so a quick switch back and forth costs no freeze. The \
+            only once it has lasted --debounce, so a quick switch back and forth costs no freeze. It also \
+            watches the session bus (as a monitor): a method call addressed to an app bgtaskd holds \
+            suspended wakes it for BusCallBudgetSec (WakeForBusCall), so the caller gets its answer. The \
             caller needs Manager control rights (root or ControlGroup=). Exits 1 when the compositor goes.
             """,
         version: "0.1.0"
@@ -42,8 +45,31 @@ struct FocusCommand: ParsableCommand {
     @Flag(name: .customLong("no-logind"), help: "Do not follow logind's LockedHint and IdleHint (the session locked or idle: the front app goes to the background, screen-locked).")
     var noLogind = false
 
+    @Flag(name: .customLong("no-wayland"), help: "Follow no compositor: only wake suspended apps for method calls on the session bus (a device whose compositor offers no wlr-foreign-toplevel-management).")
+    var noWayland = false
+
+    @Flag(name: .customLong("no-session-bus"), help: "Do not watch the session bus for method calls to suspended apps.")
+    var noSessionBus = false
+
+    @Option(name: .customLong("session-bus"), help: "The session bus to watch (default: $DBUS_SESSION_BUS_ADDRESS, else the user bus).")
+    var sessionBus: String?
+
     func run() throws {
         let path = socket ?? getenv("BGTASKD_SOCKET").map { String(cString: $0) } ?? "/run/bgtaskd/io.bgtaskd"
+        // SPEC §14: bus calls to suspended apps, on a thread of their own.
+        let waker = noSessionBus ? nil : BusCallWaker(socketPath: path, address: sessionBus)
+        let watching = waker?.open() ?? false
+        if noWayland {
+            guard watching, let waker else {
+                log("--no-wayland and no session bus to watch: nothing to do")
+                throw ExitCode(1)
+            }
+            waker.run()
+            throw ExitCode(1)
+        }
+        if watching, let waker {
+            DispatchQueue(label: "bgtaskd-focus.session-bus").async { waker.run() }
+        }
         let session = FocusSession(socketPath: path, debounceUSec: Int64(max(0, debounce)) * 1000)
         var error = [CChar](repeating: 0, count: 256)
         let context = Unmanaged.passUnretained(session).toOpaque()

@@ -83,6 +83,8 @@ struct Driver {
     /// Apps whose freeze the shell has not reported done yet (half the freezes are confirmed at once, the
     /// others by a later step; a confirmation that comes after a thaw or a kill must change nothing).
     var freezing: Set<AppID> = []
+    /// The apps of the last ``Action/inhibitIdle(_:)`` (SPEC §14).
+    var idleApps: Set<AppID> = []
 
     init() {
         for manifest in Harness.standardManifests { _ = machine.handle(.appRegistered(manifest), now: now) }
@@ -94,7 +96,9 @@ struct Driver {
         let connection = ConnectionID((x >> 7) % 4 + 1)
         let random = x >> 16
         advance(selector: (x >> 9) % 16, random: random)
-        var batch = inputs(op: Int(x & 0x1F), app: app, connection: connection, random: random)
+        // Ops 0–31 from the low bits; a bit of `random` adds the SPEC §14 inputs (31 → 32, 33).
+        let op = Int(x & 0x1F) == 31 && (random >> 12) & 1 == 1 ? 32 + Int((random >> 13) & 1) : Int(x & 0x1F)
+        var batch = inputs(op: op, app: app, connection: connection, random: random)
         // Half the time the app answers at once, as a well-behaved app does.
         if (random >> 8) & 1 == 1 { batch.append(.deadlineReached) }
         for (n, input) in batch.enumerated() {
@@ -184,6 +188,8 @@ struct Driver {
         case 28: return [.memoryWarningRequested(random & 1 == 0 ? nil : app)]
         case 29: return [.memoryReclaimRequested(count: Int(random % 3))]
         case 30: return [.memoryPressureTriggered(window: .seconds(Int64(1 + random % 3)))]
+        case 32: return [.busCallReceived(app, sender: ":1.\(random % 9)", member: "Activate")]
+        case 33: return [random & 1 == 0 ? .systemSleepPreparing : .systemResumed]
         default: return random & 1 == 0 ? [.freezeConfirmed(app)] : [.deadlineReached]
         }
     }
@@ -191,7 +197,8 @@ struct Driver {
     static func isRequest(_ input: Input) -> Bool {
         switch input {
         case .appRegistered, .appUnregistered, .configurationChanged, .appLaunched, .launchFailed, .connectionClosed,
-            .processExited, .deadlineReached, .memoryPressureTriggered, .freezeConfirmed, .waitingTaskCancelled:
+            .processExited, .deadlineReached, .memoryPressureTriggered, .freezeConfirmed, .waitingTaskCancelled,
+            .systemSleepPreparing, .systemResumed:
             return false
         default:
             return true
@@ -239,7 +246,8 @@ struct Driver {
                 if case .note = d.detail { fail("free text in a decision of the core") }
             case .record(let d):
                 if case .note = d.detail { fail("free text in a decision of the core") }
-                if d.app == nil { fail("decision without app") }
+                // SPEC §14: the system going to sleep is the one decision about no app in particular.
+                if d.app == nil, d.reason != .systemSleep { fail("decision without app") }
             case .reply(.checkedIn(let state), _):
                 // A (re-)check-in tells the app its current state, as BGTaskClient syncs from the first
                 // reply: events after it continue from there (found by this test: a stream closed while
@@ -259,10 +267,20 @@ struct Driver {
                 if request.rawValue > requests { fail("hold lost on a request never made") }
             case .release(let app):
                 freezing.remove(app)
+            case .inhibitIdle(let live):
+                idleApps = Set(live?.apps ?? [])
+            case .verifyFrozen(let app, _):
+                // Suspended, or on its way (a freeze not confirmed yet is reported `background`).
+                if machine.app(app, now: now)?.state != .suspended, !freezing.contains(app) { fail("\(app) checked frozen but not suspended") }
             case .reply, .stopFinished, .memoryPressure, .taskStarted:
                 break
             }
         }
+        // SPEC §14: the idle inhibition last told names exactly the apps with live work.
+        let live = Set(machine.apps(now: now).filter {
+            !$0.assertions.isEmpty || !$0.activities.isEmpty || !$0.runningTasks.isEmpty
+        }.map(\.id))
+        if live != idleApps { fail("idle inhibition told \(idleApps.sorted()), live work of \(live.sorted())") }
 
         if let next = machine.nextDeadline, next <= now { fail("deadline \(next) left due at \(now)") }
 

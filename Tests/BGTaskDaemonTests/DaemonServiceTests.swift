@@ -460,4 +460,62 @@ private final class ServiceHarness: @unchecked Sendable {
         #expect(h.queue.sync { h.service.journalBudget.nextDeadline } == nil)
         #expect(h.queue.sync { h.service.journalBudget.summaries } == 1)
     }
+
+    /// SPEC §14, `KernelWakeLock=yes`: the core's `.inhibitIdle` takes the kernel wake lock `bgtaskd` when a
+    /// background task begins and releases it when the last one ends. The machine has no
+    /// /sys/power/wake_lock: the writer's directory points at a temporary one (its files made beforehand,
+    /// as sysfs has them; nothing is created).
+    @Test func liveWorkTakesTheKernelWakeLockAndTheLastEndReleasesIt() throws {
+        var config = ServiceHarness.daemonConfig
+        config.kernelWakeLock = true
+        let h = try ServiceHarness(daemon: config)
+        defer { h.removeStateDirectory() }
+        let power = h.stateDir + "/power"
+        try FileManager.default.createDirectory(atPath: power, withIntermediateDirectories: true)
+        for name in ["wake_lock", "wake_unlock"] { _ = FileManager.default.createFile(atPath: power + "/" + name, contents: nil) }
+        func read(_ name: String) -> String { (try? String(contentsOfFile: power + "/" + name, encoding: .utf8)) ?? "?" }
+        h.queue.sync {
+            h.service.wakeLock = KernelWakeLock(directory: power)
+        }
+        let ctl = h.connect()
+        #expect(h.call(ctl, "io.bgtaskd.Manager.Launch", ["appId": .string(mail.rawValue)]).map(\.error) == [nil])
+        let pid = try #require(h.processes.first.flatMap { Int32($0.split(separator: " ").last ?? "") })
+        let app = h.connect(uid: 0, pid: pid)
+        _ = h.call(app, "io.bgtaskd.App.CheckIn", ["appId": .string(mail.rawValue)], more: true)
+        let calls = h.connect(uid: 0, pid: pid)
+        #expect(read("wake_lock") == "")
+        let begin = h.call(calls, "io.bgtaskd.App.BeginBackgroundTask", ["appId": .string(mail.rawValue)])
+        let taskID = try #require(begin.first?.parameters["taskId"])
+        #expect(read("wake_lock") == "bgtaskd")
+        #expect(read("wake_unlock") == "")
+        #expect(h.queue.sync { h.service.wakeLock?.held } == true)
+        h.call(calls, "io.bgtaskd.App.EndBackgroundTask", ["appId": .string(mail.rawValue), "taskId": taskID])
+        #expect(read("wake_unlock") == "bgtaskd")
+        #expect(h.queue.sync { h.service.wakeLock?.held } == false)
+    }
+
+    /// SPEC §14: logind's PrepareForSleep(true) is one `policy`/`system-sleep` decision; (false) freezes
+    /// again every app the daemon holds frozen (the freezer is asked again; a frozen cgroup stays so).
+    @Test func sleepIsRecordedAndResumeFreezesFrozenAppsAgain() throws {
+        let h = try ServiceHarness()
+        defer { h.removeStateDirectory() }
+        let ctl = h.connect()
+        let monitor = h.connect()
+        _ = h.call(monitor, "io.bgtaskd.Manager.Monitor", more: true)
+        #expect(h.call(ctl, "io.bgtaskd.Manager.Launch", ["appId": .string(mail.rawValue)]).map(\.error) == [nil])
+        let pid = try #require(h.processes.first.flatMap { Int32($0.split(separator: " ").last ?? "") })
+        let app = h.connect(uid: 0, pid: pid)
+        _ = h.call(app, "io.bgtaskd.App.CheckIn", ["appId": .string(mail.rawValue)], more: true)
+        #expect(h.call(ctl, "io.bgtaskd.Manager.Background", ["appId": .string(mail.rawValue)]).map(\.error) == [nil])
+        let entered = try #require(h.lastEvent(app, "did-enter-background"))
+        h.call(h.connect(uid: 0, pid: pid), "io.bgtaskd.App.Acknowledge", ["eventId": entered])
+        #expect(h.processes.filter { $0 == "freeze \(mail) \(pid)" }.count == 1)
+
+        h.queue.sync { h.service.systemSleepEvent(.preparingForSleep) }
+        #expect(h.decisions(monitor).last.map { [$0.decision, $0.reason] } == ["policy", "system-sleep"])
+        #expect(h.queue.sync { h.service.stats().sleepsSeen } == 1)
+        h.queue.sync { h.service.systemSleepEvent(.resumed) }
+        #expect(h.processes.filter { $0 == "freeze \(mail) \(pid)" }.count == 2)
+        #expect(h.queue.sync { h.service.machine.app(mail, now: h.service.now())?.state } == .suspended)
+    }
 }

@@ -98,6 +98,19 @@ import Testing
                 + "started by others, keep running unfrozen (a.scope, b.scope)")
         #expect(render(.resume, .adoptionChanged, .resumedForRelease)
             == "resumed org.example.Mail (adoption-changed): released from management")
+        // SPEC §14.
+        #expect(render(.resume, .busCall, .resumedForBusCall(sender: ":1.42", member: "Activate", budget: .seconds(5)))
+            == "resumed org.example.Mail for 5s: a method call Activate from :1.42 on the session bus waits for it")
+        let music = AppID("org.example.Music")!
+        let live = IdleInhibition(apps: [app, music], assertions: 2, tasks: 0, activities: 1)
+        #expect(Decision(kind: .policy, reason: .systemSleep, app: nil, detail: .systemSleep(live: live)).message
+            == "the system is going to sleep with live background work: 2 background tasks, 1 activity of "
+                + "org.example.Mail, org.example.Music")
+        #expect(Decision(kind: .policy, reason: .systemSleep, app: nil, detail: .systemSleep(live: nil)).message
+            == "the system is going to sleep; no background work is live")
+        let many = (0..<10).map { AppID("org.example.A\($0)")! }
+        #expect(SystemSleepWords.why(IdleInhibition(apps: many, assertions: 0, tasks: 1, activities: 0))
+            == "1 scheduled task of " + many.prefix(8).map(\.rawValue).joined(separator: ", ") + " and 2 more")
     }
 
     /// Every decision a scripted run of the core produces renders a sentence that names its app.

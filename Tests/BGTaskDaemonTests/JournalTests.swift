@@ -148,5 +148,11 @@ import Testing
         #expect(!MessageIDs.byDecision.values.contains(paused))
         #expect(catalog.contains("-- \(paused)"), "catalog lacks connections-paused \(paused)")
         #expect(list.contains("connections-paused \(paused)"), "message-ids.txt lacks connections-paused")
+        // SPEC §14: system sleep off (no system bus, no logind), said once.
+        let off = MessageIDs.systemSleepOff
+        #expect(off.count == 32 && off.allSatisfy(\.isHexDigit) && off != paused)
+        #expect(!MessageIDs.byDecision.values.contains(off))
+        #expect(catalog.contains("-- \(off)"), "catalog lacks system-sleep-off \(off)")
+        #expect(list.contains("system-sleep-off \(off)"), "message-ids.txt lacks system-sleep-off")
     }
 }

@@ -161,6 +161,8 @@ import Testing
             p + #"WakeForRemoteNotification","parameters":{"appId":"org.example.Mail"}}"#, Self.none, ok)
         try Self.pair(s, ManagerMethod.runTaskNow, ManagerWire.RunTaskNow(appId: a, identifier: "t"),
             p + #"RunTaskNow","parameters":{"appId":"org.example.Mail","identifier":"t"}}"#, Self.none, ok)
+        try Self.pair(s, ManagerMethod.wakeForBusCall, ManagerWire.WakeForBusCall(appId: a, sender: ":1.42", member: "Activate"),
+            p + #"WakeForBusCall","parameters":{"appId":"org.example.Mail","member":"Activate","sender":":1.42"}}"#, Self.none, ok)
         try Self.pair(s, ManagerMethod.reload, Self.none, p + #"Reload"}"#, Self.none, ok)
         try Self.pair(s, ManagerMethod.hold, ManagerWire.Hold(appId: a, name: "debug"), more: true,
             p + #"Hold","more":true,"parameters":{"appId":"org.example.Mail","name":"debug"}}"#,

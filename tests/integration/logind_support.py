@@ -26,8 +26,11 @@ SYSTEM_CONF = "/usr/share/dbus-1/system.conf"
 class Logind:
     """logind with one graphical session `session_id` of `uid`."""
 
-    def __init__(self, uid: int, user: str, session_id: str = "t1"):
+    def __init__(self, uid: int, user: str, session_id: str = "t1", sleep_states: str | None = None):
+        """`sleep_states`: what logind reads in /sys/power/state (a file bound over it in logind's own
+        mount namespace only), e.g. "freeze mem" so that it accepts Suspend on a machine that cannot sleep."""
         self.uid, self.user, self.session_id = uid, user, session_id
+        self.sleep_states = sleep_states
         self.work = Path(tempfile.mkdtemp(prefix="bgtaskd-logind-", dir="/tmp"))
         self.address = f"unix:abstract=bgtaskd-test-logind-{uuid.uuid4().hex}"
         self.proc: subprocess.Popen | None = None
@@ -52,6 +55,7 @@ class Logind:
 set -e
 mount --make-rprivate /
 mount -t tmpfs -o mode=755 tmpfs /run
+{self._sleep_states_mount()}
 mkdir -p /run/systemd/users /run/systemd/sessions /run/systemd/logind.conf.d
 # Nothing of the machine's: no VTs, no keys, no idle action, no process killing.
 cat > /run/systemd/logind.conf.d/test.conf <<'EOF'
@@ -106,6 +110,12 @@ wait $logind
                 self.stop()
                 raise RuntimeError(f"systemd-logind did not come up:\n{log[-3000:]}")
             time.sleep(0.05)
+
+    def _sleep_states_mount(self) -> str:
+        if self.sleep_states is None:
+            return ""
+        (self.work / "power-state").write_text(self.sleep_states + "\n")
+        return f"mount --bind {self.work}/power-state /sys/power/state"
 
     def busctl(self, *args: str, user: list[str] | None = None, check: bool = True) -> subprocess.CompletedProcess:
         r = subprocess.run([*(user or []), "busctl", f"--address={self.address}", *args],

@@ -136,6 +136,7 @@ EXPECTED = {
     f"{MANAGER}.Reload": CONTROL,
     f"{MANAGER}.SetFocus": CONTROL,
     f"{MANAGER}.Hold": CONTROL,
+    f"{MANAGER}.WakeForBusCall": CONTROL,
 }
 
 # Streams: called with more; the first reply decides.
@@ -145,7 +146,7 @@ MORE = {f"{APP_IFACE}.CheckIn", f"{MANAGER}.Monitor", f"{MANAGER}.Hold"}
 VALUES = {
     "appId": A, "interface": APP_IFACE, "eventId": 999_999, "name": "org.test.note", "taskId": 1,
     "activityId": 1, "mode": "audio", "identifier": f"{A}.refresh", "kind": "refresh", "success": True,
-    "enabled": True, "network": "unmetered", "reason": "compositor-focus",
+    "enabled": True, "network": "unmetered", "reason": "compositor-focus", "sender": ":1.42", "member": "Activate",
 }
 
 IDENTITIES = {

@@ -38,7 +38,8 @@ def test_upgrade_is_refused(bgtaskd):
 WRONG = {"string": 7, "int": "7", "float": "7", "bool": 1, "object": [1]}
 VALID = {"appId": "org.test.A", "interface": APP, "eventId": 1, "name": "n", "taskId": 1, "activityId": 1,
          "mode": "audio", "identifier": "org.test.A.refresh", "kind": "refresh", "success": True,
-         "enabled": True, "network": "unmetered", "reason": "compositor-focus"}
+         "enabled": True, "network": "unmetered", "reason": "compositor-focus",
+         "sender": ":1.42", "member": "Activate"}
 
 
 def scalar(t) -> str | None:

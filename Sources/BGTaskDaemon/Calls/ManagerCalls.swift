@@ -74,6 +74,9 @@ extension DaemonService {
             guard request.call.more else { return request.fail(.expectedMore) }
             guard let call = decode(request, ManagerWire.Hold.self), let app = knownApp(call.appId, request) else { return }
             run(.holdRequested(app, connection: ConnectionID(request.connection.id), name: call.name), for: request)
+        case .wakeForBusCall:
+            guard let call = decode(request, ManagerWire.WakeForBusCall.self), let app = knownApp(call.appId, request) else { return }
+            run(.busCallReceived(app, sender: call.sender, member: call.member), for: request)
         case .setRefreshPolicy, .setGlobalRefresh, .setLowPowerMode, .setConditions, .wakeForRemoteNotification, .runTaskNow:
             // Background App Refresh (RefreshController) owns the policy and the scheduled tasks.
             let appParameter = { [unowned self] (r: VarlinkRequest) in self.appParameter(r) }

@@ -149,6 +149,12 @@ enum DecisionMessages {
             return "Denied \(method) for \(app) to \(caller): not the app's user"
         case .acknowledgeNotAppUser(let event, let caller):
             return "Denied Acknowledge of event \(event) of \(app) to \(caller): not the app's user"
+        case .systemSleep(let live?):
+            return "the system is going to sleep with live background work: \(SystemSleepWords.why(live))"
+        case .systemSleep(nil):
+            return "the system is going to sleep; no background work is live"
+        case .resumedForBusCall(let sender, let member, let budget):
+            return "resumed \(app) for \(budget): a method call \(member) from \(sender) on the session bus waits for it"
         case .note(let text):
             return text
         }

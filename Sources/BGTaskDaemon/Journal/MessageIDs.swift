@@ -22,4 +22,8 @@ public enum MessageIDs: Sendable {
     /// Not a decision: the notice that a uid's connections refused a call are not read until the denial
     /// budget's interval ends (`Journal/DenialBudgetGate.swift`; `connections-paused` in message-ids.txt).
     public static let connectionsPaused = "c7bb95a8e52e429796b92b7aca6eed32"
+
+    /// Not a decision: system sleep is off (no system bus, no logind; SPEC §14), said once
+    /// (`system-sleep-off` in message-ids.txt).
+    public static let systemSleepOff = "dc5d18c0548c4737ada8a87a5735f68d"
 }

@@ -25,6 +25,7 @@ public enum ManagerMethod: String, CaseIterable, Sendable, WireMethod {
     case runTaskNow = "RunTaskNow"
     case reload = "Reload"
     case hold = "Hold"
+    case wakeForBusCall = "WakeForBusCall"
 
     public static let interface = Interfaces.managerName
     public var qualifiedName: String { Self.interface + "." + rawValue }
@@ -63,6 +64,7 @@ public enum ManagerMethod: String, CaseIterable, Sendable, WireMethod {
         case .wakeForRemoteNotification: return ManagerWire.WakeForRemoteNotification.self
         case .runTaskNow: return ManagerWire.RunTaskNow.self
         case .hold: return ManagerWire.Hold.self
+        case .wakeForBusCall: return ManagerWire.WakeForBusCall.self
         }
     }
 
@@ -78,7 +80,7 @@ public enum ManagerMethod: String, CaseIterable, Sendable, WireMethod {
         case .hold: return ManagerWire.HoldReply.self
         case .launch, .foreground, .background, .setFocus, .interrupt, .endInterruption, .terminate, .setRefreshPolicy,
             .setGlobalRefresh, .setLowPowerMode, .setConditions, .postNotification, .wakeForRemoteNotification,
-            .runTaskNow, .reload:
+            .runTaskNow, .reload, .wakeForBusCall:
             return WireEmpty.self
         }
     }
@@ -319,6 +321,7 @@ public enum ManagerWire: Sendable {
             "uptimeUSec", "apps", "connections", "calls", "decisions", "liveAssertions", "journalEntries", "journalDropped",
             "freezerBackend", "freezerBackendReason", "dryRun", "journalCoalesced", "journalSummaries", "connectionsRefused",
             "connectionsTimedOut", "connectionsOversized", "connectionsPaused",
+            "systemSleep", "systemSleepReason", "idleInhibited", "sleepsSeen",
         ]
         public var uptimeUSec: Int64
         public var apps: Int64
@@ -344,13 +347,22 @@ public enum ManagerWire: Sendable {
         /// Connections not read until the interval's end after a call of theirs was denied past the denial
         /// budget (`JournalDenialBurst=`, `JournalDenialGlobalBurst=`).
         public var connectionsPaused: Int64?
+        /// SPEC §14: `logind` (the idle inhibitor and the sleep watch are in force) or `off`.
+        public var systemSleep: String?
+        /// Why `systemSleep` is what it is (no system bus, no logind, …).
+        public var systemSleepReason: String?
+        /// Whether logind's `idle` inhibitor is held now (live background work).
+        public var idleInhibited: Bool?
+        /// `PrepareForSleep(true)` signals seen since the start.
+        public var sleepsSeen: Int64?
 
         /// The counters; the five added for issue 11 are optional on the wire (an older daemon has none).
         public init(
             uptimeUSec: Int64, apps: Int64, connections: Int64, calls: Int64, decisions: Int64, liveAssertions: Int64,
             journalEntries: Int64, journalDropped: Int64, freezerBackend: String?, freezerBackendReason: String?, dryRun: Bool?,
             journalCoalesced: Int64? = nil, journalSummaries: Int64? = nil, connectionsRefused: Int64? = nil,
-            connectionsTimedOut: Int64? = nil, connectionsOversized: Int64? = nil, connectionsPaused: Int64? = nil
+            connectionsTimedOut: Int64? = nil, connectionsOversized: Int64? = nil, connectionsPaused: Int64? = nil,
+            systemSleep: String? = nil, systemSleepReason: String? = nil, idleInhibited: Bool? = nil, sleepsSeen: Int64? = nil
         ) {
             self.uptimeUSec = uptimeUSec
             self.apps = apps
@@ -369,6 +381,10 @@ public enum ManagerWire: Sendable {
             self.connectionsTimedOut = connectionsTimedOut
             self.connectionsOversized = connectionsOversized
             self.connectionsPaused = connectionsPaused
+            self.systemSleep = systemSleep
+            self.systemSleepReason = systemSleepReason
+            self.idleInhibited = idleInhibited
+            self.sleepsSeen = sleepsSeen
         }
 
         public init(json: [String: JSON]) throws(WireFieldError) {
@@ -382,7 +398,9 @@ public enum ManagerWire: Sendable {
                 journalSummaries: try r.optionalInt("journalSummaries"), connectionsRefused: try r.optionalInt("connectionsRefused"),
                 connectionsTimedOut: try r.optionalInt("connectionsTimedOut"),
                 connectionsOversized: try r.optionalInt("connectionsOversized"),
-                connectionsPaused: try r.optionalInt("connectionsPaused"))
+                connectionsPaused: try r.optionalInt("connectionsPaused"),
+                systemSleep: try r.optionalString("systemSleep"), systemSleepReason: try r.optionalString("systemSleepReason"),
+                idleInhibited: try r.optionalBool("idleInhibited"), sleepsSeen: try r.optionalInt("sleepsSeen"))
         }
 
         public var json: [String: JSON] {
@@ -400,6 +418,10 @@ public enum ManagerWire: Sendable {
             o.put("connectionsTimedOut", connectionsTimedOut.map { .int($0) })
             o.put("connectionsOversized", connectionsOversized.map { .int($0) })
             o.put("connectionsPaused", connectionsPaused.map { .int($0) })
+            o.put("systemSleep", systemSleep.map { .string($0) })
+            o.put("systemSleepReason", systemSleepReason.map { .string($0) })
+            o.put("idleInhibited", idleInhibited.map { .bool($0) })
+            o.put("sleepsSeen", sleepsSeen.map { .int($0) })
             return o
         }
     }
@@ -615,6 +637,29 @@ public enum ManagerWire: Sendable {
             o.put("payload", payload)
             return o
         }
+    }
+
+    /// SPEC §14: bgtaskd-focus saw method call `member` from `sender` addressed to the app on the session bus.
+    public struct WakeForBusCall: WireMessage {
+        public static let fields = ["appId", "sender", "member"]
+        public var appId: String
+        /// The caller's unique bus name (`:1.42`).
+        public var sender: String
+        /// The method called (`Activate`, `PlayPause`).
+        public var member: String
+        public init(appId: String, sender: String, member: String) {
+            self.appId = appId
+            self.sender = sender
+            self.member = member
+        }
+        public init(json: [String: JSON]) throws(WireFieldError) {
+            let r = WireReader(json)
+            self.init(appId: try r.string("appId"), sender: try r.string("sender"), member: try r.string("member"))
+            // Bus names and members are at most 255 bytes (D-Bus specification).
+            guard sender.utf8.count <= 255 else { throw WireFieldError("sender") }
+            guard !member.isEmpty, member.utf8.count <= 255 else { throw WireFieldError("member") }
+        }
+        public var json: [String: JSON] { ["appId": .string(appId), "sender": .string(sender), "member": .string(member)] }
     }
 
     public struct RunTaskNow: WireMessage {

@@ -1,0 +1,96 @@
+import BGTaskConfig
+import BGTaskCore
+import Dispatch
+import Logging
+
+// SPEC §14, system sleep: the core says when live background work exists (`.inhibitIdle`); this performs
+// it on logind (SystemSleepWatch) and the kernel wake lock, and feeds logind's PrepareForSleep back as the
+// core's `systemSleepPreparing` / `systemResumed`.
+
+/// What Stats says of system sleep.
+struct SystemSleepStatus {
+    /// `logind` once logind answered, else `off`.
+    var mode = "off"
+    var reason = "the daemon did not start the logind watch"
+    /// The live work as the core last told it (nil: none).
+    var live: IdleInhibition?
+    var sleepsSeen = 0
+    /// The journal said that system sleep is off (once).
+    var offSaid = false
+
+    var idleInhibited: Bool { mode == "logind" && live != nil }
+}
+
+extension DaemonService {
+    /// Starts watching logind (the daemon's start; unit tests build the service without it).
+    func startSystemSleep() {
+        sleepStatus.reason = "waiting for logind's answer on the system bus"
+        configureWakeLock()
+        let queue = self.queue
+        let watch = SystemSleepWatch { [weak self] event in
+            queue.async { [weak self] in self?.systemSleepEvent(event) }
+        }
+        systemSleep = watch
+        if let live = sleepStatus.live { watch.inhibitIdle(SystemSleepWords.why(live)) }
+    }
+
+    /// `KernelWakeLock=` at start and on reload; turned off while held, the lock is released.
+    func configureWakeLock() {
+        if config.daemon.kernelWakeLock {
+            if wakeLock == nil { wakeLock = KernelWakeLock() }
+            setWakeLock(sleepStatus.live != nil)
+        } else if let lock = wakeLock {
+            setWakeLock(false)
+            if !lock.held { wakeLock = nil }
+        }
+    }
+
+    /// The core's `.inhibitIdle`: live work began, changed apps, or ended.
+    func inhibitIdle(_ live: IdleInhibition?) {
+        sleepStatus.live = live
+        systemSleep?.inhibitIdle(live.map(SystemSleepWords.why))
+        setWakeLock(live != nil)
+    }
+
+    private func setWakeLock(_ hold: Bool) {
+        guard let lock = wakeLock else { return }
+        let before = lock.lastError
+        if let error = lock.set(hold), error != before {
+            logger.warning("KernelWakeLock=yes: \(error)")
+        }
+    }
+
+    /// The core's `.verifyFrozen` after a resume: the freeze is applied again (idempotent for a frozen
+    /// cgroup or a stopped process; it stops what something thawed around the sleep).
+    func verifyFrozen(_ app: AppID, _ processes: Processes) {
+        if ownsProcess(app, pid: processes.pid) { _ = freezer.freeze(app: app, pid: processes.pid) }
+        if !processes.instances.isEmpty { _ = adoption?.freeze(app) }
+    }
+
+    func systemSleepEvent(_ event: SystemSleepWatch.Event) {
+        switch event {
+        case .available:
+            sleepStatus.mode = "logind"
+            sleepStatus.reason = "logind answers on the system bus: an idle inhibitor while background work is live, a sleep delay inhibitor"
+            logger.info("system sleep: logind answers; live background work holds an idle inhibitor")
+        case .unavailable(let why):
+            sleepStatus.mode = "off"
+            sleepStatus.reason = why
+            guard !sleepStatus.offSaid else { return }
+            sleepStatus.offSaid = true
+            journal.send(
+                "system sleep is off: \(why); idle sleep is not held off for background work and sleep is not seen",
+                priority: .notice,
+                fields: [JournalField(knownName: "MESSAGE_ID", MessageIDs.systemSleepOff)])
+        case .preparingForSleep:
+            sleepStatus.sleepsSeen += 1
+            feed(.systemSleepPreparing)
+            systemSleep?.sleepHandled()
+        case .resumed:
+            feed(.systemResumed)
+            rearmTimer()
+        case .refused(let what):
+            logger.warning("logind refused \(what)")
+        }
+    }
+}
