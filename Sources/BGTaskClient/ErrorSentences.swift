@@ -49,6 +49,7 @@ public enum ErrorSentences: Sendable {
         case .wakeForRemoteNotification: return "wake \(a)"
         case .runTaskNow: return "run the task of \(a)"
         case .hold: return "hold \(a)"
+        case .wakeForBusCall: return "wake \(a) for a bus call"
         case .reload: return "reload the configuration"
         case .listApps, .getApp, .listAssertions, .getSettings, .explain, .monitor, .stats: return nil
         }
@@ -188,6 +189,8 @@ public enum ErrorSentences: Sendable {
         case .screenLocked: return "the session is locked or the screen blanked"
         case .adopted: return "\(a) was started by someone else and adopted"
         case .adoptionChanged: return "the adoption settings changed"
+        case .systemSleep: return "the system is about to sleep"
+        case .busCall: return "a program on the session bus called \(a)"
         }
     }
 }
