@@ -23,6 +23,9 @@ public struct LifecycleConfig: Hashable, Sendable {
     public var maxQueuedNotificationsPerApp: Int
     /// `ControlGroup=`: members (besides root) may use the control methods of `io.bgtaskd.Manager`.
     public var controlGroup: UInt32?
+    /// `FreezerBackend=none`: a dry run. Terminations are decided and recorded but not started: the app keeps
+    /// its process and its state, and the daemon's stop leaves its apps running.
+    public var dryRun: Bool
 
     /// The SPEC's defaults, overridable one by one.
     public init(
@@ -36,7 +39,8 @@ public struct LifecycleConfig: Hashable, Sendable {
         refreshTaskBudget: TimeSpan = .seconds(30),
         processingTaskBudget: TimeSpan = .minutes(5),
         maxQueuedNotificationsPerApp: Int = 64,
-        controlGroup: UInt32? = nil
+        controlGroup: UInt32? = nil,
+        dryRun: Bool = false
     ) {
         self.didEnterBackgroundTimeout = didEnterBackgroundTimeout
         self.backgroundTimeBudget = backgroundTimeBudget
@@ -49,6 +53,7 @@ public struct LifecycleConfig: Hashable, Sendable {
         self.processingTaskBudget = processingTaskBudget
         self.maxQueuedNotificationsPerApp = maxQueuedNotificationsPerApp
         self.controlGroup = controlGroup
+        self.dryRun = dryRun
     }
 
     /// The SPEC's defaults.

@@ -322,7 +322,8 @@ public final class Daemon: @unchecked Sendable {
         service.stopApps { [weak self] left in
             guard let self else { return }
             if !left.isEmpty {
-                logger.warning("stopping with apps whose exit was not seen: \(left.map(\.rawValue).joined(separator: ", "))")
+                let dry = service.dryRun ? " (dry run: FreezerBackend=none, left running)" : ""
+                logger.warning("stopping with apps whose exit was not seen\(dry): \(left.map(\.rawValue).joined(separator: ", "))")
             }
             finishStop()
         }

@@ -376,6 +376,31 @@ def test_dry_run_is_visible(daemon, ctl):
         want=lambda es: any("dry run" in e.get("MESSAGE", "") for e in es), _PID=d.pid, PRIORITY=4))
 
 
+def test_a_dry_run_terminates_nothing_and_says_so(daemon, ctl):
+    """FreezerBackend=none: `bgtaskctl terminate`, and the daemon's own SIGTERM, are decided and journaled
+    but no process is signalled; the app is still listed with its process, which still runs."""
+    app = unique("DryTerminate")
+    d = daemon(conf=SHORT.replace("FreezerBackend=signal", "FreezerBackend=none"), apps={app: unaware(app)})
+    m = Manager(d.socket)
+    pid = m.launch(app)
+    r = run(ctl, d, "terminate", app)
+    assert r.returncode == 0, r.stderr
+    entries = journal_entries(want=bool, BGTASKD_APP=app, BGTASKD_DECISION="terminate")
+    assert entries[-1]["BGTASKD_REASON"] == "user-request" and "dry run" in entries[-1]["MESSAGE"], entries
+    info = m.app(app)
+    assert info["state"] == "active" and info["pid"] == pid, info
+    # The daemon's SIGTERM ends it promptly without ending the app: the decision is journaled, the app left.
+    assert d.stop() == 0
+    stopping = journal_entries(want=lambda es: any(e.get("BGTASKD_REASON") == "daemon-stopping" for e in es),
+                               BGTASKD_APP=app, BGTASKD_DECISION="terminate")
+    assert "dry run" in stopping[-1]["MESSAGE"], stopping
+    try:
+        st = proc_stat(pid)
+        assert st is not None and st[0] not in "ZXT", f"the app's process {pid} was signalled in a dry run: {st}"
+    finally:
+        os.kill(pid, signal.SIGKILL)
+
+
 # MARK: CLI conventions (SPEC §12)
 
 def test_cli_conventions(daemon, ctl, tmp_path):
