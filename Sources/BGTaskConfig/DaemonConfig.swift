@@ -271,8 +271,8 @@ extension DaemonConfig {
         }, format: { $0.freezerBackend.rawValue }),
         KeyDefinition(section: "Daemon", key: "CgroupRoot", apply: { config, value throws(ConfigError.Kind) in
             if value.isEmpty { config.cgroupRoot = nil; return }
-            guard isAbsoluteCleanPath(value) else {
-                throw .invalid("cgroup root must be an absolute, normalized path: \(quoted(value))")
+            guard isAbsoluteCleanPath(value) || isRelativeCleanPath(value) else {
+                throw .invalid("must be a normalized path, absolute or relative to the cgroup2 mount: \(quoted(value))")
             }
             config.cgroupRoot = value
         }, format: { $0.cgroupRoot ?? "" }),

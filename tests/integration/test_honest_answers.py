@@ -358,6 +358,54 @@ def test_cgroup_root_is_created_and_the_backend_is_said(daemon, ctl):
             d.stop()
 
 
+class _MountRootCgroup:
+    """A cgroup directly under the cgroup2 mount that the test does NOT create (the daemon does); on exit
+    everything in it is killed and it is removed, whatever happened."""
+
+    def __init__(self):
+        self.name = f"bgtaskd-test-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.path = os.path.join(v2_mount(), self.name)
+
+    def __enter__(self):
+        assert not os.path.exists(self.path)
+        return self
+
+    def __exit__(self, *exc):
+        if os.path.isdir(self.path):
+            ScratchCgroup.__exit__(self)  # kills what is left, waits for it to empty, removes the tree
+
+
+@pytest.mark.parametrize("spelling", ["filesystem", "hierarchy", "relative"])
+def test_cgroup_root_directly_under_the_mount_is_created(daemon, spelling):
+    """SPEC §9: a CgroupRoot= that does not exist yet, directly under the cgroup2 mount (whose root has no
+    cgroup.events), is created; the three spellings name the same directory: the file-system path, the
+    path in the hierarchy (as in /proc/PID/cgroup and systemd), relative to the mount."""
+    with _MountRootCgroup() as cg:
+        value = {"filesystem": cg.path, "hierarchy": "/" + cg.name, "relative": cg.name}[spelling]
+        d = daemon(conf=SHORT.replace("FreezerBackend=signal", f"FreezerBackend=auto\nCgroupRoot={value}"))
+        try:
+            stats = call(d.socket, f"{MANAGER}.Stats")["stats"]
+            assert stats["freezerBackend"] == "cgroup", stats
+            assert cg.path + "/apps" in stats["freezerBackendReason"], stats
+            assert os.path.isdir(os.path.join(cg.path, "apps"))
+        finally:
+            d.stop()
+
+
+def test_adopt_from_reads_paths_as_cgroup_root_does(daemon):
+    """AdoptFrom= and CgroupRoot= read a path the same way: `/NAME` is NAME in the cgroup2 hierarchy."""
+    with ScratchCgroup() as scratch:
+        name = os.path.basename(scratch.path)
+        os.mkdir(os.path.join(scratch.path, "user.slice"))
+        d = daemon(conf=SHORT + f"[Apps]\nAdopt=yes\nAdoptFrom=/{name}/user.slice\n")
+        try:
+            want = f"adoption: watching {scratch.path}/user.slice for apps started by others"
+            entries = journal_entries(want=lambda es: any(e.get("MESSAGE") == want for e in es), _PID=d.pid)
+            assert any(e.get("MESSAGE") == want for e in entries), [e.get("MESSAGE") for e in entries]
+        finally:
+            d.stop()
+
+
 def test_dry_run_is_visible(daemon, ctl):
     app = unique("Dry")
     d = daemon(conf=SHORT.replace("FreezerBackend=signal", "FreezerBackend=none"), apps={app: unaware(app)})
