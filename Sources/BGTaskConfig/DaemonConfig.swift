@@ -184,6 +184,14 @@ extension DaemonConfig {
     public static func loadCollectingErrors(
         configDirectory: String
     ) -> (config: DaemonConfig?, errors: [ConfigError], warnings: [ConfigWarning]) {
+        var (sources, errors) = sources(configDirectory: configDirectory)
+        let parsed = parse(sources)
+        errors += parsed.errors
+        return (errors.isEmpty ? parsed.config : nil, errors, parsed.warnings)
+    }
+
+    /// bgtaskd.conf and its drop-ins (lexical order) as text, and the files that could not be read.
+    static func sources(configDirectory: String) -> (sources: [ConfigSource], errors: [ConfigError]) {
         let main = joinPath(configDirectory, fileName)
         var sources: [ConfigSource] = []
         var errors: [ConfigError] = []
@@ -199,9 +207,7 @@ extension DaemonConfig {
             case .failed(let kind): errors.append(ConfigError(kind, at: SourceLocation(file: path, line: 0)))
             }
         }
-        let parsed = parse(sources)
-        errors += parsed.errors
-        return (errors.isEmpty ? parsed.config : nil, errors, parsed.warnings)
+        return (sources, errors)
     }
 
     /// Parses files given as text, in order (later wins), and validates the result.

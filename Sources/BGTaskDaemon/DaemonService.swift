@@ -19,7 +19,7 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
     let logger: Logger
     let options: DaemonOptions
     weak var server: VarlinkServer? { didSet { denialBudget?.server = server } }
-    var reloadHandler: (() -> LoadedConfiguration.LoadError?)?
+    var reloadHandler: (() -> Result<ReloadReport, LoadedConfiguration.LoadError>)?
     /// Why `freezer` is the backend in force (issue 12: said at start-up, in GetSettings and Stats).
     var freezerReason = ""
     /// `FreezerBackend=none`: decisions are journaled but not enforced.

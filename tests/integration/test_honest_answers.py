@@ -113,6 +113,56 @@ def test_reload_of_a_bad_file_fails_naming_file_line_and_key(daemon, ctl):
     assert (info["state"], info["pid"]) == ("active", pid), info
 
 
+def test_reload_says_which_start_only_key_needs_a_restart(daemon, ctl):
+    """SPEC §9: a reload applies what it can; a start-only key (FreezerBackend=, CgroupRoot=, Socket=,
+    LauncherSocket=) changed in a file is said, with its file, line and value in force, and `bgtaskctl
+    reload` exits 1; the Reload reply carries both lists."""
+    d = daemon(conf=SHORT)
+    drop_in = d.config_dir / "bgtaskd.conf.d" / "60-restart.conf"
+    drop_in.write_text("[Daemon]\nFreezerBackend=none\n")
+    r = run(ctl, d, "reload")
+    assert r.returncode == 1, (r.returncode, r.stdout, r.stderr)
+    assert f"{drop_in}:2: FreezerBackend" in r.stderr and "restart" in r.stderr and "signal" in r.stderr, r.stderr
+    assert "Nothing" in r.stderr, r.stderr
+    assert call(d.socket, f"{MANAGER}.Stats")["stats"]["freezerBackend"] == "signal"
+    # With a key that does apply: applied, and said; the start-only one still said.
+    drop_in.write_text("[Daemon]\nFreezerBackend=none\n[Lifecycle]\nKillTimeoutSec=2s\n")
+    r = run(ctl, d, "reload")
+    assert r.returncode == 1, (r.returncode, r.stdout, r.stderr)
+    assert "KillTimeoutSec" in r.stderr and f"{drop_in}:2: FreezerBackend" in r.stderr, r.stderr
+    assert call(d.socket, f"{MANAGER}.GetSettings")["settings"]["killTimeoutUSec"] == 2_000_000
+    reply = call(d.socket, f"{MANAGER}.Reload")
+    assert any("FreezerBackend" in n for n in reply["notApplied"]), reply
+    # The file back to what is in force: a clean reload.
+    drop_in.write_text("[Lifecycle]\nKillTimeoutSec=3s\n")
+    r = run(ctl, d, "reload")
+    assert (r.returncode, r.stderr) == (0, ""), r.stderr
+    assert call(d.socket, f"{MANAGER}.Reload").get("notApplied") in (None, [])
+
+
+def test_a_misspelled_manifest_key_is_an_error_at_start_and_on_reload(daemon, ctl):
+    """A manifest with a key bgtaskd does not know: at start the app is left out (the journal names file,
+    line and key); on reload the reload fails naming them and the old configuration stays."""
+    typo, good = unique("Typo"), unique("Good")
+    d = daemon(conf=SHORT, apps={typo: unaware(typo) + "BackgroundModez=fetch\n", good: unaware(good)})
+    path = d.config_dir / "apps.d" / f"{typo}.app"
+    with pytest.raises(Exception) as e:
+        call(d.socket, f"{MANAGER}.GetApp", appId=typo)
+    assert e.value.name == f"{MANAGER}.NoSuchApp"
+    left_out = journal_entries(want=lambda es: any(f"{path}:7: BackgroundModez" in e.get("MESSAGE", "") for e in es),
+                               _PID=d.pid)
+    assert any("left out" in e["MESSAGE"] for e in left_out if "BackgroundModez" in e.get("MESSAGE", "")), left_out
+    # Fixed: reloaded; then misspelled on reload: refused, the app kept as it was.
+    path.write_text(unaware(typo))
+    assert run(ctl, d, "reload").returncode == 0
+    assert call(d.socket, f"{MANAGER}.GetApp", appId=typo)["app"]["appId"] == typo
+    (d.config_dir / "apps.d" / f"{good}.app").write_text(unaware(good) + "LifecycleAwre=yes\n")
+    r = run(ctl, d, "reload")
+    assert r.returncode == 1, (r.returncode, r.stdout, r.stderr)
+    assert f"{good}.app:7" in r.stderr and "LifecycleAwre" in r.stderr, r.stderr
+    assert r.stderr.startswith("bgtaskctl: Configuration not reloaded, the previous one stays in force:"), r.stderr
+
+
 # MARK: Launch
 
 def test_launch_of_a_program_that_cannot_start_fails(daemon, ctl):

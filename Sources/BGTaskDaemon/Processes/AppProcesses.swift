@@ -36,6 +36,11 @@ protocol Freezer: AnyObject {
     func thawAll()
 }
 
+extension Cgroup {
+    /// fstatfs(2) says CGROUP2_SUPER_MAGIC (CSystemd's shim).
+    static func isCgroup2(fd: Int32) -> Bool { bgtaskd_is_cgroup2_fd(fd) == 1 }
+}
+
 /// `FreezerBackend=none`: decide and log only (a dry run). No process is frozen, thawed, signalled or killed.
 final class NoFreezer: Freezer {
     var name: String { "none" }

@@ -1,5 +1,4 @@
 import BGTaskLaunch
-import CSystemd
 import Dispatch
 
 #if canImport(Glibc)
@@ -96,11 +95,10 @@ enum Cgroup {
     /// Whether `dir` is a cgroup v2 directory (cgroup v1 has no `cgroup.events`).
     static func isCgroup2(_ dir: String) -> Bool {
         // By the file system (SPEC §9), not by cgroup.events: the root of a cgroup2 mount has none.
-        // fstatfs: CGROUP2_SUPER_MAGIC.
         let fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { return false }
         defer { close(fd) }
-        return bgtaskd_is_cgroup2_fd(fd) == 1
+        return isCgroup2(fd: fd)
     }
 
     /// Writes `text` to `path` in one write(2). Returns 0, or the errno of the failure.
