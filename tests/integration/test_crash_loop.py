@@ -356,12 +356,13 @@ def test_kill9_with_a_hundred_apps_loses_no_acknowledged_policy_change(daemon, b
     """SPEC §9: a kill -9 at any moment loses no acknowledged change — where it is hardest to keep: a
     hundred apps launched, most of them frozen, task requests run at once (RunTaskNow answers once the file
     has the request gone), and one client changing the global policy as fast as it is answered. After each
-    kill, refresh.json holds every value acknowledged before it (or the one call in flight)."""
+    kill, refresh.json holds every value acknowledged before it (or the one call in flight).
+    BGTASKD_HERD_BACKEND=signal runs it with the signal freezer."""
     kills = int(os.environ.get("BGTASKD_KILLS", "30"))
     window = float(os.environ.get("BGTASKD_KILL_WINDOW", "0.15"))
     rng = random.Random(int(os.environ.get("BGTASKD_SEED", "12")))
     with ScratchCgroup() as cg:
-        text = conf(cg.path, backend=os.environ.get("HERD_BACKEND", "cgroup"), grace="20ms", kill="300ms") + "[Refresh]\nMinimumRefreshIntervalSec=0\n"
+        text = conf(cg.path, backend=os.environ.get("BGTASKD_HERD_BACKEND", "cgroup"), grace="20ms", kill="300ms") + "[Refresh]\nMinimumRefreshIntervalSec=0\n"
         d = daemon(conf=text, apps={a: herd_app(a, str(bin_dir / "bgtask-testapp")) for a in HERD})
         root = d.root
         model: dict = {("lowPower",): False, ("global",): "on", ("power",): None, ("network",): None}
