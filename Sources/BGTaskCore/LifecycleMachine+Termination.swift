@@ -13,7 +13,7 @@ extension LifecycleMachine {
     mutating func beginTermination(_ i: Int, _ reason: Reason, _ cause: TerminationCause) {
         let app = records[i].id
         let previous = records[i].state
-        if config.dryRun, records[i].pid != nil {
+        if config.dryRun, records[i].pid != nil || !records[i].instances.isEmpty {
             // A dry run: the decision is recorded as it would be taken, but nothing is signalled and the app
             // keeps its process and its state (listed as it still is).
             record(
