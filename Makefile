@@ -5,7 +5,7 @@ RUNDIR     ?= $(CURDIR)/.run
 BIN        := $(CURDIR)/.build/debug
 RELEASEBIN := $(CURDIR)/.build/release
 
-.PHONY: all build deps journald run test test-unit test-integration test-units test-docs test-dependency test-systemd test-fuzz fuzz soak bench examples clean
+.PHONY: all build deps journald run test test-unit test-integration test-units test-docs test-dependency test-systemd test-systemd-run test-fuzz fuzz soak bench examples clean
 
 all: build
 
@@ -28,11 +28,11 @@ run: build
 journald:
 	@scripts/ensure-journald.sh
 
-# Everything: dependencies, journald, build, unit tests, integration tests, unit-file checks, the
-# documentation against the code, and the Debian package installed and checked.
+# Everything: dependencies, journald, build, unit tests, integration tests, unit-file checks, the units
+# under a real systemd, the documentation against the code, and the Debian package installed and checked.
 test: deps journald
 	scripts/build-warning-free.sh $(SWIFT)
-	$(MAKE) --no-print-directory test-unit test-units test-docs test-dependency test-integration test-fuzz test-package
+	$(MAKE) --no-print-directory test-unit test-units test-docs test-dependency test-integration test-systemd-run test-fuzz test-package
 
 test-docs:
 	tests/check-docs.sh $(BIN)
@@ -68,11 +68,16 @@ test-fuzz:
 fuzz: deps
 	SWIFT=$(SWIFT) scripts/fuzz.sh $(FUZZ_SECONDS)
 
-# The shipped units under a real systemd (PID 1 of a PID namespace on this machine; root, no systemd as
-# PID 1 here). Not part of `test`: see the script's header for what it touches and undoes.
+# The shipped units under a real systemd (PID 1 of a PID and mount namespace on this machine; root, no
+# systemd as PID 1 here), with the debug build: see the script's header for what it touches and undoes.
+# `test` runs it on the build it has just made; alone, it builds the three programs it needs first.
+SYSTEMD_CHECK_PRODUCTS := bgtaskd bgtaskd-launcher bgtaskctl
 test-systemd: deps
-	$(SWIFT) build -c release
-	tests/systemd-in-namespace.sh $(RELEASEBIN)
+	for p in $(SYSTEMD_CHECK_PRODUCTS); do $(SWIFT) build --product $$p || exit 1; done
+	$(MAKE) --no-print-directory test-systemd-run
+
+test-systemd-run:
+	tests/systemd-in-namespace.sh $(BIN)
 
 bench: deps journald
 	BGTASKD_EXTRAS=1 $(SWIFT) build -c release

@@ -192,6 +192,14 @@ public struct AppManifestFile: Hashable, Sendable {
         var assigned = AssignmentLog()
         let file = ParsedConfigFile.parse(text, file: path)
         schema.apply(file, to: &draft, errors: &errors, warnings: &warnings, assigned: &assigned)
+        // A key of [App] that bgtaskd does not know is a mistake in the manifest (a misspelled
+        // BackgroundModes= would silently give the app less than it asks for): an error, so the app is
+        // left out at start and a reload is refused, as for any other bad value.
+        warnings.removeAll { w in
+            guard w.kind == .unknownKey else { return false }
+            errors.append(ConfigError(.invalid("unknown key"), at: w.location, key: w.key))
+            return true
+        }
 
         let fileLocation = SourceLocation(file: path, line: 0)
         let baseName = String(path.utf8.lastIndex(of: UInt8(ascii: "/")).map { path[path.utf8.index(after: $0)...] } ?? Substring(path))

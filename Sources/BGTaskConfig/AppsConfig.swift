@@ -55,7 +55,7 @@ extension DaemonConfig {
 }
 
 /// `a/b/c`: no leading `/`, no empty, `.` or `..` component.
-private func isRelativeCleanPath(_ path: String) -> Bool {
+func isRelativeCleanPath(_ path: String) -> Bool {
     !path.hasPrefix("/") && !path.isEmpty
         && path.split(separator: "/", omittingEmptySubsequences: false).allSatisfy { !$0.isEmpty && $0 != "." && $0 != ".." }
 }

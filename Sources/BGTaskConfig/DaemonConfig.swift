@@ -189,6 +189,14 @@ extension DaemonConfig {
     public static func loadCollectingErrors(
         configDirectory: String
     ) -> (config: DaemonConfig?, errors: [ConfigError], warnings: [ConfigWarning]) {
+        var (sources, errors) = sources(configDirectory: configDirectory)
+        let parsed = parse(sources)
+        errors += parsed.errors
+        return (errors.isEmpty ? parsed.config : nil, errors, parsed.warnings)
+    }
+
+    /// bgtaskd.conf and its drop-ins (lexical order) as text, and the files that could not be read.
+    static func sources(configDirectory: String) -> (sources: [ConfigSource], errors: [ConfigError]) {
         let main = joinPath(configDirectory, fileName)
         var sources: [ConfigSource] = []
         var errors: [ConfigError] = []
@@ -204,9 +212,7 @@ extension DaemonConfig {
             case .failed(let kind): errors.append(ConfigError(kind, at: SourceLocation(file: path, line: 0)))
             }
         }
-        let parsed = parse(sources)
-        errors += parsed.errors
-        return (errors.isEmpty ? parsed.config : nil, errors, parsed.warnings)
+        return (sources, errors)
     }
 
     /// Parses files given as text, in order (later wins), and validates the result.
@@ -276,8 +282,8 @@ extension DaemonConfig {
         }, format: { $0.freezerBackend.rawValue }),
         KeyDefinition(section: "Daemon", key: "CgroupRoot", apply: { config, value throws(ConfigError.Kind) in
             if value.isEmpty { config.cgroupRoot = nil; return }
-            guard isAbsoluteCleanPath(value) else {
-                throw .invalid("cgroup root must be an absolute, normalized path: \(quoted(value))")
+            guard isAbsoluteCleanPath(value) || isRelativeCleanPath(value) else {
+                throw .invalid("must be a normalized path, absolute or relative to the cgroup2 mount: \(quoted(value))")
             }
             config.cgroupRoot = value
         }, format: { $0.cgroupRoot ?? "" }),

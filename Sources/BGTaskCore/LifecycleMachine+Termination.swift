@@ -13,6 +13,14 @@ extension LifecycleMachine {
     mutating func beginTermination(_ i: Int, _ reason: Reason, _ cause: TerminationCause) {
         let app = records[i].id
         let previous = records[i].state
+        if config.dryRun, records[i].pid != nil || !records[i].instances.isEmpty {
+            // A dry run: the decision is recorded as it would be taken, but nothing is signalled and the app
+            // keeps its process and its state (listed as it still is).
+            record(
+                .terminate, reason, i, previous: previous, severity: .notice,
+                .sigtermSent(cause, killIn: nonNegative(config.killTimeout)))
+            return
+        }
         // Only the escalation counts from now on.
         cancelAllTimers(i)
         clearGrace(i)
@@ -137,6 +145,12 @@ extension LifecycleMachine {
             let r = records[i]
             guard r.launchedByDaemon, r.termination == nil, r.state != .notRunning || r.launch != nil else { continue }
             beginTermination(i, .daemonStopping, .daemonStopping)
+        }
+        if config.dryRun {
+            // Nothing was signalled: the stop does not wait for exits that will not come.
+            stopping = false
+            deadlines.cancel(.stopLimit)
+            emit(.stopFinished(unexited: appsStartedByDaemon))
         }
     }
 }

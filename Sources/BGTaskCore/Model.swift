@@ -26,6 +26,9 @@ public struct LifecycleConfig: Hashable, Sendable {
     /// `BusCallBudgetSec=5s`: how long a suspended app runs for a method call addressed to it on the
     /// session bus (`WakeForBusCall`; SPEC §14) before it is suspended again.
     public var busCallBudget: TimeSpan
+    /// `FreezerBackend=none`: a dry run. Terminations are decided and recorded but not started: the app keeps
+    /// its process and its state, and the daemon's stop leaves its apps running.
+    public var dryRun: Bool
 
     /// The SPEC's defaults, overridable one by one.
     public init(
@@ -40,7 +43,8 @@ public struct LifecycleConfig: Hashable, Sendable {
         processingTaskBudget: TimeSpan = .minutes(5),
         maxQueuedNotificationsPerApp: Int = 64,
         controlGroup: UInt32? = nil,
-        busCallBudget: TimeSpan = .seconds(5)
+        busCallBudget: TimeSpan = .seconds(5),
+        dryRun: Bool = false
     ) {
         self.didEnterBackgroundTimeout = didEnterBackgroundTimeout
         self.backgroundTimeBudget = backgroundTimeBudget
@@ -54,6 +58,7 @@ public struct LifecycleConfig: Hashable, Sendable {
         self.maxQueuedNotificationsPerApp = maxQueuedNotificationsPerApp
         self.controlGroup = controlGroup
         self.busCallBudget = busCallBudget
+        self.dryRun = dryRun
     }
 
     /// The SPEC's defaults.

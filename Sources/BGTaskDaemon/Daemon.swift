@@ -139,7 +139,7 @@ public final class Daemon: @unchecked Sendable {
         let service = DaemonService(
             queue: queue, config: config, journal: journal, logger: logger, options: options, freezer: freezer)
         service.freezerReason = freezerReason
-        service.reloadHandler = { [weak self] in self?.reload() }
+        service.reloadHandler = { [weak self] in self?.reload() ?? .success(ReloadReport()) }
         var limits = VarlinkLimits()
         limits.maxMessageSize = config.maxMessageSize
         limits.maxConnectionsPerUser = config.daemon.maxConnectionsPerUser  // issue 11
@@ -270,14 +270,14 @@ public final class Daemon: @unchecked Sendable {
     }
 
     /// SIGHUP / Reload: re-read configuration without dropping clients; keep the old one on error, which
-    /// is returned (for `Reload()`'s error reply).
+    /// is returned (for `Reload()`'s error reply); else what was applied and what needs a restart.
     @discardableResult
-    func reload() -> LoadedConfiguration.LoadError? {
+    func reload() -> Result<ReloadReport, LoadedConfiguration.LoadError> {
         dispatchPrecondition(condition: .onQueue(queue))
         // issue 15: a SIGHUP during start-up, before the apps are registered, reloads once they are.
-        guard service != nil else {
+        guard let service else {
             reloadPending = true
-            return nil
+            return .success(ReloadReport())
         }
         notifier.reloading()
         var loaded = LoadedConfiguration.load(from: options)
@@ -287,19 +287,32 @@ public final class Daemon: @unchecked Sendable {
             loaded = .failure(LoadedConfiguration.LoadError(description: bad.description, source: bad))
         }
         switch loaded {
-        case .success(let config):
+        case .success(var config):
             for w in config.warnings { logger.warning("\(w)") }
-            service?.apply(config)
+            let old = service.config
+            // Keys read only at start keep their value in force; each change to one is said (SPEC §9).
+            let report = ReloadReport(
+                applied: [], notApplied: config.keepStartOnlyKeys(of: old, configDirectory: options.configDir))
+            var done = report
+            done.applied = config.appliedChanges(from: old)
+            service.apply(config)
             server?.limits.maxConnectionsPerUser = config.daemon.maxConnectionsPerUser  // issue 11
             server?.limits.incompleteMessageTimeoutUSec = config.daemon.incompleteMessageTimeoutUSec
+            server?.limits.maxMessageSize = config.maxMessageSize  // connections accepted from now on
             updateMemoryPressure(config)  // issue 5
-            logger.info("configuration reloaded")
-            notifier.ready(status: "Serving (configuration reloaded)")
-            return nil
+            for note in done.notApplied { logger.warning("reload: \(note)") }
+            if done.notApplied.isEmpty {
+                logger.info("configuration reloaded\(done.applied.isEmpty ? " (nothing changed)" : ": " + done.applied.joined(separator: ", "))")
+                notifier.ready(status: "Serving (configuration reloaded)")
+            } else {
+                logger.warning("configuration reloaded in part: \(done.notApplied.count) change(s) need a restart")
+                notifier.ready(status: "Serving (configuration reloaded; a restart is needed to apply \(done.notApplied.count) change(s))")
+            }
+            return .success(done)
         case .failure(let error):
             logger.error("reload failed, keeping the previous configuration: \(error)")
             notifier.ready(status: "Serving (reload failed: \(error))")
-            return error
+            return .failure(error)
         }
     }
 
@@ -324,7 +337,8 @@ public final class Daemon: @unchecked Sendable {
         service.stopApps { [weak self] left in
             guard let self else { return }
             if !left.isEmpty {
-                logger.warning("stopping with apps whose exit was not seen: \(left.map(\.rawValue).joined(separator: ", "))")
+                let dry = service.dryRun ? " (dry run: FreezerBackend=none, left running)" : ""
+                logger.warning("stopping with apps whose exit was not seen\(dry): \(left.map(\.rawValue).joined(separator: ", "))")
             }
             finishStop()
         }

@@ -20,7 +20,7 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
     let logger: Logger
     let options: DaemonOptions
     weak var server: VarlinkServer? { didSet { denialBudget?.server = server } }
-    var reloadHandler: (() -> LoadedConfiguration.LoadError?)?
+    var reloadHandler: (() -> Result<ReloadReport, LoadedConfiguration.LoadError>)?
     /// Why `freezer` is the backend in force (issue 12: said at start-up, in GetSettings and Stats).
     var freezerReason = ""
     /// `FreezerBackend=none`: decisions are journaled but not enforced.
@@ -94,7 +94,7 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
         self.options = options
         self.freezer = freezer
         self.clock = clock
-        self.machine = LifecycleMachine(config: config.lifecycle)
+        self.machine = LifecycleMachine(config: Self.lifecycleConfig(config, dryRun: freezer.name == "none"))
         self.launcher = launcher ?? Launcher(queue: queue)
         journalBudget = JournalBudgetGate(config: config.daemon, sink: journal, now: clock.monotonic)
         denialBudget = DenialBudgetGate(config: config.daemon, sink: journal, now: clock.monotonic)
@@ -129,13 +129,20 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
         [(Interfaces.appName, Interfaces.app), (Interfaces.managerName, Interfaces.manager)]
     }
 
+    /// The core's configuration; a dry run (`FreezerBackend=none`) is the freezer's, fixed at start.
+    static func lifecycleConfig(_ config: LoadedConfiguration, dryRun: Bool) -> LifecycleConfig {
+        var lifecycle = config.lifecycle
+        lifecycle.dryRun = dryRun
+        return lifecycle
+    }
+
     /// A new configuration (SIGHUP / Reload): timings for new deadlines, manifests added and removed.
     func apply(_ newConfig: LoadedConfiguration) {
         let old = config
         config = newConfig
         journalBudget.update(newConfig.daemon)
         denialBudget.update(newConfig.daemon)
-        feed(.configurationChanged(newConfig.lifecycle))
+        feed(.configurationChanged(Self.lifecycleConfig(newConfig, dryRun: dryRun)))
         register(newConfig.manifests)
         for id in old.manifests.keys.sorted() where newConfig.manifests[id] == nil {
             feed(.appUnregistered(id))

@@ -212,6 +212,15 @@ public func isNormalizedAbsolutePath(_ path: String) -> Bool {
 }
 
 extension CgroupPath {
+    /// A cgroup path as `CgroupRoot=` and `AdoptFrom=` (and the launcher's `--adopt-from`) read it: a path
+    /// under the cgroup2 mount point `mount` is a file-system path; any other path is a path in the cgroup
+    /// hierarchy, as in `/proc/PID/cgroup` and systemd's `ControlGroup=` (`/x` and `x` name `<mount>/x`).
+    public static func resolve(_ path: String, mount: String) -> String {
+        if path == mount || path.hasPrefix(mount == "/" ? "/" : mount + "/") { return path }
+        if path == "/" || path.isEmpty { return mount }
+        return (mount == "/" ? "" : mount) + (path.hasPrefix("/") ? path : "/" + path)
+    }
+
     /// The mount point of the first cgroup2 file system in `/proc/self/mounts` text (octal escapes undone).
     public static func v2Mount(in mounts: String) -> String? {
         for line in mounts.split(separator: "\n") {

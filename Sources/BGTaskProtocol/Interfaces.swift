@@ -279,8 +279,10 @@ public enum Interfaces: Sendable {
         method WakeForBusCall(appId: string, sender: string, member: string) -> ()
 
         # Re-reads configuration and manifests without dropping clients; a bad file is InvalidConfiguration
-        # (the old configuration stays).
-        method Reload() -> ()
+        # (the old configuration stays). applied: the bgtaskd.conf keys and manifests that changed and
+        # are in force now; notApplied: "FILE:LINE: KEY: why" for each change that is not (a key read
+        # only at start, in force until a restart).
+        method Reload() -> (applied: ?[]string, notApplied: ?[]string)
 
         # A manager hold (SPEC §12), called with more: the first reply carries holdId; the hold keeps the
         # app running, without a time budget, until this connection closes. If the app is terminated

@@ -83,7 +83,14 @@ struct Reload: ParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     func run() throws {
-        try global.connect().manager(.reload)
+        let reply = try global.connect().manager(.reload)
+        // A change the daemon could not apply (a key read only at start) is a failure to say, as systemctl
+        // says a unit's change needs daemon-reload: exit 1, the rest of the reload stays applied.
+        guard let report = try? ManagerWire.ReloadReply(json: reply), !report.notApplied.isEmpty else { return }
+        let head = report.applied.isEmpty
+            ? "Nothing reloaded, a restart of bgtaskd is needed"
+            : "Configuration reloaded (\(report.applied.joined(separator: ", "))), but a restart of bgtaskd is needed"
+        throw CtlError(([head + ":"] + report.notApplied.map { "  " + $0 }).joined(separator: "\n"))
     }
 }
 

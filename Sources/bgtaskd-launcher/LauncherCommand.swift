@@ -34,7 +34,7 @@ struct LauncherCommand: ParsableCommand {
     @Option(name: .customLong("config-dir"), help: "Directory holding apps.d/ with the app manifests.")
     var configDir: String = "/etc/bgtaskd"
 
-    @Option(name: .customLong("adopt-from"), help: "The cgroup holding users' user-UID.slice (absolute, or relative to the cgroup2 mount): ControlAppUnit acts only on app units below it.")
+    @Option(name: .customLong("adopt-from"), help: "The cgroup holding users' user-UID.slice (under the cgroup2 mount point a directory, otherwise a path in the cgroup hierarchy, as AdoptFrom=): ControlAppUnit acts only on app units below it.")
     var adoptFrom: String = "user.slice"
 
     func validate() throws {

@@ -33,7 +33,7 @@ final class LauncherServer {
         self.configDirectory = configDirectory
         let mount = CgroupPath.v2Mount(in: Self.readText("/proc/self/mounts") ?? "")
         cgroupMount = mount
-        adoptRoot = mount.map { adoptFrom.hasPrefix("/") ? adoptFrom : ($0 == "/" ? "/" : $0 + "/") + adoptFrom }
+        adoptRoot = mount.map { CgroupPath.resolve(adoptFrom, mount: $0) }
     }
 
     func run() -> Never {

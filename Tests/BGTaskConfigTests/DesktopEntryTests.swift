@@ -239,4 +239,18 @@ struct DesktopEntryTests {
         #expect(bad.errors.map(\.key) == ["DataDirs", "Exempt", "AdoptFrom"])
         #expect(DaemonConfig().apps.desktopEntries && DaemonConfig().apps.adopt)
     }
+
+    /// bgtaskd.conf(5): CgroupRoot= and AdoptFrom= take the same three spellings (the file-system path, the
+    /// path in the cgroup hierarchy, a path relative to the cgroup2 mount) and refuse the same bad ones.
+    @Test func cgroupRootAndAdoptFromTakeTheSameSpellings() throws {
+        for value in ["/sys/fs/cgroup/bgtaskd", "/bgtaskd.slice", "bgtaskd.slice/apps"] {
+            let result = DaemonConfig.parse([ConfigSource(path: "c", text: "[Daemon]\nCgroupRoot=\(value)\n[Apps]\nAdoptFrom=\(value)\n")])
+            let config = try #require(result.config, "\(value): \(result.errors)")
+            #expect(config.cgroupRoot == value && config.apps.adoptFrom == value)
+        }
+        for value in ["../x", "a//b", "/a/./b", "a/"] {
+            let result = DaemonConfig.parse([ConfigSource(path: "c", text: "[Daemon]\nCgroupRoot=\(value)\n[Apps]\nAdoptFrom=\(value)\n")])
+            #expect(result.errors.map(\.key) == ["CgroupRoot", "AdoptFrom"], "\(value)")
+        }
+    }
 }

@@ -190,7 +190,7 @@ private func wallTimers(_ actions: [RefreshAction]) -> [RealtimeInstant?] {
         let taken = runs(h.handle(.runNowRequested(news, identifier: processID)))
         #expect(taken.count == 1)
         #expect(taken.first?.answersCall == true)
-        #expect(taken.first?.saveBeforeReply?.schedule.count(for: news) == 0)
+        #expect(taken.first?.saveBeforeReply == true && h.machine.state.schedule.count(for: news) == 0)
         #expect(h.machine.pendingCount(for: news) == 0)
     }
 

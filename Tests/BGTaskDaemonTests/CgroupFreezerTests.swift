@@ -73,6 +73,22 @@ import Testing
         #expect(absolute.origin == .cgroupRoot)
         let relative = try CgroupLayout.plan(cgroupRoot: "/bgtaskd", mounts: Self.mounts, selfCgroup: "0::/\n").get()
         #expect(relative.base == "/sys/fs/cgroup/bgtaskd")
+        let bare = try CgroupLayout.plan(cgroupRoot: "bgtaskd", mounts: Self.mounts, selfCgroup: "0::/\n").get()
+        #expect(bare.base == "/sys/fs/cgroup/bgtaskd")
+    }
+
+    /// CgroupRoot= and AdoptFrom= read a path the same way: under the mount point it is a file-system path,
+    /// otherwise a path in the hierarchy (as systemd and /proc/PID/cgroup write them).
+    @Test func adoptFromAndCgroupRootResolveAlike() {
+        let mount = "/sys/fs/cgroup"
+        for (value, want) in [
+            ("/sys/fs/cgroup/user.slice", "/sys/fs/cgroup/user.slice"), ("/user.slice", "/sys/fs/cgroup/user.slice"),
+            ("user.slice", "/sys/fs/cgroup/user.slice"), ("/sys/fs/cgroup", "/sys/fs/cgroup"),
+            ("/sys/fs/cgroupx", "/sys/fs/cgroup/sys/fs/cgroupx"),
+        ] {
+            #expect(AppAdoption.rootPath(adoptFrom: value, mount: mount) == want, "\(value)")
+            #expect(CgroupLayout.resolve(value, mount: mount) == want, "\(value)")
+        }
     }
 
     @Test func recognisesCgroupsThatSystemdManages() {

@@ -163,7 +163,9 @@ import Testing
             p + #"RunTaskNow","parameters":{"appId":"org.example.Mail","identifier":"t"}}"#, Self.none, ok)
         try Self.pair(s, ManagerMethod.wakeForBusCall, ManagerWire.WakeForBusCall(appId: a, sender: ":1.42", member: "Activate"),
             p + #"WakeForBusCall","parameters":{"appId":"org.example.Mail","member":"Activate","sender":":1.42"}}"#, Self.none, ok)
-        try Self.pair(s, ManagerMethod.reload, Self.none, p + #"Reload"}"#, Self.none, ok)
+        try Self.pair(s, ManagerMethod.reload, Self.none, p + #"Reload"}"#,
+            ManagerWire.ReloadReply(applied: ["[Lifecycle] KillTimeoutSec=2s"], notApplied: []),
+            #"{"parameters":{"applied":["[Lifecycle] KillTimeoutSec=2s"],"notApplied":[]}}"#)
         try Self.pair(s, ManagerMethod.hold, ManagerWire.Hold(appId: a, name: "debug"), more: true,
             p + #"Hold","more":true,"parameters":{"appId":"org.example.Mail","name":"debug"}}"#,
             ManagerWire.HoldReply(holdId: 8), continues: true, #"{"continues":true,"parameters":{"holdId":8}}"#)

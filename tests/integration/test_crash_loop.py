@@ -9,6 +9,10 @@ moment, BGTASKD_KILLS times (30 in `make test`, 200 in `make soak`). After each 
   hold the value of its client's one call in flight at the kill: it may or may not have been applied);
 - refresh.json parses, and no temporary file is left once the daemon runs;
 - no app of the killed daemon is left frozen (recovery thaws and kills them), and none is left at all.
+
+The second test keeps the same promise where it is hardest to keep: a hundred apps launched (most of them
+frozen, eight lifecycle-aware ones running tasks by RunTaskNow, whose answer waits for the file) and one
+client alternating SetGlobalRefresh, SetLowPowerMode and SetConditions as fast as the answers come.
 """
 
 from __future__ import annotations
@@ -215,3 +219,185 @@ def test_kill9_under_load_loses_no_acknowledged_change_and_leaves_no_app_frozen(
     print(f"{kills} kills in {took:.0f} s: {acknowledged} acknowledged changes, 0 lost, {in_flight_kept} in-flight "
           f"changes applied, {refused} refused; {apps_at_kill} apps running at the kills ({frozen_at_kill} frozen), "
           "none left frozen or running")
+
+
+# MARK: a hundred apps, most frozen, and policy calls as fast as the replies come
+
+HERD = [f"org.test.Herd{i:03d}" for i in range(100)]
+RUNNERS = HERD[:8]  # launched and kept in the background, their task requests run by RunTaskNow
+
+
+def herd_app(app_id: str, testapp: str) -> str:
+    """A sleeper, or for a runner the test app (lifecycle-aware: it checks in, acknowledges, completes its
+    task at once)."""
+    exec_line = f"{testapp} --output /dev/null --register-task {app_id}.t" if app_id in RUNNERS else "/bin/sleep 1000"
+    aware = "yes" if app_id in RUNNERS else "no"
+    return (f"[App]\nID={app_id}\nExec={exec_line}\nLifecycleAware={aware}\nBackgroundModes=processing\n"
+            f"PermittedTaskIdentifiers={app_id}.t\n")
+
+
+class PolicyWriter(threading.Thread):
+    """One client alternating SetGlobalRefresh, SetLowPowerMode and SetConditions as fast as the replies
+    come; remembers each acknowledged value and the one call in flight."""
+
+    def __init__(self, path: str, seed: int):
+        super().__init__(daemon=True)
+        self.path, self.rng = path, random.Random(seed)
+        self.acked: list[tuple] = []
+        self.in_flight: tuple | None = None
+        self.error: str | None = None
+
+    def change(self, n: int):
+        if n % 3 == 0:
+            mode = "off" if (n // 3) % 2 == 0 else self.rng.choice(["on", "unmetered"])
+            return f"{MANAGER}.SetGlobalRefresh", {"mode": mode}, [(("global",), mode)]
+        if n % 3 == 1:
+            on = (n // 3) % 2 == 0
+            return f"{MANAGER}.SetLowPowerMode", {"enabled": on}, [(("lowPower",), on)]
+        power, network = self.rng.random() < 0.5, self.rng.choice(["none", "metered", "unmetered"])
+        return (f"{MANAGER}.SetConditions", {"onExternalPower": power, "network": network},
+                [(("power",), power), (("network",), network)])
+
+    def run(self):
+        try:
+            c = RawClient(self.path, timeout=30)
+        except OSError:
+            return
+        n = self.rng.randrange(3)
+        try:
+            while True:
+                method, params, values = self.change(n)
+                n += 1
+                self.in_flight = values
+                c.send_call(method, params)
+                reply = c.recv_message(timeout=30)
+                if "error" in reply:
+                    self.error = f"{method} {params}: {reply}"
+                    return
+                self.acked += values
+                self.in_flight = None
+        except (Closed, OSError, TimeoutError):
+            return
+        finally:
+            c.close()
+
+
+class TaskRunner(threading.Thread):
+    """Submits a request for each runner app and runs it at once (RunTaskNow), over and over. A RunTaskNow
+    answered without error is answered once the file has the request gone: `ran` holds the runner apps
+    whose last answered call was such a RunTaskNow, `in_flight` the app of the call not answered."""
+
+    def __init__(self, path: str):
+        super().__init__(daemon=True)
+        self.path = path
+        self.runs = 0
+        self.ran: set[str] = set()
+        self.in_flight: str | None = None
+
+    def run(self):
+        try:
+            c = RawClient(self.path, timeout=30)
+        except OSError:
+            return
+        try:
+            while True:
+                for app_id in RUNNERS:
+                    self.in_flight = app_id
+                    c.call(f"{APP}.SubmitTaskRequest", {"appId": app_id, "identifier": f"{app_id}.t", "kind": "processing"},
+                           timeout=30)
+                    self.ran.discard(app_id)
+                    r = c.call(f"{MANAGER}.RunTaskNow", {"appId": app_id, "identifier": f"{app_id}.t"}, timeout=30)
+                    if "error" not in r:
+                        self.runs += 1
+                        self.ran.add(app_id)
+                    self.in_flight = None
+        except (Closed, OSError, TimeoutError):
+            return
+        finally:
+            c.close()
+
+
+def policy_in_file(state_dir) -> dict:
+    data = json.loads((state_dir / "refresh.json").read_text())
+    conditions = data.get("conditions", {})
+    apps = data.get("apps", {})
+    return {"pending": {a for a in RUNNERS if apps.get(a, {}).get("requests")},
+            ("lowPower",): data.get("lowPowerMode", False), ("global",): data.get("backgroundAppRefresh", "on"),
+            ("power",): conditions.get("onExternalPower"), ("network",): conditions.get("network")}
+
+
+def launch_herd(path: str, rng: random.Random) -> int:
+    """Launches every app of the herd (four clients at once) and sends all but a few to the background,
+    where they are frozen; returns how many were launched."""
+    launched = []
+    lock = threading.Lock()
+
+    def work(ids):
+        try:
+            with RawClient(path, timeout=30) as c:
+                for app_id in ids:
+                    if "error" not in c.call(f"{MANAGER}.Launch", {"appId": app_id}, timeout=30):
+                        if app_id in RUNNERS or rng.random() < 0.9:
+                            c.call(f"{MANAGER}.Background", {"appId": app_id}, timeout=30)
+                        with lock:
+                            launched.append(app_id)
+        except (Closed, OSError, TimeoutError):
+            pass
+
+    threads = [threading.Thread(target=work, args=(HERD[i::4],), daemon=True) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    return len(launched)
+
+
+def test_kill9_with_a_hundred_apps_loses_no_acknowledged_policy_change(daemon, bin_dir):
+    """SPEC §9: a kill -9 at any moment loses no acknowledged change — where it is hardest to keep: a
+    hundred apps launched, most of them frozen, task requests run at once (RunTaskNow answers once the file
+    has the request gone), and one client changing the global policy as fast as it is answered. After each
+    kill, refresh.json holds every value acknowledged before it (or the one call in flight).
+    BGTASKD_HERD_BACKEND=signal runs it with the signal freezer."""
+    kills = int(os.environ.get("BGTASKD_KILLS", "30"))
+    window = float(os.environ.get("BGTASKD_KILL_WINDOW", "0.15"))
+    rng = random.Random(int(os.environ.get("BGTASKD_SEED", "12")))
+    with ScratchCgroup() as cg:
+        text = conf(cg.path, backend=os.environ.get("BGTASKD_HERD_BACKEND", "cgroup"), grace="20ms", kill="300ms") + "[Refresh]\nMinimumRefreshIntervalSec=0\n"
+        d = daemon(conf=text, apps={a: herd_app(a, str(bin_dir / "bgtask-testapp")) for a in HERD})
+        root = d.root
+        model: dict = {("lowPower",): False, ("global",): "on", ("power",): None, ("network",): None}
+        acknowledged = runs = launched = in_flight_kept = 0
+        t_start = time.monotonic()
+        for round_no in range(kills):
+            launched += launch_herd(d.socket, rng)
+            writer, runner = PolicyWriter(d.socket, rng.randrange(1 << 30)), TaskRunner(d.socket)
+            writer.start()
+            runner.start()
+            time.sleep(rng.uniform(0.0, window))  # the random moment of the kill is the scenario
+            d.proc.send_signal(signal.SIGKILL)
+            d.proc.wait()
+            for t in (writer, runner):
+                t.join(30)
+                assert not t.is_alive(), "a client still waits for the killed daemon"
+            assert writer.error is None, writer.error
+            for key, value in writer.acked:
+                model[key] = value
+            acknowledged += len(writer.acked)
+            runs += runner.runs
+            flight = dict(writer.in_flight or [])
+            from_file = policy_in_file(root / "state")
+            back = (runner.ran - {runner.in_flight}) & from_file["pending"]
+            assert not back, f"round {round_no}: refresh.json lists {sorted(back)} pending after RunTaskNow was answered"
+            for key, want in model.items():
+                got = from_file[key]
+                if got != want:
+                    assert key in flight and got == flight[key], \
+                        f"round {round_no}: refresh.json has {key} = {got!r}, acknowledged {want!r} (in flight: {flight.get(key)!r})"
+                    model[key] = got
+                    in_flight_kept += 1
+            d = daemon(conf=text, root=root)
+        took = time.monotonic() - t_start
+        d.stop()
+    assert acknowledged >= kills and runs > 0, (acknowledged, runs)
+    print(f"{kills} kills in {took:.0f} s with {launched} launches: {acknowledged} acknowledged policy changes, "
+          f"0 lost, {in_flight_kept} in-flight changes applied, {runs} tasks run by RunTaskNow")

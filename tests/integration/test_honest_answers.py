@@ -113,6 +113,56 @@ def test_reload_of_a_bad_file_fails_naming_file_line_and_key(daemon, ctl):
     assert (info["state"], info["pid"]) == ("active", pid), info
 
 
+def test_reload_says_which_start_only_key_needs_a_restart(daemon, ctl):
+    """SPEC §9: a reload applies what it can; a start-only key (FreezerBackend=, CgroupRoot=, Socket=,
+    LauncherSocket=) changed in a file is said, with its file, line and value in force, and `bgtaskctl
+    reload` exits 1; the Reload reply carries both lists."""
+    d = daemon(conf=SHORT)
+    drop_in = d.config_dir / "bgtaskd.conf.d" / "60-restart.conf"
+    drop_in.write_text("[Daemon]\nFreezerBackend=none\n")
+    r = run(ctl, d, "reload")
+    assert r.returncode == 1, (r.returncode, r.stdout, r.stderr)
+    assert f"{drop_in}:2: FreezerBackend" in r.stderr and "restart" in r.stderr and "signal" in r.stderr, r.stderr
+    assert "Nothing" in r.stderr, r.stderr
+    assert call(d.socket, f"{MANAGER}.Stats")["stats"]["freezerBackend"] == "signal"
+    # With a key that does apply: applied, and said; the start-only one still said.
+    drop_in.write_text("[Daemon]\nFreezerBackend=none\n[Lifecycle]\nKillTimeoutSec=2s\n")
+    r = run(ctl, d, "reload")
+    assert r.returncode == 1, (r.returncode, r.stdout, r.stderr)
+    assert "KillTimeoutSec" in r.stderr and f"{drop_in}:2: FreezerBackend" in r.stderr, r.stderr
+    assert call(d.socket, f"{MANAGER}.GetSettings")["settings"]["killTimeoutUSec"] == 2_000_000
+    reply = call(d.socket, f"{MANAGER}.Reload")
+    assert any("FreezerBackend" in n for n in reply["notApplied"]), reply
+    # The file back to what is in force: a clean reload.
+    drop_in.write_text("[Lifecycle]\nKillTimeoutSec=3s\n")
+    r = run(ctl, d, "reload")
+    assert (r.returncode, r.stderr) == (0, ""), r.stderr
+    assert call(d.socket, f"{MANAGER}.Reload").get("notApplied") in (None, [])
+
+
+def test_a_misspelled_manifest_key_is_an_error_at_start_and_on_reload(daemon, ctl):
+    """A manifest with a key bgtaskd does not know: at start the app is left out (the journal names file,
+    line and key); on reload the reload fails naming them and the old configuration stays."""
+    typo, good = unique("Typo"), unique("Good")
+    d = daemon(conf=SHORT, apps={typo: unaware(typo) + "BackgroundModez=fetch\n", good: unaware(good)})
+    path = d.config_dir / "apps.d" / f"{typo}.app"
+    with pytest.raises(Exception) as e:
+        call(d.socket, f"{MANAGER}.GetApp", appId=typo)
+    assert e.value.name == f"{MANAGER}.NoSuchApp"
+    left_out = journal_entries(want=lambda es: any(f"{path}:7: BackgroundModez" in e.get("MESSAGE", "") for e in es),
+                               _PID=d.pid)
+    assert any("left out" in e["MESSAGE"] for e in left_out if "BackgroundModez" in e.get("MESSAGE", "")), left_out
+    # Fixed: reloaded; then misspelled on reload: refused, the app kept as it was.
+    path.write_text(unaware(typo))
+    assert run(ctl, d, "reload").returncode == 0
+    assert call(d.socket, f"{MANAGER}.GetApp", appId=typo)["app"]["appId"] == typo
+    (d.config_dir / "apps.d" / f"{good}.app").write_text(unaware(good) + "LifecycleAwre=yes\n")
+    r = run(ctl, d, "reload")
+    assert r.returncode == 1, (r.returncode, r.stdout, r.stderr)
+    assert f"{good}.app:7" in r.stderr and "LifecycleAwre" in r.stderr, r.stderr
+    assert r.stderr.startswith("bgtaskctl: Configuration not reloaded, the previous one stays in force:"), r.stderr
+
+
 # MARK: Launch
 
 def test_launch_of_a_program_that_cannot_start_fails(daemon, ctl):
@@ -358,6 +408,54 @@ def test_cgroup_root_is_created_and_the_backend_is_said(daemon, ctl):
             d.stop()
 
 
+class _MountRootCgroup:
+    """A cgroup directly under the cgroup2 mount that the test does NOT create (the daemon does); on exit
+    everything in it is killed and it is removed, whatever happened."""
+
+    def __init__(self):
+        self.name = f"bgtaskd-test-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.path = os.path.join(v2_mount(), self.name)
+
+    def __enter__(self):
+        assert not os.path.exists(self.path)
+        return self
+
+    def __exit__(self, *exc):
+        if os.path.isdir(self.path):
+            ScratchCgroup.__exit__(self)  # kills what is left, waits for it to empty, removes the tree
+
+
+@pytest.mark.parametrize("spelling", ["filesystem", "hierarchy", "relative"])
+def test_cgroup_root_directly_under_the_mount_is_created(daemon, spelling):
+    """SPEC §9: a CgroupRoot= that does not exist yet, directly under the cgroup2 mount (whose root has no
+    cgroup.events), is created; the three spellings name the same directory: the file-system path, the
+    path in the hierarchy (as in /proc/PID/cgroup and systemd), relative to the mount."""
+    with _MountRootCgroup() as cg:
+        value = {"filesystem": cg.path, "hierarchy": "/" + cg.name, "relative": cg.name}[spelling]
+        d = daemon(conf=SHORT.replace("FreezerBackend=signal", f"FreezerBackend=auto\nCgroupRoot={value}"))
+        try:
+            stats = call(d.socket, f"{MANAGER}.Stats")["stats"]
+            assert stats["freezerBackend"] == "cgroup", stats
+            assert cg.path + "/apps" in stats["freezerBackendReason"], stats
+            assert os.path.isdir(os.path.join(cg.path, "apps"))
+        finally:
+            d.stop()
+
+
+def test_adopt_from_reads_paths_as_cgroup_root_does(daemon):
+    """AdoptFrom= and CgroupRoot= read a path the same way: `/NAME` is NAME in the cgroup2 hierarchy."""
+    with ScratchCgroup() as scratch:
+        name = os.path.basename(scratch.path)
+        os.mkdir(os.path.join(scratch.path, "user.slice"))
+        d = daemon(conf=SHORT + f"[Apps]\nAdopt=yes\nAdoptFrom=/{name}/user.slice\n")
+        try:
+            want = f"adoption: watching {scratch.path}/user.slice for apps started by others"
+            entries = journal_entries(want=lambda es: any(e.get("MESSAGE") == want for e in es), _PID=d.pid)
+            assert any(e.get("MESSAGE") == want for e in entries), [e.get("MESSAGE") for e in entries]
+        finally:
+            d.stop()
+
+
 def test_dry_run_is_visible(daemon, ctl):
     app = unique("Dry")
     d = daemon(conf=SHORT.replace("FreezerBackend=signal", "FreezerBackend=none"), apps={app: unaware(app)})
@@ -374,6 +472,31 @@ def test_dry_run_is_visible(daemon, ctl):
     assert suspend and "dry run" in suspend[-1]["MESSAGE"], suspend
     assert any("dry run" in e.get("MESSAGE", "") for e in journal_entries(
         want=lambda es: any("dry run" in e.get("MESSAGE", "") for e in es), _PID=d.pid, PRIORITY=4))
+
+
+def test_a_dry_run_terminates_nothing_and_says_so(daemon, ctl):
+    """FreezerBackend=none: `bgtaskctl terminate`, and the daemon's own SIGTERM, are decided and journaled
+    but no process is signalled; the app is still listed with its process, which still runs."""
+    app = unique("DryTerminate")
+    d = daemon(conf=SHORT.replace("FreezerBackend=signal", "FreezerBackend=none"), apps={app: unaware(app)})
+    m = Manager(d.socket)
+    pid = m.launch(app)
+    r = run(ctl, d, "terminate", app)
+    assert r.returncode == 0, r.stderr
+    entries = journal_entries(want=bool, BGTASKD_APP=app, BGTASKD_DECISION="terminate")
+    assert entries[-1]["BGTASKD_REASON"] == "user-request" and "dry run" in entries[-1]["MESSAGE"], entries
+    info = m.app(app)
+    assert info["state"] == "active" and info["pid"] == pid, info
+    # The daemon's SIGTERM ends it promptly without ending the app: the decision is journaled, the app left.
+    assert d.stop() == 0
+    stopping = journal_entries(want=lambda es: any(e.get("BGTASKD_REASON") == "daemon-stopping" for e in es),
+                               BGTASKD_APP=app, BGTASKD_DECISION="terminate")
+    assert "dry run" in stopping[-1]["MESSAGE"], stopping
+    try:
+        st = proc_stat(pid)
+        assert st is not None and st[0] not in "ZXT", f"the app's process {pid} was signalled in a dry run: {st}"
+    finally:
+        os.kill(pid, signal.SIGKILL)
 
 
 # MARK: CLI conventions (SPEC §12)

@@ -63,7 +63,7 @@ extension RefreshMachine {
         awaitingStart[app]?.remove(identifier)
         state.schedule.started(identifier, for: app, at: now.wall)
         deniedNotices[app]?[identifier] = nil
-        run.saveBeforeReply = state
+        run.saveBeforeReply = true
         return [.run(run)] + plan(now: now, facts: facts)
     }
 

@@ -143,13 +143,14 @@ public struct RefreshRun: Hashable, Sendable {
     public var reason: Reason
     /// The lifecycle core's reply to this run answers the call being handled (`RunTaskNow`).
     public var answersCall: Bool
-    /// Answer the call only once this state is saved (the request left the pending list).
-    public var saveBeforeReply: RefreshState?
+    /// Answer the call only once the state is saved (the request left the pending list). A flag, not a copy
+    /// of the state: the shell saves the latest state, so the file never goes back to an older one.
+    public var saveBeforeReply: Bool
 
     /// A run.
     public init(
         app: AppID, identifier: String, kind: TaskKind, reason: Reason, answersCall: Bool = false,
-        saveBeforeReply: RefreshState? = nil
+        saveBeforeReply: Bool = false
     ) {
         self.app = app
         self.identifier = identifier

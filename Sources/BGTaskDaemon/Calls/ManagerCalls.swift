@@ -65,7 +65,15 @@ extension DaemonService {
             run(.notificationPosted(name: call.name, app: app, payload: payload), for: request)
         case .reload:
             // issue 12: the caller learns whether the files were good; a bad one keeps the old configuration.
-            guard let error = reloadHandler?() else { return request.reply() }
+            let error: LoadedConfiguration.LoadError
+            switch reloadHandler?() {
+            case .success(let report):
+                return request.reply(ManagerWire.ReloadReply(applied: report.applied, notApplied: report.notApplied))
+            case nil:
+                return request.reply(ManagerWire.ReloadReply(applied: [], notApplied: []))
+            case .failure(let e):
+                error = e
+            }
             let source = error.source
             request.fail(ManagerError.invalidConfiguration(
                 message: error.description, file: source?.file,

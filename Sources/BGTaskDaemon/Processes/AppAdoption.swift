@@ -138,9 +138,9 @@ final class AppAdoption {
         for timer in warningTimers.values { timer.cancel() }
     }
 
-    /// The watched root from `AdoptFrom=`: absolute, or relative to the cgroup2 mount.
+    /// The watched root from `AdoptFrom=`, read as `CgroupRoot=` is (``CgroupPath/resolve(_:mount:)``).
     static func rootPath(adoptFrom: String, mount: String) -> String {
-        adoptFrom.hasPrefix("/") ? adoptFrom : CgroupLayout.join(mount, adoptFrom)
+        CgroupLayout.resolve(adoptFrom, mount: mount)
     }
 
     /// Starts watching; reports the instances that are already there.

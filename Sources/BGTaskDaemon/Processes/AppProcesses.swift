@@ -36,7 +36,12 @@ protocol Freezer: AnyObject {
     func thawAll()
 }
 
-/// `FreezerBackend=none`: decide and log only (a dry run).
+extension Cgroup {
+    /// fstatfs(2) says CGROUP2_SUPER_MAGIC (CSystemd's shim).
+    static func isCgroup2(fd: Int32) -> Bool { bgtaskd_is_cgroup2_fd(fd) == 1 }
+}
+
+/// `FreezerBackend=none`: decide and log only (a dry run). No process is frozen, thawed, signalled or killed.
 final class NoFreezer: Freezer {
     var name: String { "none" }
     var onFrozen: ((AppID) -> Void)?
@@ -44,12 +49,8 @@ final class NoFreezer: Freezer {
     func attach(app: AppID, pid: Int32) {}
     func freeze(app: AppID, pid: Int32?) -> Bool { true }
     func thaw(app: AppID, pid: Int32?) {}
-    func signal(app: AppID, pid: Int32?, _ sig: Int32) {
-        if let pid { SignalFreezer.signalTree(root: pid, sig) }
-    }
-    func kill(app: AppID, pid: Int32?) {
-        if let pid { SignalFreezer.signalTree(root: pid, SIGKILL) }
-    }
+    func signal(app: AppID, pid: Int32?, _ sig: Int32) {}
+    func kill(app: AppID, pid: Int32?) {}
     func released(app: AppID) {}
     func thawAll() {}
 }

@@ -1,3 +1,4 @@
+import BGTaskLaunch
 import Dispatch
 
 #if canImport(Glibc)
@@ -93,7 +94,11 @@ enum Cgroup {
 
     /// Whether `dir` is a cgroup v2 directory (cgroup v1 has no `cgroup.events`).
     static func isCgroup2(_ dir: String) -> Bool {
-        access(dir + "/cgroup.events", F_OK) == 0 && access(dir + "/cgroup.procs", F_OK) == 0
+        // By the file system (SPEC §9), not by cgroup.events: the root of a cgroup2 mount has none.
+        let fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        return isCgroup2(fd: fd)
     }
 
     /// Writes `text` to `path` in one write(2). Returns 0, or the errno of the failure.
@@ -216,12 +221,7 @@ struct CgroupLayout: Equatable, Sendable {
         guard let own = Cgroup.ownPath(selfCgroup: selfCgroup) else { return .failure(.unknownOwnCgroup) }
         let ownDir = join(mount, own)
         if let root = cgroupRoot {
-            let base: String
-            if root == mount || root.hasPrefix(mount + "/") {
-                base = root
-            } else {
-                base = join(mount, root)
-            }
+            let base = resolve(root, mount: mount)
             return .success(CgroupLayout(mount: mount, base: base, origin: .cgroupRoot, moveSelf: ownDir == base))
         }
         guard own != "/" else { return .failure(.rootCgroup) }
@@ -236,6 +236,9 @@ struct CgroupLayout: Equatable, Sendable {
     static func managedBySystemd(_ path: String) -> Bool {
         path.split(separator: "/").contains { $0.hasSuffix(".service") || $0.hasSuffix(".scope") || $0.hasSuffix(".slice") }
     }
+
+    /// `CgroupRoot=` read as `AdoptFrom=` is (``CgroupPath/resolve(_:mount:)``).
+    static func resolve(_ path: String, mount: String) -> String { CgroupPath.resolve(path, mount: mount) }
 
     static func join(_ mount: String, _ path: String) -> String {
         if path == "/" || path.isEmpty { return mount }

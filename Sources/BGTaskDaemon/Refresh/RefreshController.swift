@@ -155,15 +155,21 @@ final class RefreshController: @unchecked Sendable {
                 host?.feed(input)
                 return
             }
-            guard let snapshot = run.saveBeforeReply else {
+            guard run.saveBeforeReply else {
                 host?.run(input, for: call, answer: nil)
                 return
             }
             host?.run(input, for: call, answer: { [weak self] reply in
                 guard let self else { return reply() }
-                self.store.save(snapshot) { [weak self] error in
+                // The latest state (as `.save` does), never a copy taken earlier: a copy saved after a newer
+                // state would take the file back. A failed save is said, not answered as done.
+                self.store.save(self.machine.state) { [weak self] error in
                     self?.saveFailed(error)
-                    reply()
+                    if error != nil {
+                        Self.send(.failure(.unavailable(RefreshCallError.stateNotSaved)), to: call)
+                    } else {
+                        reply()
+                    }
                 }
             })
         case .wake(let app):

@@ -78,9 +78,10 @@ public enum ManagerMethod: String, CaseIterable, Sendable, WireMethod {
         case .monitor: return ManagerWire.MonitorReply.self
         case .stats: return ManagerWire.StatsReply.self
         case .hold: return ManagerWire.HoldReply.self
+        case .reload: return ManagerWire.ReloadReply.self
         case .launch, .foreground, .background, .setFocus, .interrupt, .endInterruption, .terminate, .setRefreshPolicy,
             .setGlobalRefresh, .setLowPowerMode, .setConditions, .postNotification, .wakeForRemoteNotification,
-            .runTaskNow, .reload, .wakeForBusCall:
+            .runTaskNow, .wakeForBusCall:
             return WireEmpty.self
         }
     }
@@ -749,6 +750,24 @@ public enum ManagerWire: Sendable {
         }
         public var json: [String: JSON] {
             ["state": .raw(state), "reasons": .array(reasons.map { .object($0.json) }), "causes": .array(causes.map { .string($0) })]
+        }
+    }
+
+    /// `Reload`'s reply: what changed and is in force, and what changed but is not (with file, line, key).
+    public struct ReloadReply: WireMessage {
+        public static let fields = ["applied", "notApplied"]
+        public var applied: [String]
+        public var notApplied: [String]
+        public init(applied: [String], notApplied: [String]) {
+            self.applied = applied
+            self.notApplied = notApplied
+        }
+        public init(json: [String: JSON]) throws(WireFieldError) {
+            let r = WireReader(json)
+            self.init(applied: try r.optionalStrings("applied") ?? [], notApplied: try r.optionalStrings("notApplied") ?? [])
+        }
+        public var json: [String: JSON] {
+            ["applied": .array(applied.map { .string($0) }), "notApplied": .array(notApplied.map { .string($0) })]
         }
     }
 
