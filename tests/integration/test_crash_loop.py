@@ -318,7 +318,10 @@ class TaskRunner(threading.Thread):
 
 
 def policy_in_file(state_dir) -> dict:
-    data = json.loads((state_dir / "refresh.json").read_text())
+    """The policy refresh.json holds; the defaults when there is none yet (a kill before the first change
+    was saved: then nothing was acknowledged either, which the caller's comparison checks)."""
+    path = state_dir / "refresh.json"
+    data = json.loads(path.read_text()) if path.exists() else {}
     conditions = data.get("conditions", {})
     apps = data.get("apps", {})
     return {"pending": {a for a in RUNNERS if apps.get(a, {}).get("requests")},
