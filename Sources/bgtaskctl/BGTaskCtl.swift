@@ -1,5 +1,6 @@
 import ArgumentParser
 import BGTaskClient
+import BGTaskCtlKit
 import BGTaskProtocol
 
 #if canImport(Glibc)
@@ -22,7 +23,7 @@ struct BGTaskCtl: ParsableCommand {
             List.self, Status.self, Launch.self, Foreground.self, Background.self, Interrupt.self,
             EndInterruption.self, Terminate.self, Assertions.self, Explain.self, Monitor.self, Log.self,
             Stats.self, Reload.self, Refresh.self, LowPower.self, Conditions.self, Notify.self, Wake.self,
-            RunTask.self, Hold.self, DebugFormat.self,
+            RunTask.self, Hold.self,
         ]
     )
 
@@ -74,14 +75,7 @@ extension BGTaskCtl {
             }
         }
         guard !leading.isEmpty, i < arguments.count, !arguments[i].hasPrefix("-") else { return arguments }
-        var verbPath = [arguments[i]]
-        i += 1
-        // `debug-format table`: the options go after the whole path of subcommand names.
-        if verbPath[0] == DebugFormat.configuration.commandName, i < arguments.count, !arguments[i].hasPrefix("-") {
-            verbPath.append(arguments[i])
-            i += 1
-        }
-        return verbPath + leading + arguments[i...]
+        return [arguments[i]] + leading + arguments[(i + 1)...]
     }
 }
 

@@ -1,5 +1,6 @@
 import ArgumentParser
 import BGTaskModel
+import BGTaskCtlKit
 import BGTaskProtocol
 
 // Control verbs: root or ControlGroup= members (SPEC §10). Silent on success, like systemctl.

@@ -1,5 +1,6 @@
 import ArgumentParser
 import BGTaskModel
+import BGTaskCtlKit
 import BGTaskProtocol
 
 #if canImport(Glibc)

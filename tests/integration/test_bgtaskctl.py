@@ -198,73 +198,6 @@ def app_info(app_id, state="suspended", **over):
     return info
 
 
-# MARK: pure formatters, through the binary
-
-@pytest.mark.parametrize("usec,text", [
-    (0, "0s"), (250, "250us"), (300_000, "300ms"), (999_500, "1s"), (5_000_000, "5s"), (29_500_000, "29.5s"),
-    (59_950_000, "1min"), (250_000_000, "4min 10s"), (3_723_000_000, "1h 2min"), (90_000_000_000, "1d 1h"),
-])
-def test_durations(ctl, usec, text):
-    r = run(ctl, "debug-format", "duration", str(usec))
-    assert r.returncode == 0, r.stderr
-    assert r.stdout == text + "\n"
-
-
-TABLE = ("APP*\tSTATE\t>PID\n"
-         "org.example.AVeryLongApplicationIdentifier\tactive\t12\n"
-         "org.example.Mail\tsuspended\t4242\n")
-
-
-def test_table_without_width_is_not_truncated(ctl):
-    r = run(ctl, "debug-format", "table", input=TABLE)
-    assert r.returncode == 0, r.stderr
-    lines = r.stdout.splitlines()
-    assert lines[0].split() == ["APP", "STATE", "PID"]
-    assert "org.example.AVeryLongApplicationIdentifier" in lines[1]
-    assert all(line == line.rstrip() for line in lines), "no trailing spaces"
-    # PID right-aligned: every line ends at the same column.
-    assert len({len(line) for line in lines}) == 1
-    assert "\x1b[" not in r.stdout
-
-
-def test_table_fits_a_width(ctl):
-    r = run(ctl, "debug-format", "table", "--width", "40", input=TABLE)
-    lines = r.stdout.splitlines()
-    assert max(len(line) for line in lines) <= 40, lines
-    assert "…" in lines[1] and lines[1].startswith("org.example.AVery")
-    assert "suspended" in lines[2] and lines[2].endswith("4242")
-
-
-def test_table_colours_states_only_when_asked(ctl):
-    r = run(ctl, "debug-format", "table", "--color", input=TABLE)
-    assert "\x1b[32mactive\x1b[0m" in r.stdout
-    assert "\x1b[34msuspended\x1b[0m" in r.stdout
-
-
-@pytest.mark.parametrize("env,tty,expected", [
-    ({}, True, "yes"), ({"NO_COLOR": "1"}, True, "no"), ({"NO_COLOR": ""}, True, "no"),
-    ({"TERM": "dumb"}, True, "no"), ({}, False, "no"),
-])
-def test_colour_decision(ctl, env, tty, expected):
-    r = run(ctl, "debug-format", "color", *(["--tty"] if tty else []), env=clean_env(**{"TERM": "xterm", **env}))
-    assert r.stdout == expected + "\n"
-
-
-def test_colour_on_a_real_terminal(ctl):
-    status, out, _ = run_on_pty(ctl, "debug-format", "color")
-    assert (status, out.strip()) == (0, "yes")
-    status, out, _ = run_on_pty(ctl, "debug-format", "color", env=clean_env(TERM="xterm", NO_COLOR="1"))
-    assert (status, out.strip()) == (0, "no")
-
-
-def test_width_decision(ctl):
-    assert run(ctl, "debug-format", "width").stdout == "none\n"  # not a terminal: no truncation
-    assert run(ctl, "debug-format", "width", env=clean_env(COLUMNS="57")).stdout == "57\n"
-    assert run(ctl, "debug-format", "width", "--tty-columns", "91").stdout == "91\n"
-    _, out, _ = run_on_pty(ctl, "debug-format", "width", columns=63)
-    assert out.strip() == "63"
-
-
 # MARK: errors
 
 # issue 12: no daemon is one line naming the socket tried and how to start it.
@@ -296,7 +229,7 @@ def test_usage_errors_exit_2_with_one_line(ctl):
 
 def test_help_exits_0(ctl):
     r = run(ctl, "--help")
-    assert r.returncode == 0 and "hold" in r.stdout and "debug-format" not in r.stdout
+    assert r.returncode == 0 and "hold" in r.stdout
 
 
 @pytest.mark.parametrize("error,params,line", [

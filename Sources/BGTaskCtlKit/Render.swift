@@ -1,25 +1,25 @@
-import BGTaskProtocol
+package import BGTaskProtocol
 
 // Pure renderers: a daemon reply in, lines out. Times of day come in already formatted through
 // `clock`, so that these stay free of the time zone.
 
 extension Dictionary where Key == String, Value == JSON {
-    func string(_ key: String) -> String? { self[key]?.stringValue }
-    func int(_ key: String) -> Int64? { self[key]?.intValue }
-    func bool(_ key: String) -> Bool? { self[key]?.boolValue }
-    func array(_ key: String) -> [JSON] { self[key]?.arrayValue ?? [] }
-    func object(_ key: String) -> [String: JSON]? { self[key]?.objectValue }
+    package func string(_ key: String) -> String? { self[key]?.stringValue }
+    package func int(_ key: String) -> Int64? { self[key]?.intValue }
+    package func bool(_ key: String) -> Bool? { self[key]?.boolValue }
+    package func array(_ key: String) -> [JSON] { self[key]?.arrayValue ?? [] }
+    package func object(_ key: String) -> [String: JSON]? { self[key]?.objectValue }
 }
 
 /// A recorded decision, from a `Decision` of the interface or a journal entry.
-struct DecisionRecord: Equatable {
-    var realtimeUSec: Int64?
-    var appId: String?
-    var decision: String
-    var reason: String
-    var message: String
+package struct DecisionRecord: Equatable {
+    package var realtimeUSec: Int64?
+    package var appId: String?
+    package var decision: String
+    package var reason: String
+    package var message: String
 
-    init(realtimeUSec: Int64?, appId: String?, decision: String, reason: String, message: String) {
+    package init(realtimeUSec: Int64?, appId: String?, decision: String, reason: String, message: String) {
         self.realtimeUSec = realtimeUSec
         self.appId = appId
         self.decision = decision
@@ -28,7 +28,7 @@ struct DecisionRecord: Equatable {
     }
 
     /// From an `io.bgtaskd.Manager` `Decision` object.
-    init(_ d: [String: JSON]) {
+    package init(_ d: [String: JSON]) {
         self.init(
             realtimeUSec: d.int("realtimeUSec"), appId: d.string("appId"), decision: d.string("decision") ?? "-",
             reason: d.string("reason") ?? "-", message: d.string("message") ?? ""
@@ -36,7 +36,7 @@ struct DecisionRecord: Equatable {
     }
 
     /// From one `journalctl -o json` entry (MESSAGE may be a byte array when it is not UTF-8).
-    init?(journalEntry e: [String: JSON]) {
+    package init?(journalEntry e: [String: JSON]) {
         let message: String
         switch e["MESSAGE"] {
         case .string(let s)?: message = s
@@ -52,12 +52,12 @@ struct DecisionRecord: Equatable {
     }
 }
 
-enum Render {
-    typealias Clock = (Int64) -> String
+package enum Render {
+    package typealias Clock = (Int64) -> String
 
     // MARK: list
 
-    static func appsTable(_ apps: [JSON]) -> Table {
+    package static func appsTable(_ apps: [JSON]) -> Table {
         // App IDs are never cut (SPEC §12): they are what the user types next.
         let columns = [
             Table.Column(header: "APP"), Table.Column(header: "NAME", shrinkable: true),
@@ -76,7 +76,7 @@ enum Render {
         return Table(columns: columns, rows: rows)
     }
 
-    static func list(_ reply: [String: JSON], width: Int?, color: Bool, legend: Bool) -> [String] {
+    package static func list(_ reply: [String: JSON], width: Int?, color: Bool, legend: Bool) -> [String] {
         let apps = reply.array("apps")
         if apps.isEmpty { return legend ? ["No apps."] : [] }
         var lines = appsTable(apps).render(width: width, color: color, header: legend)
@@ -85,7 +85,7 @@ enum Render {
     }
 
     /// `list --running`: apps that have a process, most recently in the foreground first.
-    static func runningApps(_ apps: [JSON]) -> [JSON] {
+    package static func runningApps(_ apps: [JSON]) -> [JSON] {
         let running = apps.filter { $0.objectValue?.string("state").map { $0 != "not-running" } ?? false }
         return running.enumerated().sorted { a, b in
             let x = a.element.objectValue?.int("lastForegroundUSec") ?? .min
@@ -94,7 +94,7 @@ enum Render {
         }.map(\.element)
     }
 
-    static func runningList(_ reply: [String: JSON], nowUSec: Int64, width: Int?, color: Bool, legend: Bool) -> [String] {
+    package static func runningList(_ reply: [String: JSON], nowUSec: Int64, width: Int?, color: Bool, legend: Bool) -> [String] {
         let apps = reply.array("apps").compactMap(\.objectValue)
         if apps.isEmpty { return legend ? ["No running apps."] : [] }
         let table = Table(
@@ -123,7 +123,7 @@ enum Render {
     }
 
     /// `refresh` without arguments: every app's own setting and its status, with the cause when not available.
-    static func refreshTable(_ reply: [String: JSON], settings: [String: JSON], width: Int?, color: Bool, legend: Bool) -> [String] {
+    package static func refreshTable(_ reply: [String: JSON], settings: [String: JSON], width: Int?, color: Bool, legend: Bool) -> [String] {
         let apps = reply.array("apps").compactMap(\.objectValue)
         var lines: [String] = []
         if legend {
@@ -147,13 +147,13 @@ enum Render {
     }
 
     /// The line that says decisions are not enforced, when `FreezerBackend=none` (Settings or Stats).
-    static func dryRunNotice(_ object: [String: JSON]) -> String? {
+    package static func dryRunNotice(_ object: [String: JSON]) -> String? {
         guard object.bool("dryRun") == true || object.string("freezerBackend") == "none" else { return nil }
         return "Dry run: FreezerBackend=none, decisions are recorded but no app is frozen, thawed or killed."
     }
 
     /// `status`'s freezer field: the backend in force and why.
-    static func freezerText(_ settings: [String: JSON]) -> String? {
+    package static func freezerText(_ settings: [String: JSON]) -> String? {
         guard let name = settings.string("freezerBackend") else { return nil }
         var text = name
         if dryRunNotice(settings) != nil { text += " — DRY RUN, nothing is frozen, thawed or killed" }
@@ -163,7 +163,7 @@ enum Render {
 
     // MARK: assertions
 
-    static func assertions(_ reply: [String: JSON], width: Int?, color: Bool, legend: Bool) -> [String] {
+    package static func assertions(_ reply: [String: JSON], width: Int?, color: Bool, legend: Bool) -> [String] {
         let list = reply.array("assertions").compactMap(\.objectValue)
         if list.isEmpty { return legend ? ["No assertions."] : [] }
         let table = Table(
@@ -189,7 +189,7 @@ enum Render {
     // MARK: decisions (explain, status, monitor)
 
     /// Decisions as aligned rows: time, decision, reason, message.
-    static func decisions(_ records: [DecisionRecord], clock: Clock, width: Int?, color: Bool, indent: String = "") -> [String] {
+    package static func decisions(_ records: [DecisionRecord], clock: Clock, width: Int?, color: Bool, indent: String = "") -> [String] {
         let table = Table(
             columns: [
                 Table.Column(header: "TIME"), Table.Column(header: "DECISION"), Table.Column(header: "REASON"),
@@ -206,7 +206,7 @@ enum Render {
     }
 
     /// `journal`: what the journal holds when the daemon has no decision of its own (e.g. it restarted).
-    static func explain(
+    package static func explain(
         _ appId: String, _ reply: [String: JSON], journal: JournalResult? = nil, clock: Clock, width: Int?, color: Bool
     ) -> [String] {
         let state = reply.string("state") ?? "unknown"
@@ -232,7 +232,7 @@ enum Render {
     }
 
     /// One line per decision for `monitor`.
-    static func monitorLine(_ reply: [String: JSON], clock: Clock, color: Bool) -> String {
+    package static func monitorLine(_ reply: [String: JSON], clock: Clock, color: Bool) -> String {
         let r = DecisionRecord(reply.object("decision") ?? [:])
         let decision = r.decision.padding(to: 13)
         return [
@@ -244,13 +244,13 @@ enum Render {
     // MARK: status
 
     /// What `status` learned from the journal.
-    enum JournalResult: Equatable {
+    package enum JournalResult: Equatable {
         case entries([DecisionRecord])
         case unavailable(String)
     }
 
     /// `settings`: the daemon's GetSettings, for the freezer line (empty: no such line).
-    static func status(
+    package static func status(
         _ reply: [String: JSON], journal: JournalResult, userName: (Int64) -> String?, clock: Clock, width: Int?, color: Bool,
         settings: [String: JSON] = [:]
     ) -> [String] {
@@ -329,7 +329,7 @@ enum Render {
 
     // MARK: stats, settings
 
-    static let statsLabels: [(key: String, label: String)] = [
+    package static let statsLabels: [(key: String, label: String)] = [
         ("uptimeUSec", "Uptime"), ("apps", "Apps"), ("connections", "Connections"), ("calls", "Calls"),
         ("decisions", "Decisions"), ("liveAssertions", "Live assertions"), ("journalEntries", "Journal entries"),
         ("journalDropped", "Journal dropped"), ("journalCoalesced", "Journal coalesced"),
@@ -339,7 +339,7 @@ enum Render {
         ("freezerBackend", "Freezer"), ("freezerBackendReason", "Freezer because"), ("dryRun", "Dry run"),
     ]
 
-    static let settingsLabels: [(key: String, label: String)] = [
+    package static let settingsLabels: [(key: String, label: String)] = [
         ("onExternalPower", "External power"), ("network", "Network"), ("backgroundAppRefresh", "Background refresh"),
         ("lowPowerMode", "Low power mode"), ("freezerBackend", "Freezer"), ("freezerBackendReason", "Freezer because"),
         ("dryRun", "Dry run"), ("socket", "Socket"),
@@ -349,7 +349,7 @@ enum Render {
     ]
 
     /// Known keys first, in their order and with their labels; any others after, sorted, under their own name.
-    static func keyValues(_ object: [String: JSON], labels: [(key: String, label: String)]) -> [String] {
+    package static func keyValues(_ object: [String: JSON], labels: [(key: String, label: String)]) -> [String] {
         var pairs: [(label: String, value: String)] = []
         for (key, label) in labels { if let v = object[key] { pairs.append((label, valueText(key, v))) } }
         let known = Set(labels.map(\.key))
@@ -360,7 +360,7 @@ enum Render {
     }
 
     /// `…USec` integers as durations, booleans as yes/no, strings bare.
-    static func valueText(_ key: String, _ v: JSON) -> String {
+    package static func valueText(_ key: String, _ v: JSON) -> String {
         switch v {
         case .int(let i) where key.hasSuffix("USec"): return Durations.format(usec: i)
         case .bool(let b): return b ? "yes" : "no"
@@ -369,13 +369,13 @@ enum Render {
         }
     }
 
-    static func remaining(_ usec: Int64?) -> String {
+    package static func remaining(_ usec: Int64?) -> String {
         usec.map { Durations.format(usec: $0) } ?? "-"
     }
 }
 
 extension String {
-    func padding(to n: Int) -> String {
+    package func padding(to n: Int) -> String {
         count >= n ? self : self + String(repeating: " ", count: n - count)
     }
 }
