@@ -1,15 +1,10 @@
+import BGTaskModel
 package import BGTaskProtocol
 
-// Pure renderers: a daemon reply in, lines out. Times of day come in already formatted through
-// `clock`, so that these stay free of the time zone.
-
-extension Dictionary where Key == String, Value == JSON {
-    package func string(_ key: String) -> String? { self[key]?.stringValue }
-    package func int(_ key: String) -> Int64? { self[key]?.intValue }
-    package func bool(_ key: String) -> Bool? { self[key]?.boolValue }
-    package func array(_ key: String) -> [JSON] { self[key]?.arrayValue ?? [] }
-    package func object(_ key: String) -> [String: JSON]? { self[key]?.objectValue }
-}
+// Pure renderers: a daemon reply in, read once with the contract's reply type of its method
+// (`ManagerWire`), lines out; a field renamed in the contract breaks this build. States, decisions and
+// reasons are `WireEnum`s: one this build does not know is printed as the daemon sent it. Times of day
+// come in already formatted through `clock`, so that these stay free of the time zone.
 
 /// A recorded decision, from a `Decision` of the interface or a journal entry.
 package struct DecisionRecord: Equatable {
@@ -27,11 +22,11 @@ package struct DecisionRecord: Equatable {
         self.message = message
     }
 
-    /// From an `io.bgtaskd.Manager` `Decision` object.
-    package init(_ d: [String: JSON]) {
+    /// From an `io.bgtaskd.Manager` `Decision`.
+    package init(_ d: ManagerWire.Decision) {
         self.init(
-            realtimeUSec: d.int("realtimeUSec"), appId: d.string("appId"), decision: d.string("decision") ?? "-",
-            reason: d.string("reason") ?? "-", message: d.string("message") ?? ""
+            realtimeUSec: d.realtimeUSec, appId: d.appId, decision: d.decision.rawValue, reason: d.reason.rawValue,
+            message: d.message
         )
     }
 
@@ -43,11 +38,12 @@ package struct DecisionRecord: Equatable {
         case .array(let bytes)?: message = String(decoding: bytes.compactMap { $0.intValue.flatMap { UInt8(exactly: $0) } }, as: UTF8.self)
         default: message = ""
         }
-        let time = e.string("__REALTIME_TIMESTAMP").flatMap { Int64($0) }
+        let field = { (name: String) in e[name]?.stringValue }
+        let time = field("__REALTIME_TIMESTAMP").flatMap { Int64($0) }
         guard time != nil || !message.isEmpty else { return nil }
         self.init(
-            realtimeUSec: time, appId: e.string("BGTASKD_APP"), decision: e.string("BGTASKD_DECISION") ?? "-",
-            reason: e.string("BGTASKD_REASON") ?? "-", message: message
+            realtimeUSec: time, appId: field("BGTASKD_APP"), decision: field("BGTASKD_DECISION") ?? "-",
+            reason: field("BGTASKD_REASON") ?? "-", message: message
         )
     }
 }
@@ -57,7 +53,7 @@ package enum Render {
 
     // MARK: list
 
-    package static func appsTable(_ apps: [JSON]) -> Table {
+    package static func appsTable(_ apps: [ManagerWire.AppInfo]) -> Table {
         // App IDs are never cut (SPEC §12): they are what the user types next.
         let columns = [
             Table.Column(header: "APP"), Table.Column(header: "NAME", shrinkable: true),
@@ -65,37 +61,39 @@ package enum Render {
             Table.Column(header: "ASSERTIONS", alignRight: true), Table.Column(header: "REFRESH"),
             Table.Column(header: "REMAINING", alignRight: true),
         ]
-        let rows: [[Table.Cell]] = apps.compactMap(\.objectValue).map { a in
-            let state = a.string("state") ?? "-"
-            return [
-                .init(a.string("appId") ?? "-"), .init(a.string("name") ?? ""), .init(state, Style.forState(state)),
-                .init(a.int("pid").map(String.init) ?? "-"), .init(String(a.array("assertions").count)),
-                .init(a.string("refreshStatus") ?? "-"), .init(remaining(a.int("backgroundTimeRemainingUSec"))),
+        let rows: [[Table.Cell]] = apps.map { a in
+            [
+                .init(a.appId), .init(a.name), stateCell(a.state), .init(a.pid.map(String.init) ?? "-"),
+                .init(String(a.assertions.count)), .init(a.refreshStatus.rawValue), .init(remaining(a.backgroundTimeRemainingUSec)),
             ]
         }
         return Table(columns: columns, rows: rows)
     }
 
-    package static func list(_ reply: [String: JSON], width: Int?, color: Bool, legend: Bool) -> [String] {
-        let apps = reply.array("apps")
+    /// A state, coloured when it is one this build knows.
+    static func stateCell(_ state: WireEnum<AppState>) -> Table.Cell {
+        .init(state.rawValue, Style.forState(state.rawValue))
+    }
+
+    package static func list(_ reply: ManagerWire.ListAppsReply, width: Int?, color: Bool, legend: Bool) -> [String] {
+        let apps = reply.apps
         if apps.isEmpty { return legend ? ["No apps."] : [] }
         var lines = appsTable(apps).render(width: width, color: color, header: legend)
         if legend { lines += ["", "\(apps.count) app\(apps.count == 1 ? "" : "s") listed."] }
         return lines
     }
 
-    /// `list --running`: apps that have a process, most recently in the foreground first.
-    package static func runningApps(_ apps: [JSON]) -> [JSON] {
-        let running = apps.filter { $0.objectValue?.string("state").map { $0 != "not-running" } ?? false }
-        return running.enumerated().sorted { a, b in
-            let x = a.element.objectValue?.int("lastForegroundUSec") ?? .min
-            let y = b.element.objectValue?.int("lastForegroundUSec") ?? .min
-            return x != y ? x > y : a.offset < b.offset
-        }.map(\.element)
+    /// `list --running`: the positions of the apps that have a process, most recently in the foreground
+    /// first (applied to the typed apps and to the reply as sent, for `--json`).
+    package static func runningOrder(_ apps: [ManagerWire.AppInfo]) -> [Int] {
+        apps.indices.filter { apps[$0].state.known != .notRunning }.sorted { i, j in
+            let x = apps[i].lastForegroundUSec ?? .min
+            let y = apps[j].lastForegroundUSec ?? .min
+            return x != y ? x > y : i < j
+        }
     }
 
-    package static func runningList(_ reply: [String: JSON], nowUSec: Int64, width: Int?, color: Bool, legend: Bool) -> [String] {
-        let apps = reply.array("apps").compactMap(\.objectValue)
+    package static func runningList(_ apps: [ManagerWire.AppInfo], nowUSec: Int64, width: Int?, color: Bool, legend: Bool) -> [String] {
         if apps.isEmpty { return legend ? ["No running apps."] : [] }
         let table = Table(
             columns: [
@@ -103,19 +101,15 @@ package enum Render {
                 Table.Column(header: "LAST FOREGROUND", alignRight: true), Table.Column(header: "NAME", shrinkable: true),
             ],
             rows: apps.map { a in
-                let state = a.string("state") ?? "-"
                 let since: String
-                if state == "active" || state == "inactive" {
+                if a.state.known?.isForeground == true {
                     since = "now"
-                } else if let t = a.int("lastForegroundUSec") {
+                } else if let t = a.lastForegroundUSec {
                     since = Durations.format(usec: max(0, nowUSec - t)) + " ago"
                 } else {
                     since = "never"
                 }
-                return [
-                    .init(a.string("appId") ?? "-"), .init(state, Style.forState(state)), .init(a.int("pid").map(String.init) ?? "-"),
-                    .init(since), .init(a.string("name") ?? ""),
-                ]
+                return [.init(a.appId), stateCell(a.state), .init(a.pid.map(String.init) ?? "-"), .init(since), .init(a.name)]
             })
         var lines = table.render(width: width, color: color, header: legend)
         if legend { lines += ["", "\(apps.count) running app\(apps.count == 1 ? "" : "s") listed, most recently used first."] }
@@ -123,13 +117,15 @@ package enum Render {
     }
 
     /// `refresh` without arguments: every app's own setting and its status, with the cause when not available.
-    package static func refreshTable(_ reply: [String: JSON], settings: [String: JSON], width: Int?, color: Bool, legend: Bool) -> [String] {
-        let apps = reply.array("apps").compactMap(\.objectValue)
+    package static func refreshTable(
+        _ reply: ManagerWire.ListAppsReply, settings: ManagerWire.Settings, width: Int?, color: Bool, legend: Bool
+    ) -> [String] {
+        let apps = reply.apps
         var lines: [String] = []
         if legend {
-            let global = settings.string("backgroundAppRefresh") ?? "-"
-            let lowPower = settings.bool("lowPowerMode").map { $0 ? "on" : "off" } ?? "-"
-            let network = settings.string("network") ?? "-"
+            let global = settings.backgroundAppRefresh.rawValue
+            let lowPower = settings.lowPowerMode ? "on" : "off"
+            let network = settings.network.rawValue
             lines.append("Background App Refresh: \(global); low power mode: \(lowPower); network: \(network)")
             lines.append("")
         }
@@ -137,34 +133,41 @@ package enum Render {
         let table = Table(
             columns: [Table.Column(header: "APP"), Table.Column(header: "SETTING"), Table.Column(header: "STATUS"), Table.Column(header: "WHY")],
             rows: apps.map { a in
-                let status = a.string("refreshStatus") ?? "-"
-                return [
-                    .init(a.string("appId") ?? "-"), .init(a.string("refreshSetting") ?? "-"),
-                    .init(status, status == "available" ? .green : .yellow), .init(a.string("refreshStatusReason") ?? "-"),
+                [
+                    .init(a.appId), .init(a.refreshSetting ? "on" : "off"),
+                    .init(a.refreshStatus.rawValue, a.refreshStatus.known == .available ? .green : .yellow),
+                    .init(a.refreshStatusReason?.rawValue ?? "-"),
                 ]
             })
         return lines + table.render(width: width, color: color, header: legend)
     }
 
     /// The line that says decisions are not enforced, when `FreezerBackend=none` (Settings or Stats).
-    package static func dryRunNotice(_ object: [String: JSON]) -> String? {
-        guard object.bool("dryRun") == true || object.string("freezerBackend") == "none" else { return nil }
+    package static func dryRunNotice(dryRun: Bool?, freezerBackend: String?) -> String? {
+        guard dryRun == true || freezerBackend == "none" else { return nil }
         return "Dry run: FreezerBackend=none, decisions are recorded but no app is frozen, thawed or killed."
     }
 
+    package static func dryRunNotice(_ s: ManagerWire.Settings) -> String? {
+        dryRunNotice(dryRun: s.dryRun, freezerBackend: s.freezerBackend)
+    }
+
+    package static func dryRunNotice(_ s: ManagerWire.DaemonStats) -> String? {
+        dryRunNotice(dryRun: s.dryRun, freezerBackend: s.freezerBackend)
+    }
+
     /// `status`'s freezer field: the backend in force and why.
-    package static func freezerText(_ settings: [String: JSON]) -> String? {
-        guard let name = settings.string("freezerBackend") else { return nil }
-        var text = name
+    package static func freezerText(_ settings: ManagerWire.Settings) -> String {
+        var text = settings.freezerBackend
         if dryRunNotice(settings) != nil { text += " — DRY RUN, nothing is frozen, thawed or killed" }
-        if let why = settings.string("freezerBackendReason"), !why.isEmpty { text += "\n" + why }
+        if let why = settings.freezerBackendReason, !why.isEmpty { text += "\n" + why }
         return text
     }
 
     // MARK: assertions
 
-    package static func assertions(_ reply: [String: JSON], width: Int?, color: Bool, legend: Bool) -> [String] {
-        let list = reply.array("assertions").compactMap(\.objectValue)
+    package static func assertions(_ reply: ManagerWire.ListAssertionsReply, width: Int?, color: Bool, legend: Bool) -> [String] {
+        let list = reply.assertions
         if list.isEmpty { return legend ? ["No assertions."] : [] }
         let table = Table(
             columns: [
@@ -173,11 +176,9 @@ package enum Render {
                 Table.Column(header: "EXPIRING"),
             ],
             rows: list.map { a in
-                let expiring = a.bool("expiring") ?? false
-                return [
-                    .init(a.int("taskId").map(String.init) ?? "-"), .init(a.string("appId") ?? "-"),
-                    .init(a.string("name") ?? "-"), .init(remaining(a.int("remainingUSec"))),
-                    expiring ? .init("yes", .red) : .init("no"),
+                [
+                    .init(String(a.taskId)), .init(a.appId), .init(a.name ?? "-"), .init(remaining(a.remainingUSec)),
+                    a.expiring ? .init("yes", .red) : .init("no"),
                 ]
             }
         )
@@ -207,12 +208,12 @@ package enum Render {
 
     /// `journal`: what the journal holds when the daemon has no decision of its own (e.g. it restarted).
     package static func explain(
-        _ appId: String, _ reply: [String: JSON], journal: JournalResult? = nil, clock: Clock, width: Int?, color: Bool
+        _ appId: String, _ reply: ManagerWire.ExplainReply, journal: JournalResult? = nil, clock: Clock, width: Int?, color: Bool
     ) -> [String] {
-        let state = reply.string("state") ?? "unknown"
+        let state = reply.state.rawValue
         let stateText = Style.forState(state)?.paint(state, enabled: color) ?? state
-        let reasons = reply.array("reasons").compactMap(\.objectValue).map(DecisionRecord.init)
-        let causes = reply.array("causes").compactMap(\.stringValue)
+        let reasons = reply.reasons.map(DecisionRecord.init)
+        let causes = reply.causes
         var lines: [String]
         if !reasons.isEmpty {
             lines = ["\(appId) is \(stateText) because of (oldest first):"]
@@ -232,145 +233,13 @@ package enum Render {
     }
 
     /// One line per decision for `monitor`.
-    package static func monitorLine(_ reply: [String: JSON], clock: Clock, color: Bool) -> String {
-        let r = DecisionRecord(reply.object("decision") ?? [:])
+    package static func monitorLine(_ reply: ManagerWire.MonitorReply, clock: Clock, color: Bool) -> String {
+        let r = DecisionRecord(reply.decision)
         let decision = r.decision.padding(to: 13)
         return [
             r.realtimeUSec.map(clock) ?? "-", r.appId ?? "-",
             Style.forDecision(r.decision)?.paint(decision, enabled: color) ?? decision, r.reason, r.message,
         ].joined(separator: "  ")
-    }
-
-    // MARK: status
-
-    /// What `status` learned from the journal.
-    package enum JournalResult: Equatable {
-        case entries([DecisionRecord])
-        case unavailable(String)
-    }
-
-    /// `settings`: the daemon's GetSettings, for the freezer line (empty: no such line).
-    package static func status(
-        _ reply: [String: JSON], journal: JournalResult, userName: (Int64) -> String?, clock: Clock, width: Int?, color: Bool,
-        settings: [String: JSON] = [:]
-    ) -> [String] {
-        let app = reply.object("app") ?? [:]
-        let appId = app.string("appId") ?? "-"
-        let state = app.string("state") ?? "unknown"
-        let style = Style.forState(state)
-        var title = (style?.paint("●", enabled: color) ?? "●") + " " + appId
-        if let name = app.string("name"), !name.isEmpty, name != appId { title += " - " + name }
-
-        var fields: [(label: String, value: String)] = []
-        fields.append(("State", style?.paint(state, enabled: color) ?? state))
-        fields.append(("PID", app.int("pid").map(String.init) ?? "-"))
-        if let uid = app.int("uid") {
-            fields.append(("UID", userName(uid).map { "\(uid) (\($0))" } ?? String(uid)))
-        } else {
-            fields.append(("UID", "-"))
-        }
-        if let aware = app.bool("lifecycleAware") {
-            fields.append(("Lifecycle", aware ? "aware (checks in, receives events)" : "unaware (LifecycleAware=no)"))
-        }
-
-        let assertions = app.array("assertions").compactMap(\.objectValue)
-        var assertionText = assertions.isEmpty ? "none" : "\(assertions.count)"
-        for a in assertions {
-            var line = "#\(a.int("taskId").map(String.init) ?? "?")"
-            if let name = a.string("name") { line += " \"\(name)\"" }
-            if let left = a.int("remainingUSec") { line += ", \(Durations.format(usec: left)) left" }
-            if a.bool("expiring") == true { line += ", " + Style.red.paint("expiring", enabled: color) }
-            assertionText += "\n" + line
-        }
-        fields.append(("Assertions", assertionText))
-
-        let activities = app.array("activities").compactMap(\.objectValue)
-        fields.append((
-            "Activities",
-            activities.isEmpty
-                ? "none"
-                : activities.map { "\($0.string("mode") ?? "?") (#\($0.int("activityId").map(String.init) ?? "?"))" }.joined(separator: ", ")
-        ))
-        let refreshWhy = app.string("refreshStatusReason").map { ", \($0)" } ?? ""
-        fields.append(("Refresh", "\(app.string("refreshSetting") ?? "-") (status: \(app.string("refreshStatus") ?? "-")\(refreshWhy))"))
-
-        let remainingText: String
-        if let left = app.int("backgroundTimeRemainingUSec") {
-            remainingText = Durations.format(usec: left)
-        } else {
-            remainingText = state == "active" || state == "inactive" ? "unlimited (foreground)" : "-"
-        }
-        fields.append(("Background time", remainingText))
-        if let pending = app.int("pendingTaskRequests") { fields.append(("Task requests", "\(pending) pending")) }
-        if let freezer = freezerText(settings) { fields.append(("Freezer", freezer)) }
-        if let last = app.object("lastDecision") {
-            let r = DecisionRecord(last)
-            var text = "\(r.decision) (\(r.reason))"
-            if let t = r.realtimeUSec { text = clock(t) + " " + text }
-            if !r.message.isEmpty { text += ": " + r.message }
-            fields.append(("Last decision", text))
-        } else {
-            fields.append(("Last decision", "-"))
-        }
-
-        var lines = [title] + Fields.render(fields).map { "  " + $0 }
-        lines.append("")
-        switch journal {
-        case .entries(let records) where records.isEmpty:
-            lines.append("No recent decisions in the journal.")
-        case .entries(let records):
-            lines.append("Recent decisions (journal):")
-            lines += decisions(records, clock: clock, width: width, color: color)
-        case .unavailable(let why):
-            lines.append("Journal unavailable: \(why)")
-        }
-        return lines
-    }
-
-    // MARK: stats, settings
-
-    package static let statsLabels: [(key: String, label: String)] = [
-        ("uptimeUSec", "Uptime"), ("apps", "Apps"), ("connections", "Connections"), ("calls", "Calls"),
-        ("decisions", "Decisions"), ("liveAssertions", "Live assertions"), ("journalEntries", "Journal entries"),
-        ("journalDropped", "Journal dropped"), ("journalCoalesced", "Journal coalesced"),
-        ("journalSummaries", "Journal summaries"), ("connectionsRefused", "Connections refused"),
-        ("connectionsTimedOut", "Connections timed out"), ("connectionsOversized", "Connections oversized"),
-        ("connectionsPaused", "Connections paused"),
-        ("freezerBackend", "Freezer"), ("freezerBackendReason", "Freezer because"), ("dryRun", "Dry run"),
-    ]
-
-    package static let settingsLabels: [(key: String, label: String)] = [
-        ("onExternalPower", "External power"), ("network", "Network"), ("backgroundAppRefresh", "Background refresh"),
-        ("lowPowerMode", "Low power mode"), ("freezerBackend", "Freezer"), ("freezerBackendReason", "Freezer because"),
-        ("dryRun", "Dry run"), ("socket", "Socket"),
-        ("didEnterBackgroundTimeoutUSec", "Grace window"), ("backgroundTimeBudgetUSec", "Background budget"),
-        ("expirationWarningUSec", "Expiration warning"), ("maxBackgroundTasksPerApp", "Max tasks per app"),
-        ("launchTimeoutUSec", "Launch timeout"), ("killTimeoutUSec", "Kill timeout"),
-    ]
-
-    /// Known keys first, in their order and with their labels; any others after, sorted, under their own name.
-    package static func keyValues(_ object: [String: JSON], labels: [(key: String, label: String)]) -> [String] {
-        var pairs: [(label: String, value: String)] = []
-        for (key, label) in labels { if let v = object[key] { pairs.append((label, valueText(key, v))) } }
-        let known = Set(labels.map(\.key))
-        for key in object.keys.sorted() where !known.contains(key) {
-            if let v = object[key] { pairs.append((key, valueText(key, v))) }
-        }
-        return Fields.render(pairs)
-    }
-
-    /// `…USec` integers as durations, booleans as yes/no, strings bare.
-    package static func valueText(_ key: String, _ v: JSON) -> String {
-        switch v {
-        case .int(let i) where key.hasSuffix("USec"): return Durations.format(usec: i)
-        case .bool(let b): return b ? "yes" : "no"
-        case .null: return "-"
-        default: return ErrorText.scalarText(v)
-        }
-    }
-
-    package static func remaining(_ usec: Int64?) -> String {
-        usec.map { Durations.format(usec: $0) } ?? "-"
     }
 }
 

@@ -163,6 +163,25 @@ struct Client {
         try call(method.qualifiedName, parameters.json)
     }
 
+    /// Calls an `io.bgtaskd.Manager` method and reads its reply once with the contract's reply type of the
+    /// method; also returns the reply as sent, for `--json` (printed as the daemon sent it).
+    func manager<Reply: WireMessage>(
+        _ method: ManagerMethod, _ parameters: some WireMessage = WireEmpty(), reply: Reply.Type
+    ) throws(CtlError) -> (reply: Reply, sent: [String: JSON]) {
+        let sent = try manager(method, parameters)
+        return (try Self.read(Reply.self, sent, of: method), sent)
+    }
+
+    /// `sent` read as `method`'s reply, or the one line that says which field did not fit.
+    static func read<Reply: WireMessage>(_ type: Reply.Type, _ sent: [String: JSON], of method: ManagerMethod) throws(CtlError) -> Reply {
+        guard method.replyType == Reply.self else { throw CtlError("\(Reply.self) is not the reply of \(method.rawValue)") }
+        do {
+            return try Reply(json: sent)
+        } catch {
+            throw CtlError("Cannot read bgtaskd's reply to \(method.rawValue): \(error.description) (a bgtaskd of another version?).")
+        }
+    }
+
     @discardableResult
     func call(_ method: String, _ parameters: [String: JSON] = [:]) throws(CtlError) -> [String: JSON] {
         let appId = WireAppID.optional(parameters)

@@ -381,6 +381,41 @@ def test_monitor_lines_and_json(ctl, fake):
     assert [json.loads(line) for line in r.stdout.splitlines()] == stream
 
 
+def test_a_newer_daemons_values_are_printed_as_sent(ctl, fake):
+    # A state, decision, reason, refresh status and mode this bgtaskctl does not know, and a field it does
+    # not know: the renderers read the contract's typed replies, which keep such values as their strings.
+    d = decision("org.example.Mail", "defer", "thermal-pressure", "org.example.Mail deferred: too hot")
+    info = app_info("org.example.Mail", "hibernating", refreshStatus="paused", refreshStatusReason="thermal-pressure",
+                    activities=[{"activityId": 2, "appId": "org.example.Mail", "mode": "bluetooth-le"}],
+                    lastDecision=d, thermalLevel=3)
+    fake.replies[M + "ListApps"] = {"apps": [info]}
+    fake.replies[M + "GetApp"] = {"app": info}
+    fake.replies[M + "Explain"] = {"state": "hibernating", "reasons": [d]}
+    fake.replies[M + "Monitor"] = [{"decision": d}]
+    r = run(ctl, "list", "--socket", fake.path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[1].split()[:4] == ["org.example.Mail", "Mail", "hibernating", "4242"]
+    r = run(ctl, "status", "org.example.Mail", "-n", "0", "--socket", fake.path)
+    assert r.returncode == 0, r.stderr
+    for needle in ("State: hibernating", "Activities: bluetooth-le (#2)", "status: paused, thermal-pressure",
+                   "defer (thermal-pressure): org.example.Mail deferred: too hot"):
+        assert needle in r.stdout, (needle, r.stdout)
+    r = run(ctl, "explain", "org.example.Mail", "--socket", fake.path)
+    assert r.returncode == 0 and r.stdout.startswith("org.example.Mail is hibernating because of"), r
+    assert "defer" in r.stdout and "thermal-pressure" in r.stdout
+    r = run(ctl, "monitor", "--socket", fake.path)
+    assert r.returncode == 0 and r.stdout.split()[1:4] == ["org.example.Mail", "defer", "thermal-pressure"], r
+    # --json prints the reply as the daemon sent it: keys sorted, the unknown field kept.
+    r = run(ctl, "list", "--json", "--socket", fake.path)
+    assert r.stdout == json.dumps(fake.replies[M + "ListApps"], sort_keys=True, separators=(",", ":")) + "\n"
+
+
+def test_a_reply_that_does_not_fit_the_contract_is_one_line(ctl, fake):
+    fake.replies[M + "ListApps"] = {"apps": [app_info("org.example.Mail", state=3)]}
+    assert_one_line_error(run(ctl, "list", "--socket", fake.path),
+                          "bgtaskctl: Cannot read bgtaskd's reply to ListApps: invalid field apps (a bgtaskd of another version?).")
+
+
 def journal_send(**fields):
     """One entry through journald's native protocol (what sd_journal_send does)."""
     data = "".join(f"{k}={v}\n" for k, v in fields.items()).encode()
