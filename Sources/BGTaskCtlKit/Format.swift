@@ -1,4 +1,5 @@
 package import BGTaskClient
+package import BGTaskModel
 package import BGTaskProtocol
 
 // Pure formatting: no I/O, no clock, no environment. Everything the terminal decides (width, colour)
@@ -41,21 +42,24 @@ package enum Style: String, Sendable {
         enabled && !text.isEmpty ? "\u{1B}[\(rawValue)m\(text)\u{1B}[0m" : text
     }
 
-    /// The colour of an app state name (SPEC §2 states).
-    package static func forState(_ state: String) -> Style? {
+    /// The colour of an app state (SPEC §2 states); none for a state this build does not know (nil).
+    package static func forState(_ state: AppState?) -> Style? {
         switch state {
-        case "active": return .green
-        case "suspended": return .blue
-        case "background": return .yellow
-        case "not-running": return .dim
-        default: return nil
+        case .active?: return .green
+        case .suspended?: return .blue
+        case .background?: return .yellow
+        case .notRunning?: return .dim
+        case .inactive?, nil: return nil
         }
     }
 
+    /// The colour of a state name as the daemon or the journal spells it.
+    package static func forState(_ state: String) -> Style? { forState(AppState(rawValue: state)) }
+
     /// Decisions that end or refuse something stand out.
     package static func forDecision(_ decision: String) -> Style? {
-        switch decision {
-        case "terminate", "deny", "expire": return .red
+        switch DecisionKind(rawValue: decision) {
+        case .terminate?, .deny?, .expire?: return .red
         default: return nil
         }
     }

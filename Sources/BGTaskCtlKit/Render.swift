@@ -72,7 +72,7 @@ package enum Render {
 
     /// A state, coloured when it is one this build knows.
     static func stateCell(_ state: WireEnum<AppState>) -> Table.Cell {
-        .init(state.rawValue, Style.forState(state.rawValue))
+        .init(state.rawValue, Style.forState(state.known))
     }
 
     package static func list(_ reply: ManagerWire.ListAppsReply, width: Int?, color: Bool, legend: Bool) -> [String] {
