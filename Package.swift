@@ -78,10 +78,13 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // bgtaskctl's pure half: typed daemon replies in, lines out (tables, durations, colour and width
+        // decisions, error sentences). No ArgumentParser, no I/O but a terminal probe of a given descriptor.
+        .target(name: "BGTaskCtlKit", dependencies: ["BGTaskClient", "BGTaskProtocol", "BGTaskModel"]),
         .executableTarget(
             name: "bgtaskctl",
             dependencies: [
-                "BGTaskClient", "BGTaskProtocol", "BGTaskModel",
+                "BGTaskCtlKit", "BGTaskClient", "BGTaskProtocol", "BGTaskModel",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -108,6 +111,7 @@ let package = Package(
         .testTarget(name: "BGTaskVarlinkTests", dependencies: ["BGTaskVarlink", "BGTaskProtocol", "CSystemd"]),
         .testTarget(name: "BGTaskDaemonTests", dependencies: ["BGTaskDaemon", "BGTaskVarlink", "CSystemd"]),
         .testTarget(name: "BGTaskFocusTests", dependencies: ["BGTaskFocus"]),
+        .testTarget(name: "BGTaskCtlKitTests", dependencies: ["BGTaskCtlKit", "BGTaskProtocol", "BGTaskModel"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -175,14 +175,21 @@ public struct SpawnRequest: Equatable, Sendable {
     }
 }
 
-/// The reply to `Spawn`: the pid (its pidfd travels beside it).
-public enum SpawnReply: Sendable {
-    public static func reply(pid: Int32) -> VarlinkReply { VarlinkReply(parameters: ["pid": .int(Int64(pid))]) }
+/// The reply to `Spawn`: the pid (its pidfd travels beside it). Its one field is spelled here only: the
+/// launcher writes it and the daemon reads it through this struct.
+public struct SpawnReply: WireMessage {
+    public static let fields = ["pid"]
+    public var pid: Int64
+    public init(pid: Int64) { self.pid = pid }
+    public init(json: [String: JSON]) throws(WireFieldError) { pid = try WireReader(json).int("pid") }
+    public var json: [String: JSON] { ["pid": .int(pid)] }
+
+    public static func reply(pid: Int32) -> VarlinkReply { VarlinkReply(parameters: SpawnReply(pid: Int64(pid)).json) }
 
     /// The pid of a reply, or the failure it reports.
     public static func decode(_ reply: VarlinkReply) -> Result<Int32, LaunchFailure> {
         if let error = reply.error { return .failure(LaunchFailure(errorName: error, parameters: reply.parameters)) }
-        guard let raw = reply.parameters["pid"]?.intValue, raw > 0, let pid = Int32(exactly: raw) else {
+        guard let raw = try? SpawnReply(json: reply.parameters).pid, raw > 0, let pid = Int32(exactly: raw) else {
             return .failure(LaunchFailure(.spawnFailed, "launcher reply without a valid pid"))
         }
         return .success(pid)

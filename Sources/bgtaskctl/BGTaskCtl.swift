@@ -1,5 +1,6 @@
 import ArgumentParser
 import BGTaskClient
+import BGTaskCtlKit
 import BGTaskProtocol
 
 #if canImport(Glibc)
@@ -22,7 +23,7 @@ struct BGTaskCtl: ParsableCommand {
             List.self, Status.self, Launch.self, Foreground.self, Background.self, Interrupt.self,
             EndInterruption.self, Terminate.self, Assertions.self, Explain.self, Monitor.self, Log.self,
             Stats.self, Reload.self, Refresh.self, LowPower.self, Conditions.self, Notify.self, Wake.self,
-            RunTask.self, Hold.self, DebugFormat.self,
+            RunTask.self, Hold.self,
         ]
     )
 
@@ -74,14 +75,7 @@ extension BGTaskCtl {
             }
         }
         guard !leading.isEmpty, i < arguments.count, !arguments[i].hasPrefix("-") else { return arguments }
-        var verbPath = [arguments[i]]
-        i += 1
-        // `debug-format table`: the options go after the whole path of subcommand names.
-        if verbPath[0] == DebugFormat.configuration.commandName, i < arguments.count, !arguments[i].hasPrefix("-") {
-            verbPath.append(arguments[i])
-            i += 1
-        }
-        return verbPath + leading + arguments[i...]
+        return [arguments[i]] + leading + arguments[(i + 1)...]
     }
 }
 
@@ -167,6 +161,25 @@ struct Client {
     @discardableResult
     func manager(_ method: ManagerMethod, _ parameters: some WireMessage = WireEmpty()) throws(CtlError) -> [String: JSON] {
         try call(method.qualifiedName, parameters.json)
+    }
+
+    /// Calls an `io.bgtaskd.Manager` method and reads its reply once with the contract's reply type of the
+    /// method; also returns the reply as sent, for `--json` (printed as the daemon sent it).
+    func manager<Reply: WireMessage>(
+        _ method: ManagerMethod, _ parameters: some WireMessage = WireEmpty(), reply: Reply.Type
+    ) throws(CtlError) -> (reply: Reply, sent: [String: JSON]) {
+        let sent = try manager(method, parameters)
+        return (try Self.read(Reply.self, sent, of: method), sent)
+    }
+
+    /// `sent` read as `method`'s reply, or the one line that says which field did not fit.
+    static func read<Reply: WireMessage>(_ type: Reply.Type, _ sent: [String: JSON], of method: ManagerMethod) throws(CtlError) -> Reply {
+        guard method.replyType == Reply.self else { throw CtlError("\(Reply.self) is not the reply of \(method.rawValue)") }
+        do {
+            return try Reply(json: sent)
+        } catch {
+            throw CtlError("Cannot read bgtaskd's reply to \(method.rawValue): \(error.description) (a bgtaskd of another version?).")
+        }
     }
 
     @discardableResult

@@ -1,5 +1,6 @@
 import ArgumentParser
 import BGTaskModel
+import BGTaskCtlKit
 import BGTaskProtocol
 
 // Control verbs: root or ControlGroup= members (SPEC §10). Silent on success, like systemctl.
@@ -135,15 +136,16 @@ struct Refresh: ParsableCommand {
     func run() throws {
         let client = try global.connect()
         if globalMode == nil, arguments.isEmpty {
-            var reply = try client.manager(.listApps)
-            let settings = try client.manager(.getSettings).object(ManagerWire.GetSettingsReply.fields[0]) ?? [:]
+            var (reply, sent) = try client.manager(.listApps, reply: ManagerWire.ListAppsReply.self)
+            let (settings, sentSettings) = try client.manager(.getSettings, reply: ManagerWire.GetSettingsReply.self)
             let terminal = Terminal.current()
             if output.json {
-                reply[ManagerWire.GetSettingsReply.fields[0]] = .object(settings)
-                return output.print(reply, terminal: terminal)
+                let key = ManagerWire.GetSettingsReply.fields[0]
+                sent[key] = sentSettings[key] ?? .object([:])
+                return output.print(sent, terminal: terminal)
             }
             return Output.lines(
-                Render.refreshTable(reply, settings: settings, width: terminal.width, color: terminal.color, legend: !legend.noLegend))
+                Render.refreshTable(reply, settings: settings.settings, width: terminal.width, color: terminal.color, legend: !legend.noLegend))
         }
         if let globalMode {
             try client.manager(.setGlobalRefresh, ManagerWire.SetGlobalRefresh(mode: globalMode.mode))
@@ -181,13 +183,11 @@ struct Conditions: ParsableCommand {
     func run() throws {
         let client = try global.connect()
         if power == nil && network == nil {
-            let reply = try client.manager(.getSettings)
+            let (reply, sent) = try client.manager(.getSettings, reply: ManagerWire.GetSettingsReply.self)
             let terminal = Terminal.current()
-            if output.json { return output.print(reply, terminal: terminal) }
-            var settings = reply.object(ManagerWire.GetSettingsReply.fields[0]) ?? [:]
+            if output.json { return output.print(sent, terminal: terminal) }
             // Only the conditions and what they govern; `stats`/GetSettings hold the rest.
-            settings = settings.filter { ["onExternalPower", "network", "backgroundAppRefresh", "lowPowerMode"].contains($0.key) }
-            Output.lines(settings.isEmpty ? ["The daemon reports no conditions."] : Render.keyValues(settings, labels: Render.settingsLabels))
+            Output.lines(Render.conditions(reply.settings))
             return
         }
         let parameters = ManagerWire.SetConditions(

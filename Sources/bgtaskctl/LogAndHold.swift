@@ -1,5 +1,6 @@
 import ArgumentParser
 import BGTaskClient
+import BGTaskCtlKit
 import BGTaskProtocol
 
 #if canImport(Glibc)

@@ -1,3 +1,5 @@
+import BGTaskCtlKit
+
 #if canImport(Glibc)
 import Glibc
 #endif

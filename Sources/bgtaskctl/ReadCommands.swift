@@ -1,5 +1,6 @@
 import ArgumentParser
 import BGTaskModel
+import BGTaskCtlKit
 import BGTaskProtocol
 
 #if canImport(Glibc)
@@ -21,16 +22,22 @@ struct List: ParsableCommand {
 
     func run() throws {
         let client = try global.connect()
-        var reply = try client.manager(.listApps)
-        if running { reply["apps"] = .array(Render.runningApps(reply.array("apps"))) }
+        var (reply, sent) = try client.manager(.listApps, reply: ManagerWire.ListAppsReply.self)
+        if running {
+            // The same apps in the same order in the reply as sent (for --json) and in the typed one.
+            let order = Render.runningOrder(reply.apps)
+            let key = ManagerWire.ListAppsReply.fields[0]
+            if let apps = sent[key]?.arrayValue, apps.count == reply.apps.count { sent[key] = .array(order.map { apps[$0] }) }
+            reply.apps = order.map { reply.apps[$0] }
+        }
         let terminal = Terminal.current()
-        if output.json { return output.print(reply, terminal: terminal) }
-        let settings = (try? client.manager(.getSettings))?.object(ManagerWire.GetSettingsReply.fields[0]) ?? [:]
+        if output.json { return output.print(sent, terminal: terminal) }
+        let settings = try? client.manager(.getSettings, reply: ManagerWire.GetSettingsReply.self).reply.settings
         var lines = running
-            ? Render.runningList(reply, nowUSec: MonotonicClock.nowUSec(), width: terminal.width, color: terminal.color, legend: !legend.noLegend)
+            ? Render.runningList(reply.apps, nowUSec: MonotonicClock.nowUSec(), width: terminal.width, color: terminal.color, legend: !legend.noLegend)
             : Render.list(reply, width: terminal.width, color: terminal.color, legend: !legend.noLegend)
         // A dry run is said under the table (not with --no-legend, whose output scripts parse).
-        if !legend.noLegend, let dryRun = Render.dryRunNotice(settings) { lines.append(dryRun) }
+        if !legend.noLegend, let settings, let dryRun = Render.dryRunNotice(settings) { lines.append(dryRun) }
         Output.lines(lines)
     }
 }
@@ -57,14 +64,14 @@ struct Status: ParsableCommand {
 
     func run() throws {
         let client = try global.connect()
-        let reply = try client.manager(.getApp, ManagerWire.GetApp(appId: app))
+        let (reply, sent) = try client.manager(.getApp, ManagerWire.GetApp(appId: app), reply: ManagerWire.GetAppReply.self)
         let terminal = Terminal.current()
-        let notRunning = reply.object("app")?.string("state") == "not-running"
+        let notRunning = reply.app.state.known == .notRunning
         if output.json {
-            output.print(reply, terminal: terminal)
+            output.print(sent, terminal: terminal)
         } else {
             let journal = lines > 0 ? JournalReader.recentDecisions(app: app, count: lines) : .entries([])
-            let settings = (try? client.manager(.getSettings))?.object(ManagerWire.GetSettingsReply.fields[0]) ?? [:]
+            let settings = try? client.manager(.getSettings, reply: ManagerWire.GetSettingsReply.self).reply.settings
             Output.lines(
                 Render.status(
                     reply, journal: journal, userName: userName(uid:), clock: { LocalTime.format(realtimeUSec: $0) },
@@ -85,9 +92,9 @@ struct Assertions: ParsableCommand {
     @OptionGroup var legend: LegendOptions
 
     func run() throws {
-        let reply = try global.connect().manager(.listAssertions)
+        let (reply, sent) = try global.connect().manager(.listAssertions, reply: ManagerWire.ListAssertionsReply.self)
         let terminal = Terminal.current()
-        if output.json { return output.print(reply, terminal: terminal) }
+        if output.json { return output.print(sent, terminal: terminal) }
         Output.lines(Render.assertions(reply, width: terminal.width, color: terminal.color, legend: !legend.noLegend))
     }
 }
@@ -101,12 +108,12 @@ struct Explain: ParsableCommand {
 
     func run() throws {
         try AppIDSyntax.check(app)
-        let reply = try global.connect().manager(.explain, ManagerWire.ExplainCall(appId: app))
+        let (reply, sent) = try global.connect().manager(.explain, ManagerWire.ExplainCall(appId: app), reply: ManagerWire.ExplainReply.self)
         let terminal = Terminal.current()
-        if output.json { return output.print(reply, terminal: terminal) }
+        if output.json { return output.print(sent, terminal: terminal) }
         // After a daemon restart its memory is empty: the journal still has what happened before.
         var earlier: Render.JournalResult?
-        if reply.array("reasons").isEmpty { earlier = JournalReader.recentDecisions(app: app, count: 10, causesOnly: true) }
+        if reply.reasons.isEmpty { earlier = JournalReader.recentDecisions(app: app, count: 10, causesOnly: true) }
         Output.lines(
             Render.explain(
                 app, reply, journal: earlier, clock: { LocalTime.format(realtimeUSec: $0) }, width: terminal.width,
@@ -130,8 +137,8 @@ struct Monitor: ParsableCommand {
         try client.stream(ManagerMethod.monitor.qualifiedName) { reply in
             if json {
                 Output.line(JSONText.compact(.object(reply)))
-            } else if reply["decision"] != nil {
-                Output.line(Render.monitorLine(reply, clock: { LocalTime.format(realtimeUSec: $0, millis: true) }, color: terminal.color))
+            } else if let decision = try? Client.read(ManagerWire.MonitorReply.self, reply, of: .monitor) {
+                Output.line(Render.monitorLine(decision, clock: { LocalTime.format(realtimeUSec: $0, millis: true) }, color: terminal.color))
             }
             return true
         }
@@ -145,13 +152,10 @@ struct Stats: ParsableCommand {
     @OptionGroup var output: JSONOptions
 
     func run() throws {
-        let reply = try global.connect().manager(.stats)
+        let (reply, sent) = try global.connect().manager(.stats, reply: ManagerWire.StatsReply.self)
         let terminal = Terminal.current()
-        if output.json { return output.print(reply, terminal: terminal) }
-        let stats = reply.object("stats") ?? [:]
-        var lines = Render.keyValues(stats, labels: Render.statsLabels)
-        if let dryRun = Render.dryRunNotice(stats) { lines.append(dryRun) }
-        Output.lines(lines)
+        if output.json { return output.print(sent, terminal: terminal) }
+        Output.lines(Render.stats(reply, sent: sent))
     }
 }
 

@@ -1,27 +1,12 @@
+import BGTaskCtlKit
+
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// The facts about stdout and the environment that the pure formatters are handed.
-struct Terminal {
-    var isTTY: Bool
-    var color: Bool
-    var width: Int?
-
+extension Terminal {
     /// Reads stdout's terminal state and the environment once.
-    static func current() -> Terminal {
-        let tty = isatty(1) == 1
-        var ttyColumns: Int?
-        if tty {
-            var ws = winsize()
-            if ioctl(1, UInt(TIOCGWINSZ), &ws) == 0, ws.ws_col > 0 { ttyColumns = Int(ws.ws_col) }
-        }
-        return Terminal(
-            isTTY: tty,
-            color: TerminalPolicy.useColor(isTTY: tty, noColor: env("NO_COLOR"), term: env("TERM")),
-            width: TerminalPolicy.width(columnsEnv: env("COLUMNS"), isTTY: tty, ttyColumns: ttyColumns)
-        )
-    }
+    static func current() -> Terminal { probe(fd: 1, env: env) }
 
     static func env(_ name: String) -> String? {
         getenv(name).map { String(cString: $0) }

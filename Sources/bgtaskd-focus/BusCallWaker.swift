@@ -78,7 +78,7 @@ final class BusCallWaker: @unchecked Sendable {
             notApps[owner] = now
             return
         }
-        guard app.state == .suspended else { return }
+        guard app.state.known == .suspended else { return }
         do {
             let call = ManagerWire.WakeForBusCall(appId: app.appId, sender: sender, member: member)
             _ = try client().call(ManagerMethod.wakeForBusCall.qualifiedName, call.json)

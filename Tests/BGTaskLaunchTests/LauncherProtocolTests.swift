@@ -131,6 +131,12 @@ struct LauncherProtocolTests {
         #expect(foreign == .failure(LaunchFailure(.spawnFailed, #"launcher replied org.varlink.service.MethodNotFound {"method":"x.Y"}"#)))
     }
 
+    @Test func theSpawnReplyIsTheInterfacesReply() throws {
+        let signature = try VarlinkInterfaceSignature(parsing: LauncherInterface.description)
+        #expect(signature.outputs["Spawn"]?.map(\.name) == SpawnReply.fields)
+        #expect(SpawnReply.decode(VarlinkReply(parameters: ["pid": "4242"])) == .failure(LaunchFailure(.spawnFailed, "launcher reply without a valid pid")))
+    }
+
     @Test func everyErrorKindHasItsName() {
         for kind in LaunchFailure.Kind.allCases {
             let failure = LaunchFailure(kind, "m")

@@ -198,73 +198,6 @@ def app_info(app_id, state="suspended", **over):
     return info
 
 
-# MARK: pure formatters, through the binary
-
-@pytest.mark.parametrize("usec,text", [
-    (0, "0s"), (250, "250us"), (300_000, "300ms"), (999_500, "1s"), (5_000_000, "5s"), (29_500_000, "29.5s"),
-    (59_950_000, "1min"), (250_000_000, "4min 10s"), (3_723_000_000, "1h 2min"), (90_000_000_000, "1d 1h"),
-])
-def test_durations(ctl, usec, text):
-    r = run(ctl, "debug-format", "duration", str(usec))
-    assert r.returncode == 0, r.stderr
-    assert r.stdout == text + "\n"
-
-
-TABLE = ("APP*\tSTATE\t>PID\n"
-         "org.example.AVeryLongApplicationIdentifier\tactive\t12\n"
-         "org.example.Mail\tsuspended\t4242\n")
-
-
-def test_table_without_width_is_not_truncated(ctl):
-    r = run(ctl, "debug-format", "table", input=TABLE)
-    assert r.returncode == 0, r.stderr
-    lines = r.stdout.splitlines()
-    assert lines[0].split() == ["APP", "STATE", "PID"]
-    assert "org.example.AVeryLongApplicationIdentifier" in lines[1]
-    assert all(line == line.rstrip() for line in lines), "no trailing spaces"
-    # PID right-aligned: every line ends at the same column.
-    assert len({len(line) for line in lines}) == 1
-    assert "\x1b[" not in r.stdout
-
-
-def test_table_fits_a_width(ctl):
-    r = run(ctl, "debug-format", "table", "--width", "40", input=TABLE)
-    lines = r.stdout.splitlines()
-    assert max(len(line) for line in lines) <= 40, lines
-    assert "…" in lines[1] and lines[1].startswith("org.example.AVery")
-    assert "suspended" in lines[2] and lines[2].endswith("4242")
-
-
-def test_table_colours_states_only_when_asked(ctl):
-    r = run(ctl, "debug-format", "table", "--color", input=TABLE)
-    assert "\x1b[32mactive\x1b[0m" in r.stdout
-    assert "\x1b[34msuspended\x1b[0m" in r.stdout
-
-
-@pytest.mark.parametrize("env,tty,expected", [
-    ({}, True, "yes"), ({"NO_COLOR": "1"}, True, "no"), ({"NO_COLOR": ""}, True, "no"),
-    ({"TERM": "dumb"}, True, "no"), ({}, False, "no"),
-])
-def test_colour_decision(ctl, env, tty, expected):
-    r = run(ctl, "debug-format", "color", *(["--tty"] if tty else []), env=clean_env(**{"TERM": "xterm", **env}))
-    assert r.stdout == expected + "\n"
-
-
-def test_colour_on_a_real_terminal(ctl):
-    status, out, _ = run_on_pty(ctl, "debug-format", "color")
-    assert (status, out.strip()) == (0, "yes")
-    status, out, _ = run_on_pty(ctl, "debug-format", "color", env=clean_env(TERM="xterm", NO_COLOR="1"))
-    assert (status, out.strip()) == (0, "no")
-
-
-def test_width_decision(ctl):
-    assert run(ctl, "debug-format", "width").stdout == "none\n"  # not a terminal: no truncation
-    assert run(ctl, "debug-format", "width", env=clean_env(COLUMNS="57")).stdout == "57\n"
-    assert run(ctl, "debug-format", "width", "--tty-columns", "91").stdout == "91\n"
-    _, out, _ = run_on_pty(ctl, "debug-format", "width", columns=63)
-    assert out.strip() == "63"
-
-
 # MARK: errors
 
 # issue 12: no daemon is one line naming the socket tried and how to start it.
@@ -296,7 +229,7 @@ def test_usage_errors_exit_2_with_one_line(ctl):
 
 def test_help_exits_0(ctl):
     r = run(ctl, "--help")
-    assert r.returncode == 0 and "hold" in r.stdout and "debug-format" not in r.stdout
+    assert r.returncode == 0 and "hold" in r.stdout
 
 
 @pytest.mark.parametrize("error,params,line", [
@@ -446,6 +379,41 @@ def test_monitor_lines_and_json(ctl, fake):
     assert lines[1].split()[1:] == ["org.example.Mail", "terminate", "launch-timeout", "killed"]
     r = run(ctl, "monitor", "--json", "--socket", fake.path)
     assert [json.loads(line) for line in r.stdout.splitlines()] == stream
+
+
+def test_a_newer_daemons_values_are_printed_as_sent(ctl, fake):
+    # A state, decision, reason, refresh status and mode this bgtaskctl does not know, and a field it does
+    # not know: the renderers read the contract's typed replies, which keep such values as their strings.
+    d = decision("org.example.Mail", "defer", "thermal-pressure", "org.example.Mail deferred: too hot")
+    info = app_info("org.example.Mail", "hibernating", refreshStatus="paused", refreshStatusReason="thermal-pressure",
+                    activities=[{"activityId": 2, "appId": "org.example.Mail", "mode": "bluetooth-le"}],
+                    lastDecision=d, thermalLevel=3)
+    fake.replies[M + "ListApps"] = {"apps": [info]}
+    fake.replies[M + "GetApp"] = {"app": info}
+    fake.replies[M + "Explain"] = {"state": "hibernating", "reasons": [d]}
+    fake.replies[M + "Monitor"] = [{"decision": d}]
+    r = run(ctl, "list", "--socket", fake.path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[1].split()[:4] == ["org.example.Mail", "Mail", "hibernating", "4242"]
+    r = run(ctl, "status", "org.example.Mail", "-n", "0", "--socket", fake.path)
+    assert r.returncode == 0, r.stderr
+    for needle in ("State: hibernating", "Activities: bluetooth-le (#2)", "status: paused, thermal-pressure",
+                   "defer (thermal-pressure): org.example.Mail deferred: too hot"):
+        assert needle in r.stdout, (needle, r.stdout)
+    r = run(ctl, "explain", "org.example.Mail", "--socket", fake.path)
+    assert r.returncode == 0 and r.stdout.startswith("org.example.Mail is hibernating because of"), r
+    assert "defer" in r.stdout and "thermal-pressure" in r.stdout
+    r = run(ctl, "monitor", "--socket", fake.path)
+    assert r.returncode == 0 and r.stdout.split()[1:4] == ["org.example.Mail", "defer", "thermal-pressure"], r
+    # --json prints the reply as the daemon sent it: keys sorted, the unknown field kept.
+    r = run(ctl, "list", "--json", "--socket", fake.path)
+    assert r.stdout == json.dumps(fake.replies[M + "ListApps"], sort_keys=True, separators=(",", ":")) + "\n"
+
+
+def test_a_reply_that_does_not_fit_the_contract_is_one_line(ctl, fake):
+    fake.replies[M + "ListApps"] = {"apps": [app_info("org.example.Mail", state=3)]}
+    assert_one_line_error(run(ctl, "list", "--socket", fake.path),
+                          "bgtaskctl: Cannot read bgtaskd's reply to ListApps: invalid field apps (a bgtaskd of another version?).")
 
 
 def journal_send(**fields):

@@ -129,15 +129,17 @@ public enum ManagerWire: Sendable {
         public static let fields = ["activityId", "appId", "mode"]
         public var activityId: Int64
         public var appId: String
-        public var mode: BackgroundMode
+        public var mode: WireEnum<BackgroundMode>
         public init(activityId: Int64, appId: String, mode: BackgroundMode) {
             self.activityId = activityId
             self.appId = appId
-            self.mode = mode
+            self.mode = WireEnum(mode)
         }
         public init(json: [String: JSON]) throws(WireFieldError) {
             let r = WireReader(json)
-            self.init(activityId: try r.int("activityId"), appId: try r.string("appId"), mode: try r.value("mode"))
+            activityId = try r.int("activityId")
+            appId = try r.string("appId")
+            mode = try r.value("mode")
         }
         public var json: [String: JSON] { ["activityId": .int(activityId), "appId": .string(appId), "mode": .raw(mode)] }
     }
@@ -147,21 +149,23 @@ public enum ManagerWire: Sendable {
         public static let fields = ["realtimeUSec", "appId", "decision", "reason", "message"]
         public var realtimeUSec: Int64
         public var appId: String?
-        public var decision: DecisionKind
-        public var reason: Reason
+        public var decision: WireEnum<DecisionKind>
+        public var reason: WireEnum<Reason>
         public var message: String
         public init(realtimeUSec: Int64, appId: String?, decision: DecisionKind, reason: Reason, message: String) {
             self.realtimeUSec = realtimeUSec
             self.appId = appId
-            self.decision = decision
-            self.reason = reason
+            self.decision = WireEnum(decision)
+            self.reason = WireEnum(reason)
             self.message = message
         }
         public init(json: [String: JSON]) throws(WireFieldError) {
             let r = WireReader(json)
-            self.init(
-                realtimeUSec: try r.int("realtimeUSec"), appId: try r.optionalString("appId"), decision: try r.value("decision"),
-                reason: try r.value("reason"), message: try r.string("message"))
+            realtimeUSec = try r.int("realtimeUSec")
+            appId = try r.optionalString("appId")
+            decision = try r.value("decision")
+            reason = try r.value("reason")
+            message = try r.string("message")
         }
         public var json: [String: JSON] {
             [
@@ -180,7 +184,7 @@ public enum ManagerWire: Sendable {
         ]
         public var appId: String
         public var name: String
-        public var state: AppState
+        public var state: WireEnum<AppState>
         public var pid: Int64?
         public var uid: Int64?
         public var lifecycleAware: Bool
@@ -188,11 +192,11 @@ public enum ManagerWire: Sendable {
         public var activities: [Activity]
         /// The app's own Background App Refresh setting.
         public var refreshSetting: Bool
-        public var refreshStatus: RefreshStatus
+        public var refreshStatus: WireEnum<RefreshStatus>
         public var backgroundTimeRemainingUSec: Int64?
         public var pendingTaskRequests: Int64
         public var lastDecision: Decision?
-        public var refreshStatusReason: Reason?
+        public var refreshStatusReason: WireEnum<Reason>?
         public var lastForegroundUSec: Int64?
 
         public init(
@@ -203,18 +207,18 @@ public enum ManagerWire: Sendable {
         ) {
             self.appId = appId
             self.name = name
-            self.state = state
+            self.state = WireEnum(state)
             self.pid = pid
             self.uid = uid
             self.lifecycleAware = lifecycleAware
             self.assertions = assertions
             self.activities = activities
             self.refreshSetting = refreshSetting
-            self.refreshStatus = refreshStatus
+            self.refreshStatus = WireEnum(refreshStatus)
             self.backgroundTimeRemainingUSec = backgroundTimeRemainingUSec
             self.pendingTaskRequests = pendingTaskRequests
             self.lastDecision = lastDecision
-            self.refreshStatusReason = refreshStatusReason
+            self.refreshStatusReason = refreshStatusReason.map(WireEnum.init)
             self.lastForegroundUSec = lastForegroundUSec
         }
 
@@ -222,13 +226,21 @@ public enum ManagerWire: Sendable {
             let r = WireReader(json)
             let setting = try r.string("refreshSetting")
             guard setting == "on" || setting == "off" else { throw WireFieldError("refreshSetting") }
-            self.init(
-                appId: try r.string("appId"), name: try r.string("name"), state: try r.value("state"), pid: try r.optionalInt("pid"),
-                uid: try r.optionalInt("uid"), lifecycleAware: try r.bool("lifecycleAware"), assertions: try r.messages("assertions"),
-                activities: try r.messages("activities"), refreshSetting: setting == "on", refreshStatus: try r.value("refreshStatus"),
-                backgroundTimeRemainingUSec: try r.optionalInt("backgroundTimeRemainingUSec"),
-                pendingTaskRequests: try r.int("pendingTaskRequests"), lastDecision: try r.optionalMessage("lastDecision"),
-                refreshStatusReason: try r.optionalValue("refreshStatusReason"), lastForegroundUSec: try r.optionalInt("lastForegroundUSec"))
+            appId = try r.string("appId")
+            name = try r.string("name")
+            state = try r.value("state")
+            pid = try r.optionalInt("pid")
+            uid = try r.optionalInt("uid")
+            lifecycleAware = try r.bool("lifecycleAware")
+            assertions = try r.messages("assertions")
+            activities = try r.messages("activities")
+            refreshSetting = setting == "on"
+            refreshStatus = try r.value("refreshStatus")
+            backgroundTimeRemainingUSec = try r.optionalInt("backgroundTimeRemainingUSec")
+            pendingTaskRequests = try r.int("pendingTaskRequests")
+            lastDecision = try r.optionalMessage("lastDecision")
+            refreshStatusReason = try r.optionalValue("refreshStatusReason")
+            lastForegroundUSec = try r.optionalInt("lastForegroundUSec")
         }
 
         public var json: [String: JSON] {
@@ -251,10 +263,10 @@ public enum ManagerWire: Sendable {
             "didEnterBackgroundTimeoutUSec", "backgroundTimeBudgetUSec", "expirationWarningUSec", "maxBackgroundTasksPerApp",
             "launchTimeoutUSec", "killTimeoutUSec", "freezerBackendReason", "dryRun",
         ]
-        public var backgroundAppRefresh: RefreshMode
+        public var backgroundAppRefresh: WireEnum<RefreshMode>
         public var lowPowerMode: Bool
         public var onExternalPower: Bool
-        public var network: NetworkCondition
+        public var network: WireEnum<NetworkCondition>
         public var freezerBackend: String
         public var socket: String
         public var didEnterBackgroundTimeoutUSec: Int64
@@ -272,10 +284,10 @@ public enum ManagerWire: Sendable {
             expirationWarningUSec: Int64, maxBackgroundTasksPerApp: Int64, launchTimeoutUSec: Int64, killTimeoutUSec: Int64,
             freezerBackendReason: String?, dryRun: Bool?
         ) {
-            self.backgroundAppRefresh = backgroundAppRefresh
+            self.backgroundAppRefresh = WireEnum(backgroundAppRefresh)
             self.lowPowerMode = lowPowerMode
             self.onExternalPower = onExternalPower
-            self.network = network
+            self.network = WireEnum(network)
             self.freezerBackend = freezerBackend
             self.socket = socket
             self.didEnterBackgroundTimeoutUSec = didEnterBackgroundTimeoutUSec
@@ -290,15 +302,20 @@ public enum ManagerWire: Sendable {
 
         public init(json: [String: JSON]) throws(WireFieldError) {
             let r = WireReader(json)
-            self.init(
-                backgroundAppRefresh: try r.value("backgroundAppRefresh"), lowPowerMode: try r.bool("lowPowerMode"),
-                onExternalPower: try r.bool("onExternalPower"), network: try r.value("network"),
-                freezerBackend: try r.string("freezerBackend"), socket: try r.string("socket"),
-                didEnterBackgroundTimeoutUSec: try r.int("didEnterBackgroundTimeoutUSec"),
-                backgroundTimeBudgetUSec: try r.int("backgroundTimeBudgetUSec"), expirationWarningUSec: try r.int("expirationWarningUSec"),
-                maxBackgroundTasksPerApp: try r.int("maxBackgroundTasksPerApp"), launchTimeoutUSec: try r.int("launchTimeoutUSec"),
-                killTimeoutUSec: try r.int("killTimeoutUSec"), freezerBackendReason: try r.optionalString("freezerBackendReason"),
-                dryRun: try r.optionalBool("dryRun"))
+            backgroundAppRefresh = try r.value("backgroundAppRefresh")
+            lowPowerMode = try r.bool("lowPowerMode")
+            onExternalPower = try r.bool("onExternalPower")
+            network = try r.value("network")
+            freezerBackend = try r.string("freezerBackend")
+            socket = try r.string("socket")
+            didEnterBackgroundTimeoutUSec = try r.int("didEnterBackgroundTimeoutUSec")
+            backgroundTimeBudgetUSec = try r.int("backgroundTimeBudgetUSec")
+            expirationWarningUSec = try r.int("expirationWarningUSec")
+            maxBackgroundTasksPerApp = try r.int("maxBackgroundTasksPerApp")
+            launchTimeoutUSec = try r.int("launchTimeoutUSec")
+            killTimeoutUSec = try r.int("killTimeoutUSec")
+            freezerBackendReason = try r.optionalString("freezerBackendReason")
+            dryRun = try r.optionalBool("dryRun")
         }
 
         public var json: [String: JSON] {
@@ -735,18 +752,20 @@ public enum ManagerWire: Sendable {
 
     public struct ExplainReply: WireMessage {
         public static let fields = ["state", "reasons", "causes"]
-        public var state: AppState
+        public var state: WireEnum<AppState>
         /// Newest last.
         public var reasons: [Decision]
         public var causes: [String]
         public init(state: AppState, reasons: [Decision], causes: [String]) {
-            self.state = state
+            self.state = WireEnum(state)
             self.reasons = reasons
             self.causes = causes
         }
         public init(json: [String: JSON]) throws(WireFieldError) {
             let r = WireReader(json)
-            self.init(state: try r.value("state"), reasons: try r.messages("reasons"), causes: try r.optionalStrings("causes") ?? [])
+            state = try r.value("state")
+            reasons = try r.messages("reasons")
+            causes = try r.optionalStrings("causes") ?? []
         }
         public var json: [String: JSON] {
             ["state": .raw(state), "reasons": .array(reasons.map { .object($0.json) }), "causes": .array(causes.map { .string($0) })]

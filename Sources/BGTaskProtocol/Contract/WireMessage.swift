@@ -147,6 +147,19 @@ public struct WireReader: Sendable {
     }
 }
 
+/// An enum field of a reply or a type, read without failing on a value this build does not know: a newer
+/// daemon may answer with a state, decision, reason or mode an older client has no case for, and the
+/// client still shows it (its raw string). `known` is the case when there is one. Only what the daemon
+/// sends is read this way; the parameters of calls keep their enums, so a call with an unknown value is
+/// still `InvalidParameter` (`WireReader.value`).
+public struct WireEnum<Value: RawRepresentable<String> & Sendable & Equatable>: RawRepresentable, Sendable, Equatable {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public init(_ value: Value) { rawValue = value.rawValue }
+    /// The case, or nil for a value this build does not know.
+    public var known: Value? { Value(rawValue: rawValue) }
+}
+
 extension JSON {
     /// `.string(raw value)`.
     @inlinable public static func raw<T: RawRepresentable<String>>(_ value: T) -> JSON { .string(value.rawValue) }

@@ -1,14 +1,15 @@
-import BGTaskClient
-import BGTaskProtocol
+package import BGTaskClient
+package import BGTaskModel
+package import BGTaskProtocol
 
 // Pure formatting: no I/O, no clock, no environment. Everything the terminal decides (width, colour)
 // comes in as a parameter, so the same input always prints the same text.
 
 /// Human-readable durations, in the spirit of systemd's `format_timespan`.
-enum Durations {
+package enum Durations {
     /// `250us`, `300ms`, `5s`, `29.5s`, `4min 10s`, `1h 2min`, `2d 3h`: at most two units, rounded
     /// to the last one shown.
-    static func format(usec: Int64) -> String {
+    package static func format(usec: Int64) -> String {
         if usec < 0 { return usec == .min ? "-" + format(usec: .max) : "-" + format(usec: -usec) }
         if usec < 1_000 { return usec == 0 ? "0s" : "\(usec)us" }
         let ms = usec / 1_000 + (usec % 1_000 >= 500 ? 1 : 0)
@@ -34,43 +35,46 @@ enum Durations {
 }
 
 /// SGR styles; applied only when colour is on.
-enum Style: String, Sendable {
+package enum Style: String, Sendable {
     case green = "32", blue = "34", yellow = "33", red = "31", dim = "2", bold = "1"
 
-    func paint(_ text: String, enabled: Bool) -> String {
+    package func paint(_ text: String, enabled: Bool) -> String {
         enabled && !text.isEmpty ? "\u{1B}[\(rawValue)m\(text)\u{1B}[0m" : text
     }
 
-    /// The colour of an app state name (SPEC §2 states).
-    static func forState(_ state: String) -> Style? {
+    /// The colour of an app state (SPEC §2 states); none for a state this build does not know (nil).
+    package static func forState(_ state: AppState?) -> Style? {
         switch state {
-        case "active": return .green
-        case "suspended": return .blue
-        case "background": return .yellow
-        case "not-running": return .dim
-        default: return nil
+        case .active?: return .green
+        case .suspended?: return .blue
+        case .background?: return .yellow
+        case .notRunning?: return .dim
+        case .inactive?, nil: return nil
         }
     }
 
+    /// The colour of a state name as the daemon or the journal spells it.
+    package static func forState(_ state: String) -> Style? { forState(AppState(rawValue: state)) }
+
     /// Decisions that end or refuse something stand out.
-    static func forDecision(_ decision: String) -> Style? {
-        switch decision {
-        case "terminate", "deny", "expire": return .red
+    package static func forDecision(_ decision: String) -> Style? {
+        switch DecisionKind(rawValue: decision) {
+        case .terminate?, .deny?, .expire?: return .red
         default: return nil
         }
     }
 }
 
 /// What the terminal allows, decided from facts handed in by the caller.
-enum TerminalPolicy {
+package enum TerminalPolicy {
     /// Colour only on a terminal, and not when `NO_COLOR` is set (to anything) or `TERM=dumb`.
-    static func useColor(isTTY: Bool, noColor: String?, term: String?) -> Bool {
+    package static func useColor(isTTY: Bool, noColor: String?, term: String?) -> Bool {
         isTTY && noColor == nil && term != "dumb"
     }
 
     /// The width tables must fit: `COLUMNS` when it is a positive number, else the terminal's width;
     /// nil (no truncation) when stdout is not a terminal.
-    static func width(columnsEnv: String?, isTTY: Bool, ttyColumns: Int?) -> Int? {
+    package static func width(columnsEnv: String?, isTTY: Bool, ttyColumns: Int?) -> Int? {
         if let columnsEnv, let n = Int(columnsEnv), n > 0 { return n }
         guard isTTY, let ttyColumns, ttyColumns > 0 else { return nil }
         return ttyColumns
@@ -78,40 +82,50 @@ enum TerminalPolicy {
 }
 
 /// A table laid out to fit a width.
-struct Table {
-    struct Column {
-        var header: String
+package struct Table {
+    package struct Column {
+        package var header: String
         /// Numbers read better right-aligned.
-        var alignRight = false
+        package var alignRight = false
         /// Free text (ids, names, messages) may be cut with `…` to fit the width.
-        var shrinkable = false
+        package var shrinkable = false
+        package init(header: String, alignRight: Bool = false, shrinkable: Bool = false) {
+            self.header = header
+            self.alignRight = alignRight
+            self.shrinkable = shrinkable
+        }
     }
 
-    struct Cell: ExpressibleByStringLiteral {
-        var text: String
-        var style: Style?
-        init(_ text: String, _ style: Style? = nil) {
+    package struct Cell: ExpressibleByStringLiteral {
+        package var text: String
+        package var style: Style?
+        package init(_ text: String, _ style: Style? = nil) {
             self.text = text
             self.style = style
         }
-        init(stringLiteral value: String) { self.init(value) }
+        package init(stringLiteral value: String) { self.init(value) }
     }
 
     /// Space between columns; a table that does not fit first gives up one of the two.
-    static let gap = 2
+    package static let gap = 2
     /// A shrinkable column is first cut to no less than this (or its natural width if smaller)…
-    static let minimumShrunkWidth = 8
+    package static let minimumShrunkWidth = 8
     /// …then, if the table still does not fit, to this; other columns then lose the part of their
     /// header wider than their data. Data in columns that are not shrinkable is never cut.
-    static let lastResortWidth = 4
+    package static let lastResortWidth = 4
 
-    var columns: [Column]
-    var rows: [[Cell]]
+    package var columns: [Column]
+    package var rows: [[Cell]]
+
+    package init(columns: [Column], rows: [[Cell]]) {
+        self.columns = columns
+        self.rows = rows
+    }
 
     /// Column widths and the gap between columns: natural widths with a gap of 2; if that is wider than
     /// `width` (nil: no limit), a gap of 1; then the widest columns that may give something narrowed one
     /// by one until the table fits. A table that cannot fit keeps its minimum widths.
-    func layout(fitting width: Int?, header: Bool) -> (widths: [Int], gap: Int) {
+    package func layout(fitting width: Int?, header: Bool) -> (widths: [Int], gap: Int) {
         let data = columns.indices.map { i in rows.map { i < $0.count ? $0[i].text.count : 0 }.max() ?? 0 }
         var widths = columns.indices.map { i in max(data[i], header ? columns[i].header.count : 0) }
         guard let width else { return (widths, Self.gap) }
@@ -141,7 +155,7 @@ struct Table {
     }
 
     /// The rendered lines, without trailing spaces.
-    func render(width: Int?, color: Bool, header: Bool = true) -> [String] {
+    package func render(width: Int?, color: Bool, header: Bool = true) -> [String] {
         let (widths, gap) = layout(fitting: width, header: header)
         var lines: [String] = []
         if header {
@@ -170,7 +184,7 @@ struct Table {
     }
 
     /// `text` cut to `width` characters, the last one an ellipsis when something was cut.
-    static func truncate(_ text: String, to width: Int) -> String {
+    package static func truncate(_ text: String, to width: Int) -> String {
         guard text.count > width else { return text }
         guard width > 0 else { return "" }
         return String(text.prefix(width - 1)) + "…"
@@ -178,8 +192,8 @@ struct Table {
 }
 
 /// Label/value blocks like `systemctl status`: labels right-aligned on a common column.
-enum Fields {
-    static func render(_ pairs: [(label: String, value: String)]) -> [String] {
+package enum Fields {
+    package static func render(_ pairs: [(label: String, value: String)]) -> [String] {
         let w = pairs.map { $0.label.count }.max() ?? 0
         var lines: [String] = []
         for (label, value) in pairs {
@@ -200,10 +214,10 @@ enum Fields {
 }
 
 /// JSON output for `--json`: keys sorted, so the text is stable.
-enum JSONText {
-    static func compact(_ value: JSON) -> String { value.serialized() }
+package enum JSONText {
+    package static func compact(_ value: JSON) -> String { value.serialized() }
 
-    static func pretty(_ value: JSON, indent: Int = 0) -> String {
+    package static func pretty(_ value: JSON, indent: Int = 0) -> String {
         let inner = String(repeating: "  ", count: indent + 1)
         let outer = String(repeating: "  ", count: indent)
         switch value {
@@ -226,9 +240,9 @@ enum JSONText {
 /// One-line error texts in words, as systemctl writes them, with the Varlink error name in parentheses:
 /// `Cannot wake org.example.Mail: Low Power Mode is on; turn it off with 'bgtaskctl low-power off'
 /// (io.bgtaskd.Manager.Unavailable).` The sentences are BGTaskClient's ``ErrorSentences``.
-enum ErrorText {
+package enum ErrorText {
     /// `method`/`appId`: the call that failed, so that the sentence says what could not be done to which app.
-    static func describe(_ error: VarlinkClientError, socket: String, method: ManagerMethod? = nil, appId: String? = nil) -> String {
+    package static func describe(_ error: VarlinkClientError, socket: String, method: ManagerMethod? = nil, appId: String? = nil) -> String {
         switch error {
         case .remote(let e): return remote(e, method: method, appId: appId)
         case .connect(let s):
@@ -240,7 +254,7 @@ enum ErrorText {
     }
 
     /// A sentence for a named error; unknown names keep their parameters as `key=value`.
-    static func remote(_ e: VarlinkError, method: ManagerMethod? = nil, appId: String? = nil) -> String {
+    package static func remote(_ e: VarlinkError, method: ManagerMethod? = nil, appId: String? = nil) -> String {
         let short = e.name.split(separator: ".").last.map(String.init) ?? e.name
         let p = e.parameters
         var sentence: String
@@ -259,16 +273,16 @@ enum ErrorText {
         return "\(sentence) (\(e.name))."
     }
 
-    static func scalarText(_ v: JSON) -> String {
+    package static func scalarText(_ v: JSON) -> String {
         if case .string(let s) = v { return s }
         return v.serialized()
     }
 }
 
 /// Wait statuses as a shell reports them.
-enum WaitStatus {
+package enum WaitStatus {
     /// The exit code for a `waitpid` status: the child's own code, or 128 + the signal that killed it.
-    static func exitCode(_ status: Int32) -> Int32 {
+    package static func exitCode(_ status: Int32) -> Int32 {
         let signal = status & 0x7f
         if signal == 0 { return (status >> 8) & 0xff }
         if signal != 0x7f { return 128 + signal }
