@@ -35,20 +35,20 @@ test: deps journald
 	$(MAKE) --no-print-directory test-unit test-units test-docs test-dependency test-integration test-systemd-run test-fuzz test-package
 
 test-docs:
-	tests/check-docs.sh $(BIN)
+	IntegrationTests/check-docs.sh $(BIN)
 
 test-unit:
 	$(SWIFT) test --skip-build
 
 test-integration:
-	BGTASKD_BIN_DIR=$(BIN) $(PYTHON) -m pytest -q -p no:cacheprovider tests/integration
+	BGTASKD_BIN_DIR=$(BIN) $(PYTHON) -m pytest -q -p no:cacheprovider IntegrationTests/integration
 
 # An app package builds against BGTaskClient named by version (no unsafe flags on our products).
 test-dependency:
-	tests/check-versioned-dependency.sh $(SWIFT)
+	IntegrationTests/check-versioned-dependency.sh $(SWIFT)
 
 test-units:
-	tests/check-units.sh
+	IntegrationTests/check-units.sh
 	scripts/gen-wayland-glue.sh --check
 
 # issue 11 at full length: 200 kill -9s in the crash loop and a 20 s journald stall (`make test` runs them
@@ -56,7 +56,7 @@ test-units:
 soak: deps journald
 	$(SWIFT) build
 	BGTASKD_BIN_DIR=$(BIN) BGTASKD_KILLS=200 BGTASKD_STALL_SEC=20 $(PYTHON) -m pytest -q -s -p no:cacheprovider \
-		tests/integration/test_crash_loop.py tests/integration/test_journal_budget.py
+		IntegrationTests/integration/test_crash_loop.py IntegrationTests/integration/test_journal_budget.py
 
 # libFuzzer on the daemon's framing, call decoding and call checks (FuzzTesting/, a separate package
 # built with -sanitize=fuzzer,address): a bounded pass in `test`, ten minutes in `fuzz`.
@@ -77,7 +77,7 @@ test-systemd: deps
 	$(MAKE) --no-print-directory test-systemd-run
 
 test-systemd-run:
-	tests/systemd-in-namespace.sh $(BIN)
+	IntegrationTests/systemd-in-namespace.sh $(BIN)
 
 bench: deps journald
 	BGTASKD_EXTRAS=1 $(SWIFT) build -c release
@@ -146,4 +146,4 @@ deb: deps
 # Builds the package, installs it with dpkg into an overlay of this machine (private mount namespace,
 # nothing outside it changes) and checks what landed; see the script's header.
 test-package: deb
-	tests/check-package.sh
+	IntegrationTests/check-package.sh

@@ -136,7 +136,7 @@ if Context.environment["BGTASKD_EXTRAS"] == "1" {
 }
 
 // Strict settings for every Swift target, in one loop as swift-log does, and no unsafe flags anywhere, so an
-// app package can depend on BGTaskClient by version (tests/check-versioned-dependency.sh builds one):
+// app package can depend on BGTaskClient by version (IntegrationTests/check-versioned-dependency.sh builds one):
 // `any` for existentials, imports internal by default and visible only where imported, nonisolated async
 // functions run on the caller's actor, and every public type says whether it is Sendable (a warning, and
 // the build is kept warning-free by scripts/build-warning-free.sh).

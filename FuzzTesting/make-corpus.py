@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the seed corpus of FuzzVarlinkDecoding (Corpus/FuzzVarlinkDecoding/): one file per seed, its
 first byte the read size minus one (how the target cuts the stream), the rest a client's byte stream:
-valid calls of every kind, pipelines, and the malformed messages tests/integration/test_robustness.py
+valid calls of every kind, pipelines, and the malformed messages IntegrationTests/integration/test_robustness.py
 sends. Run it again after adding seeds; the files are committed."""
 import hashlib
 import json

@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests" / "integration"))
+sys.path.insert(0, str(REPO / "IntegrationTests" / "integration"))
 
 from freezer_support import (  # noqa: E402
     Manager, ScratchCgroup, conf, free_port, http_answers, http_server_manifest, read_events, wait_for,

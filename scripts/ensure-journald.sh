@@ -35,7 +35,7 @@ write_dropin() {
 # started it (it may be the machine's own). Without systemd as PID 1 the test processes' cgroups name no
 # unit, and journald rate-limits only entries whose sender's cgroup names one, so its configuration does
 # not matter to the tests; the tests that need journald's default limits run a private journald
-# (tests/integration/private_journald.py).
+# (IntegrationTests/integration/private_journald.py).
 if alive; then
   exit 0
 fi

@@ -2,11 +2,11 @@
 # Installs what the build and the tests need on Debian 12 and is quiet when all is there.
 # Debian packages: libsystemd-dev (sd_journal_sendv, sd_notify), pkg-config (the CSystemd module),
 # systemd (journald, systemd-socket-activate, systemd-analyze, journalctl), util-linux (setpriv, prlimit),
-# procps, iproute2 (ss: the daemon's sockets in tests/integration/test_descriptors.py). Packaging and
-# documentation (make deb, test-package, tests/check-docs.sh): scdoc (man pages), debhelper, lintian,
+# procps, iproute2 (ss: the daemon's sockets in IntegrationTests/integration/test_descriptors.py). Packaging and
+# documentation (make deb, test-package, IntegrationTests/check-docs.sh): scdoc (man pages), debhelper, lintian,
 # dpkg-dev, man-db, bash-completion, zsh and fish (completion syntax checks). libwayland-dev and
 # libwayland-bin (bgtaskd-focus: libwayland-client, wayland-scanner), sway and foot (the headless
-# compositor and Wayland clients of tests/integration/test_focus.py), wtype (user activity, same test),
+# compositor and Wayland clients of IntegrationTests/integration/test_focus.py), wtype (user activity, same test),
 # dbus-daemon (a private system bus for a real systemd-logind in the session-lock test, logind_support.py;
 # a session bus in test_bus_calls.py), python3-dbus and python3-gi (the session-bus app of
 # test_bus_calls.py and the stand-in for systemd's manager of test_system_sleep.py, run by /usr/bin/python3).

@@ -4,7 +4,7 @@ import Testing
 
 /// The manual pages cannot drift from the code: every key the parsers know is documented, under its
 /// section, and no key is documented that the parsers do not know. (bgtaskctl's verbs and options are
-/// checked against the built binary by tests/check-docs.sh.)
+/// checked against the built binary by IntegrationTests/check-docs.sh.)
 @Suite("man pages")
 struct ManPageTests {
     private func page(_ name: String) throws -> String {

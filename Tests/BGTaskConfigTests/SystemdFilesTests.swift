@@ -3,7 +3,7 @@ import Foundation
 import Testing
 
 /// The repository's systemd files, read with this package's own systemd.syntax(7) parser.
-/// tests/check-units.sh runs systemd's own checks (verify, security, catalog, sysusers).
+/// IntegrationTests/check-units.sh runs systemd's own checks (verify, security, catalog, sysusers).
 @Suite("systemd files")
 struct SystemdFilesTests {
     private func unit(_ name: String) throws -> [String: [String]] {

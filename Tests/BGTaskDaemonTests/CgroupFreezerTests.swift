@@ -3,7 +3,7 @@ import Testing
 
 /// The pure parts of the cgroup freezer and the memory-pressure watch (issue 5): where the subtree is,
 /// parsing of the kernel's files, the trigger and the episode logic. The behaviour on real cgroups and
-/// processes is in tests/integration/test_freezer.py.
+/// processes is in IntegrationTests/integration/test_freezer.py.
 @Suite struct CgroupParsingTests {
     static let hybridMounts = """
         tmpfs /sys/fs/cgroup tmpfs rw,relatime,mode=755 0 0

@@ -3,7 +3,7 @@ import BGTaskProtocol
 import Testing
 
 /// SPEC §13: what bgtaskd-launcher's ControlAppUnit accepts, by name (the opened directory's owner is
-/// checked as well, in tests/integration/test_device.py).
+/// checked as well, in IntegrationTests/integration/test_device.py).
 @Suite struct AppUnitControlTests {
     static let mount = "/sys/fs/cgroup"
     static let root = "/sys/fs/cgroup/user.slice"

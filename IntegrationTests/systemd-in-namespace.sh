@@ -16,7 +16,7 @@
 # user `bgtaskd` (systemd-sysusers) if it does not exist and cgroups below the hierarchies' roots, and
 # on exit, failed or not, kills the namespace's processes and removes those cgroups and that user.
 # Needs root on a machine without systemd as PID 1.
-# Usage: tests/systemd-in-namespace.sh [BIN_DIR]   (default .build/release)
+# Usage: IntegrationTests/systemd-in-namespace.sh [BIN_DIR]   (default .build/release)
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)

@@ -3,7 +3,7 @@
 # bgtaskctl reports in its --help appears in man/bgtaskctl.1.scd and in each shell's completions,
 # every man page builds with scdoc, and the completion scripts parse. (Config and manifest keys are
 # checked against the parsers' own lists by Tests/BGTaskConfigTests/ManPageTests.swift.)
-# Usage: tests/check-docs.sh [BIN_DIR]   (default .build/debug)
+# Usage: IntegrationTests/check-docs.sh [BIN_DIR]   (default .build/debug)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${1:-.build/debug}

@@ -5,7 +5,7 @@
 #   2. A small app package names it `.package(url: "file://…", from: "1.0.0")`, uses BGTaskClient's API
 #      (BGApplication, beginBackgroundTask) and is built. SwiftPM refuses a versioned dependency whose
 #      products carry unsafe flags, so this fails if any target of ours gains one.
-# Usage: tests/check-versioned-dependency.sh [SWIFT]   (from anywhere; no root; about a minute)
+# Usage: IntegrationTests/check-versioned-dependency.sh [SWIFT]   (from anywhere; no root; about a minute)
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)

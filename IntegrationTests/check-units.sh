@@ -14,7 +14,7 @@
 #   3. bgtaskd.catalog: journalctl --update-catalog into the temporary root must
 #      accept it, and it must hold exactly the MESSAGE_IDs of message-ids.txt.
 #   4. bgtaskd.sysusers: systemd-sysusers creates the bgtaskd user in the root.
-# Usage: tests/check-units.sh   (from anywhere; needs systemd >= 250, no root)
+# Usage: IntegrationTests/check-units.sh   (from anywhere; needs systemd >= 250, no root)
 set -eu
 
 here=$(cd "$(dirname "$0")/.." && pwd)

@@ -552,7 +552,7 @@ def test_list_running_and_refresh_overview(daemon, ctl):
 def test_catalog_substitutes_fields_and_points_to_pages_that_exist():
     root = Path(__file__).resolve().parents[2]
     text = (root / "systemd" / "bgtaskd.catalog").read_text()
-    # Every man: link names a page the repo ships (man/NAME.SECTION.scd; tests/check-package.sh checks
+    # Every man: link names a page the repo ships (man/NAME.SECTION.scd; IntegrationTests/check-package.sh checks
     # that each resolves once the package is installed).
     links = set(re.findall(r"^Documentation: man:([A-Za-z0-9._-]+)\((\d)\)$", text, re.M))
     assert links, "the catalog names no man page"

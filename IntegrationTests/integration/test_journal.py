@@ -151,8 +151,8 @@ SHELL_SIGNAL = re.compile(r"""\b(pkill|killall)\b|\bkill\s+-|[\[,]\s*["']kill["'
 COMM = re.compile("systemd-" + r"journal(?![a-z.\-])")
 # Where a journald is looked up by its process name, and why that is allowed there.
 COMM_LOOKUPS_ALLOWED = {
-    "tests/integration/journald_guard.py",      # the guard itself
-    "tests/integration/private_journald.py",    # waits for its own journald's comm
+    "IntegrationTests/integration/journald_guard.py",      # the guard itself
+    "IntegrationTests/integration/private_journald.py",    # waits for its own journald's comm
     "bench/bench.py",                           # reads journald's CPU time (/proc/PID/stat), sends nothing
 }
 
@@ -200,7 +200,7 @@ def test_no_test_signals_a_journald_it_did_not_start(journald, private_journald)
     os.kill(private_journald.pid, 0)
 
     offending = []
-    files = [p for d in ("tests", "bench", "scripts") for p in (REPO / d).rglob("*") if p.is_file()]
+    files = [p for d in ("IntegrationTests", "bench", "scripts") for p in (REPO / d).rglob("*") if p.is_file()]
     for path in [*files, REPO / "Makefile"]:
         rel = str(path.relative_to(REPO))
         if "__pycache__" in rel or path.suffix in (".pyc", ".json", ".md"):

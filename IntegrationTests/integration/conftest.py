@@ -1,7 +1,7 @@
 """Fixtures for the integration tests: the built binaries, a running journald, and bgtaskd instances
 in throw-away directories.
 
-Run with `python3 -m pytest -q tests/integration` from the repository root after `swift build`
+Run with `python3 -m pytest -q IntegrationTests/integration` from the repository root after `swift build`
 (or set BGTASKD_BIN_DIR to the directory holding `bgtaskd` and `varlink-certification`).
 """
 
@@ -97,7 +97,7 @@ def journald():
     # test process counts as one unit without systemd as PID 1; burst tests would see its suppression).
     os.makedirs("/run/systemd/journald.conf.d", exist_ok=True)
     Path("/run/systemd/journald.conf.d/50-bgtaskd-tests.conf").write_text(
-        "# Written by bgtaskd tests/integration/conftest.py\n[Journal]\nRateLimitIntervalSec=0\n")
+        "# Written by bgtaskd IntegrationTests/integration/conftest.py\n[Journal]\nRateLimitIntervalSec=0\n")
     log_path = Path("/tmp/bgtaskd-it-journald.log")
     with open(log_path, "wb") as log:
         proc = subprocess.Popen([JOURNALD], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
