@@ -10,7 +10,7 @@
 #   2. systemd-analyze security --offline=true: prints the overall exposure of
 #      bgtaskd.service and fails when it is above MAX_EXPOSURE (default 2.0).
 #      The exposure of bgtaskd-launcher.service is printed for information
-#      only: it is the apps' sandbox (see README "Security").
+#      only: it is the apps' sandbox (see docs/installing.md, "Security").
 #   3. bgtaskd.catalog: journalctl --update-catalog into the temporary root must
 #      accept it, and it must hold exactly the MESSAGE_IDs of message-ids.txt.
 #   4. bgtaskd.sysusers: systemd-sysusers creates the bgtaskd user in the root.

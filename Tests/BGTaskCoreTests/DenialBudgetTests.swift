@@ -192,7 +192,7 @@ import Testing
         #expect(journaled <= 2 * (1000 + 2 * connections + 1 + connections), "\(journaled)")
     }
 
-    /// The bound README "Reliability" states: within any 30 s window of journald, one process looping a
+    /// The bound docs/reliability.md states: within any 30 s window of journald, one process looping a
     /// refused call on every connection it may hold (`MaxConnectionsPerUser=128`) gets at most
     /// 2 × (100 + 128) refusals journaled (plus one budget entry per interval), since a window meets at most
     /// two intervals.
