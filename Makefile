@@ -74,10 +74,14 @@ fuzz: deps
 SYSTEMD_CHECK_PRODUCTS := bgtaskd bgtaskd-launcher bgtaskctl
 test-systemd: deps
 	for p in $(SYSTEMD_CHECK_PRODUCTS); do $(SWIFT) build --product $$p || exit 1; done
-	$(MAKE) --no-print-directory test-systemd-run
-
-test-systemd-run:
 	IntegrationTests/systemd-in-namespace.sh $(BIN)
+
+# Where systemd already is PID 1 (a Debian VM) a second one cannot boot beside it: `make test` says so and
+# goes on (`make test-systemd` alone still fails there); the units are then checked by check-units.sh only.
+test-systemd-run:
+	@if [ -d /run/systemd/system ]; then \
+		echo "test-systemd: SKIPPED, systemd is PID 1 on this machine (the check boots its own systemd as PID 1 of a namespace)"; \
+	else IntegrationTests/systemd-in-namespace.sh $(BIN); fi
 
 bench: deps journald
 	BGTASKD_EXTRAS=1 $(SWIFT) build -c release

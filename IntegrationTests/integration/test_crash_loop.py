@@ -230,8 +230,10 @@ RUNNERS = HERD[:8]  # launched and kept in the background, their task requests r
 def herd_app(app_id: str, testapp: str) -> str:
     """A sleeper, or for a runner the test app (lifecycle-aware: it checks in, acknowledges, completes its
     task at once)."""
-    exec_line = f"{testapp} --output /dev/null --register-task {app_id}.t" if app_id in RUNNERS else "/bin/sleep 1000"
-    aware = "yes" if app_id in RUNNERS else "no"
+    aware_apps = int(os.environ.get("BGTASKD_HERD_AWARE", str(len(RUNNERS))))
+    is_aware = app_id in RUNNERS or HERD.index(app_id) < aware_apps
+    exec_line = f"{testapp} --output /dev/null --register-task {app_id}.t" if is_aware else "/bin/sleep 1000"
+    aware = "yes" if is_aware else "no"
     return (f"[App]\nID={app_id}\nExec={exec_line}\nLifecycleAware={aware}\nBackgroundModes=processing\n"
             f"PermittedTaskIdentifiers={app_id}.t\n")
 
