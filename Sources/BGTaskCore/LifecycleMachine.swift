@@ -140,6 +140,10 @@ public struct LifecycleMachine: Sendable {
         case .instanceReleased(let app, let instance): instanceReleased(app, instance)
         case .focusChanged(let app, let reason): focusChanged(app, reason: reason)
         case .waitingTaskCancelled(let app, let identifier): waitingTaskCancelled(app, identifier: identifier)
+        case .locksObserved(let app, let seen): locksObserved(app, seen)
+        case .freezeStalled(let app, let stalled): freezeStalled(app, stalled)
+        case .freezeFailed(let app, let error): freezeFailed(app, error: error)
+        case .thawedExternally(let app): thawedExternally(app)
         }
     }
 
@@ -197,6 +201,14 @@ public struct LifecycleMachine: Sendable {
             guard let i = slots[app], records[i].wake != nil else { return }
             endWake(i)
             maybeSuspend(i)
+        case .lockRecheck(let app):
+            if let i = slots[app] { lockRecheckDue(i) }
+        case .lockDeferral(let app):
+            if let i = slots[app] { lockDeferralDue(i) }
+        case .freezeTimeout(let app):
+            if let i = slots[app] { freezeTimeoutDue(i) }
+        case .freezeRetry(let app):
+            if let i = slots[app] { freezeRetryDue(i) }
         case .stopLimit:
             guard stopping else { return }
             stopping = false
@@ -221,9 +233,11 @@ public struct LifecycleMachine: Sendable {
 
     mutating func cancelAllTimers(_ i: Int) {
         let app = records[i].id
-        for key in [TimerKey.launch(app), .grace(app), .budgetWarning(app), .budgetEnd(app), .escalation(app), .wakeEnd(app)] {
+        for key in [TimerKey.launch(app), .grace(app), .budgetWarning(app), .budgetEnd(app), .escalation(app), .wakeEnd(app),
+                    .lockRecheck(app), .lockDeferral(app), .freezeTimeout(app), .freezeRetry(app)] {
             deadlines.cancel(key)
         }
+        records[i].device = DeviceRecord()
         for identifier in records[i].tasks.keys {
             deadlines.cancel(.taskWarning(app, identifier))
             deadlines.cancel(.taskEnd(app, identifier))

@@ -91,6 +91,7 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
         denialBudget = DenialBudgetGate(config: config.daemon, sink: journal, now: clock.monotonic)
         self.launcher.onExit = { [weak self] pid, status in self?.processExited(pid: pid, status: status) }
         freezer.onFrozen = { [weak self] app in self?.freezePartDone(app) }
+        (freezer as? CgroupFreezer)?.onThawedExternally = { [weak self] app in self?.thawedExternally(app) }
         self.launcher.start()
         refresh = RefreshController(
             host: self, queue: queue, logger: logger, clock: clock, config: config, stateDirectory: options.stateDir,
@@ -328,7 +329,16 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
             // processes are stopped): now, or when the parts not done yet report it (`freezePartDone`).
             var awaited = 0
             if ownsProcess(app, pid: processes.pid), !freezer.freeze(app: app, pid: processes.pid) { awaited += 1 }
-            if !processes.instances.isEmpty, let adoption, !adoption.freeze(app) { awaited += 1 }
+            if !processes.instances.isEmpty, let adoption {
+                switch adoption.freeze(app) {
+                case .done: break
+                case .pending: awaited += 1
+                case .failed(let error):
+                    // A write that failed is a failed freeze: the core thaws what did freeze (never suspended).
+                    freezesAwaited[app] = nil
+                    return .freezeFailed(app, error: error)
+                }
+            }
             if awaited == 0 {
                 freezesAwaited[app] = nil
                 return .freezeConfirmed(app)
@@ -364,6 +374,10 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
             memoryPressure?.log(response)
         case .taskStarted(let app, let identifier):
             refresh?.taskStarted(app, identifier: identifier)
+        case .observeLocks(let app, let processes):
+            return .locksObserved(app, ProcLocks.read(pids: appProcesses(app, processes)))
+        case .inspectFreeze(let app, let processes):
+            return inspectFreeze(app, processes)
         }
         return nil
     }
@@ -458,10 +472,15 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
             return
         }
         freezesAwaited[app] = nil
+        feedFact(.freezeConfirmed(app))
+    }
+
+    /// Feeds a fact a component reported: now, or after the feed under way (no feed inside a feed).
+    func feedFact(_ input: Input) {
         if feedDepth > 0 {
-            factsAfterFeed.append(.freezeConfirmed(app))
+            factsAfterFeed.append(input)
         } else {
-            feed(.freezeConfirmed(app))
+            feed(input)
         }
     }
 

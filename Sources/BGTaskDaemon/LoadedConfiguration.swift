@@ -35,7 +35,11 @@ struct LoadedConfiguration: Sendable {
             killTimeout: .microseconds(d.killTimeoutUSec),
             refreshTaskBudget: .microseconds(d.refreshTaskBudgetUSec),
             processingTaskBudget: .microseconds(d.processingTaskBudgetUSec),
-            controlGroup: controlGroupID
+            controlGroup: controlGroupID,
+            lockRecheck: .microseconds(d.lockRecheckUSec),
+            lockDeferral: .microseconds(d.lockDeferralUSec),
+            freezeTimeout: .microseconds(d.freezeTimeoutUSec),
+            freezeRetry: .microseconds(d.freezeRetryUSec)
         )
     }
 
