@@ -113,16 +113,34 @@ struct Driver {
             log += actions
             if case .freezeConfirmed(let app) = fed { freezing.remove(app) }
             check(fed, actions)
-            for case .freeze(let app, _, _) in actions {
-                if (random >> 12) & 1 == 0 {
-                    let confirmation = machine.handle(.freezeConfirmed(app), now: now)
-                    log += confirmation
-                    freezing.remove(app)
-                    check(.freezeConfirmed(app), confirmation)
-                } else {
-                    freezing.insert(app)
-                }
+            answer(actions, random: random)
+        }
+    }
+
+    /// The shell's answers to the actions that ask for facts: half the freezes confirmed at once; lock checks
+    /// answered "no lock" and freeze inspections "nothing stalled" (SPEC §14's rules have their own tests,
+    /// DeviceRulesTests), each at once as the daemon's shell does.
+    mutating func answer(_ actions: [Action], random: UInt64) {
+        var facts: [Input] = []
+        for action in actions {
+            switch action {
+            case .freeze(let app, _, _):
+                if (random >> 12) & 1 == 0 { facts.append(.freezeConfirmed(app)) } else { freezing.insert(app) }
+            case .observeLocks(let app, _): facts.append(.locksObserved(app, LockObservation()))
+            case .inspectFreeze(let app, _): facts.append(.freezeStalled(app, []))
+            default: break
             }
+        }
+        for fact in facts {
+            let more = machine.handle(fact, now: now)
+            log += more
+            if case .freezeConfirmed(let app) = fact { freezing.remove(app) }
+            if case .freezeStalled(let app, _) = fact { freezing.remove(app) }
+            if case .locksObserved(let app, _) = fact, !more.contains(where: { if case .freeze = $0 { true } else { false } }) {
+                freezing.remove(app)
+            }
+            check(fact, more)
+            answer(more, random: random)
         }
     }
 
@@ -191,7 +209,8 @@ struct Driver {
     static func isRequest(_ input: Input) -> Bool {
         switch input {
         case .appRegistered, .appUnregistered, .configurationChanged, .appLaunched, .launchFailed, .connectionClosed,
-            .processExited, .deadlineReached, .memoryPressureTriggered, .freezeConfirmed, .waitingTaskCancelled:
+            .processExited, .deadlineReached, .memoryPressureTriggered, .freezeConfirmed, .waitingTaskCancelled,
+            .locksObserved, .freezeStalled, .freezeFailed, .thawedExternally:
             return false
         default:
             return true
@@ -259,7 +278,10 @@ struct Driver {
                 if request.rawValue > requests { fail("hold lost on a request never made") }
             case .release(let app):
                 freezing.remove(app)
-            case .reply, .stopFinished, .memoryPressure, .taskStarted:
+            case .observeLocks(let app, _):
+                // On its way to a freeze: the shell's answer follows at once (`answer`).
+                freezing.insert(app)
+            case .reply, .stopFinished, .memoryPressure, .taskStarted, .inspectFreeze:
                 break
             }
         }
