@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -180,7 +181,8 @@ def test_an_app_thawed_by_hand_is_frozen_again_at_once(daemon, tmp_path):
             figures.append(time.monotonic() - t0)
             wait_journal(since, f"BGTASKD_APP={APP}", "BGTASKD_REASON=thawed-externally", count=len(figures))
         print(f"frozen again after {', '.join(f'{x * 1000:.1f} ms' for x in figures)}")
-        assert max(figures) < 0.05, f"frozen again {figures} s after the external thaw (bound 50 ms)"
+        # A generous correctness bound (the figure is printed; 0.8-15 ms measured on an idle machine).
+        assert max(figures) < 1.0, f"frozen again {figures} s after the external thaw"
         entries = journal(since, f"BGTASKD_APP={APP}", "BGTASKD_DECISION=suspend")
         assert [e["BGTASKD_REASON"] for e in entries] == ["no-assertions"] + ["thawed-externally"] * 3
         assert m.state(APP) == "suspended"
@@ -232,13 +234,18 @@ def test_an_adopted_instance_thawed_by_hand_is_frozen_again(daemon, adopted_unit
     m.wait_state(ADOPTED, "active", timeout=10)
     m.call("Background", appId=ADOPTED)
     m.wait_state(ADOPTED, "suspended", timeout=10)
-    with open(os.path.join(scope, "cgroup.freeze"), "w") as f:
-        t0 = time.monotonic()
-        f.write("0")
-    wait_journal(since, f"BGTASKD_APP={ADOPTED}", "BGTASKD_REASON=thawed-externally")
-    wait_for(lambda: read_freeze(scope) == "1" and read_events(scope).get("frozen") == 1, 2, "frozen again",
-             interval=0.0005)
-    print(f"adopted instance frozen again after {(time.monotonic() - t0) * 1000:.1f} ms")
+    figures = []
+    for n in range(1, 4):
+        with open(os.path.join(scope, "cgroup.freeze"), "w") as f:
+            t0 = time.monotonic()
+            f.write("0")
+        wait_for(lambda: read_events(scope).get("frozen") == 0 or read_freeze(scope) == "1", 1, "the thaw")
+        wait_for(lambda: read_freeze(scope) == "1" and read_events(scope).get("frozen") == 1, 2, "frozen again",
+                 interval=0.0005)
+        figures.append(time.monotonic() - t0)
+        wait_journal(since, f"BGTASKD_APP={ADOPTED}", "BGTASKD_REASON=thawed-externally", count=n)
+    print(f"adopted instance frozen again after {', '.join(f'{x * 1000:.1f} ms' for x in figures)}")
+    assert max(figures) < 1.0, figures
     assert m.state(ADOPTED) == "suspended"
 
 
@@ -267,3 +274,79 @@ def test_an_adopted_instance_whose_freeze_write_fails_is_never_reported_suspende
     finally:
         with contextlib.suppress(OSError):
             os.rmdir(view)
+
+
+# MARK: a freeze that does not complete
+
+FUSE_READER = textwrap.dedent("""\
+    import os, sys, time
+    trigger, target, log = sys.argv[1], sys.argv[2], sys.argv[3]
+    while not os.path.exists(trigger):
+        time.sleep(0.01)  # the app's own idle loop until the test tells it to read
+    with open(target, "rb") as f:
+        data = f.read()
+    with open(log, "w") as out:
+        out.write(data.decode())
+    while True:
+        time.sleep(3600)
+""")
+
+
+@contextlib.contextmanager
+def fuse_mount(tmp_path):
+    """A real FUSE mount (tests/integration/fuse_server.py on /dev/fuse) in a mount namespace of its own;
+    yields (server process, mount point). The server runs outside every app cgroup; it and its namespace
+    (and so the mount) are gone at the end, also on failure."""
+    if not os.path.exists("/dev/fuse"):
+        pytest.skip("no /dev/fuse")
+    mnt = tmp_path / "fuse"
+    mnt.mkdir()
+    ready = tmp_path / "fuse.ready"
+    server = subprocess.Popen(
+        ["unshare", "-m", "--propagation", "private", "--", PY, os.path.join(os.path.dirname(__file__), "fuse_server.py"),
+         str(mnt), str(ready)], stdin=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: ready.exists() and ready.read_text() == str(server.pid), 10, "the FUSE server to mount")
+        yield server, str(mnt)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(server.pid, signal.SIGCONT)
+            server.kill()
+        server.wait()
+
+
+def test_a_freeze_that_does_not_complete_is_abandoned_with_the_wchan_and_never_reported_suspended(daemon, tmp_path):
+    with ScratchCgroup() as cg, fuse_mount(tmp_path) as (server, mnt):
+        trigger, log = tmp_path / "read-now", tmp_path / "read.log"
+        script = write_script(tmp_path, "reader.py", FUSE_READER)
+        since = time.time()
+        # The daemon (and so the app it launches) shares the FUSE server's mount namespace.
+        d = daemon(conf=device_rules_conf(cg.path, FreezeTimeoutSec="1s", FreezeRetrySec="1h"),
+                   apps={APP: manifest(APP, f"{PY} {script} {trigger} {mnt}/file {log}")},
+                   prefix=("nsenter", "-t", str(server.pid), "-m", "--"))
+        m = Manager(d.socket)
+        pid = m.launch(APP)
+        # The server stops (SIGSTOP): the app's read waits for an answer that cannot come.
+        os.kill(server.pid, signal.SIGSTOP)
+        trigger.write_text("go")
+        def wchan() -> str:
+            with open(f"/proc/{pid}/wchan") as f:
+                return f.read()
+        wait_for(lambda: wchan() == "request_wait_answer" or "fuse" in wchan(), 10, "the app to block in the FUSE read")
+        stuck_in = wchan()
+        m.call("Background", appId=APP)
+        abandoned = wait_journal(since, f"BGTASKD_APP={APP}", "BGTASKD_DECISION=policy",
+                                 "BGTASKD_REASON=freeze-timeout", timeout=15)
+        message = abandoned[0]["MESSAGE"]
+        print(message)
+        assert f"{pid} (python3) in {stuck_in}" in message, message
+        assert abandoned[0]["PRIORITY"] == "4", "a warning"
+        # Abandoned: thawed, in the background, never suspended.
+        assert read_freeze(cg.app(APP)) == "0"
+        assert m.state(APP) == "background"
+        assert journal(since, f"BGTASKD_APP={APP}", "BGTASKD_DECISION=suspend") == []
+        assert journal(since, f"BGTASKD_APP={APP}", "BGTASKD_DECISION=resume") == []
+        # The server answers again: the read completes (nothing of the app was left frozen).
+        os.kill(server.pid, signal.SIGCONT)
+        wait_for(lambda: log.exists() and log.read_text() == "hello from a FUSE server\n", 10, "the read to complete")
+        assert m.state(APP) == "background"
