@@ -10,7 +10,7 @@ import Glibc
 /// `1: POSIX  ADVISORY  WRITE 1234 fe:00:16228619 0 EOF` and below it `1: -> POSIX  ADVISORY  WRITE 1235 …`
 /// for a process waiting for it. OFD locks (`OFDLCK`) show pid -1: their owner is an open file description,
 /// found through `/proc/PID/fdinfo/FD` (`lock:` lines). A lease breaker's line names no file (`<none>:0`).
-struct ProcLockEntry: Equatable, Sendable {
+public struct ProcLockEntry: Equatable, Sendable {
     var id: Int
     var waiter: Bool
     var kind: String
@@ -26,9 +26,9 @@ struct ProcLockEntry: Equatable, Sendable {
 
 /// `/proc/locks`, parsed and matched to an app's processes (SPEC §14). Pure: the reader (`read`) is the
 /// only part that touches /proc.
-enum ProcLocks {
+public enum ProcLocks: Sendable {
     /// Every well-formed line; anything else is skipped.
-    static func parse(_ text: String) -> [ProcLockEntry] {
+    public static func parse(_ text: String) -> [ProcLockEntry] {
         var out: [ProcLockEntry] = []
         for line in text.split(separator: "\n") {
             if let entry = parseLine(line) { out.append(entry) }
@@ -110,6 +110,12 @@ enum ProcLocks {
             }
         }
         return out
+    }
+
+    /// `make bench`: what ``read(pids:)`` finds, as counts (held, contended).
+    public static func scanCounts(pids: [Int32]) -> (held: Int, contended: Int) {
+        let seen = read(pids: pids)
+        return (seen.held, seen.contended.count)
     }
 
     /// Reads `/proc/locks` and matches it to `pids`.
