@@ -1,4 +1,5 @@
 import BGTaskCore
+import Dispatch
 
 #if canImport(Glibc)
 import Glibc
@@ -6,7 +7,25 @@ import Glibc
 
 // SPEC §14: the facts the core asks for about locks and a freeze that did not complete. The shell only
 // reads /proc; the core decides.
+
+/// Where `/proc/locks` is read, one read at a time, off the daemon's queue.
+let procLocksQueue = DispatchQueue(label: "bgtaskd.proc-locks", qos: .utility)
+
 extension DaemonService {
+    /// The core asked for the app's locks: read off the queue and fed back (`locksObserved`); the core
+    /// keeps the app in the background meanwhile. An app with no process holds no lock: answered at once.
+    func observeLocks(_ app: AppID, _ processes: Processes) -> Input? {
+        let pids = appProcesses(app, processes)
+        if pids.isEmpty { return .locksObserved(app, LockObservation()) }
+        guard lockReadsOffQueue else { return .locksObserved(app, ProcLocks.read(pids: pids)) }
+        let queue = self.queue
+        procLocksQueue.async { @Sendable [weak self] in
+            let seen = ProcLocks.read(pids: pids)
+            queue.async { @Sendable [weak self] in self?.feed(.locksObserved(app, seen)) }
+        }
+        return nil
+    }
+
     /// Every process of the app: the daemon's own part (its cgroup or process tree) and its adopted instances.
     func appProcesses(_ app: AppID, _ processes: Processes) -> [Int32] {
         var pids: [Int32] = []

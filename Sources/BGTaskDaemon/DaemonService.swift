@@ -70,6 +70,10 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
     /// Freezes performed and not yet done, by app: how many parts (the daemon's own freezer, the adopted
     /// instances) have still to report it. The core hears `freezeConfirmed` when none has.
     var freezesAwaited: [AppID: Int] = [:]
+    /// SPEC §14: `/proc/locks` is read off this queue (a read can wait for an RCU grace period: the kernel
+    /// takes `file_rwsem` for writing; tens of ms on a loaded machine) and the answer fed back. False: read
+    /// on the queue, at once (the service tests, which step it synchronously).
+    var lockReadsOffQueue = true
     /// Inputs facts cause while a feed is under way: fed when it is over (no feed inside a feed).
     private var feedDepth = 0
     private var factsAfterFeed: [Input] = []
@@ -375,7 +379,7 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
         case .taskStarted(let app, let identifier):
             refresh?.taskStarted(app, identifier: identifier)
         case .observeLocks(let app, let processes):
-            return .locksObserved(app, ProcLocks.read(pids: appProcesses(app, processes)))
+            return observeLocks(app, processes)
         case .inspectFreeze(let app, let processes):
             return inspectFreeze(app, processes)
         }
