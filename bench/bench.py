@@ -819,6 +819,7 @@ def row_locks(t: Table, res: dict, a):
     read, scan = statistics.median(us(r["read_ns"])), statistics.median(us(r["scan_ns"]))
     t.add(7, f"lock check before a freeze, {r['lines']} locks in /proc/locks: read + parse + match, median / p99",
           show("scan_ns"), f"read only: {show('read_ns')}", ratio(scan, read))
+    t.add("", "  of which parsing the text already read", show("parse_ns"))
     t.add("", f"the same, an app with no locks on this machine ({r['lines_before']} other locks)",
           show("scan_ns_no_extra"), f"read only: {show('read_ns_no_extra')}",
           ratio(statistics.median(us(r["scan_ns_no_extra"])), statistics.median(us(r["read_ns_no_extra"]))))

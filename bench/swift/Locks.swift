@@ -27,14 +27,15 @@ extension BenchTool {
         unlink(path)
         emit([
             "lines": .int(Int64(lines)), "lines_before": .int(before.lines),
-            "read_ns": ints(after.read), "scan_ns": ints(after.scan),
+            "read_ns": ints(after.read), "scan_ns": ints(after.scan), "parse_ns": ints(after.parse),
             "read_ns_no_extra": ints(before.read), "scan_ns_no_extra": ints(before.scan),
         ])
     }
 
-    private static func measureLockScan(rounds: Int) -> (read: [Int64], scan: [Int64], lines: Int64) {
+    private static func measureLockScan(rounds: Int) -> (read: [Int64], scan: [Int64], parse: [Int64], lines: Int64) {
         var read: [Int64] = []
         var scan: [Int64] = []
+        var parse: [Int64] = []
         // An app of one process that holds no lock: pid 1 is never this process.
         let app: [Int32] = [1]
         var lines: Int64 = 0
@@ -44,12 +45,16 @@ extension BenchTool {
             let t1 = monoNS()
             let seen = ProcLocks.scanCounts(pids: app)
             let t2 = monoNS()
+            let entries = ProcLocks.parse(text)
+            let t3 = monoNS()
             read.append(t1 - t0)
             scan.append(t2 - t1)
+            parse.append(t3 - t2)
+            if entries.count < 0 { fail("impossible") }
             lines = Int64(text.split(separator: "\n").count)
             if seen.held < 0 { fail("impossible") }
         }
-        return (read, scan, lines)
+        return (read, scan, parse, lines)
     }
 
     private static func readWhole(_ path: String) -> String? {
