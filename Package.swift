@@ -129,7 +129,7 @@ if Context.environment["BGTASKD_EXTRAS"] == "1" {
         // `make bench`: the native baselines and clients (bench/bench.py drives it).
         .executableTarget(
             name: "bgtaskd-bench",
-            dependencies: ["BGTaskClient", "BGTaskProtocol", "BGTaskVarlink", "BGTaskCore", "CSystemd"],
+            dependencies: ["BGTaskClient", "BGTaskProtocol", "BGTaskVarlink", "BGTaskCore", "BGTaskDaemon", "CSystemd"],
             path: "bench/swift"
         ),
     ]

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what the build and the tests need on Debian 12 and is quiet when all is there.
 # Debian packages: libsystemd-dev (sd_journal_sendv, sd_notify), pkg-config (the CSystemd module),
-# systemd (journald, systemd-socket-activate, systemd-analyze, journalctl), util-linux (setpriv, prlimit),
+# systemd (journald, systemd-socket-activate, systemd-analyze, journalctl), util-linux (setpriv, prlimit;
+# unshare, nsenter and mount for the FUSE and read-only-cgroup tests of test_shared_device.py, whose FUSE
+# server speaks /dev/fuse itself: no libfuse),
 # procps, iproute2 (ss: the daemon's sockets in IntegrationTests/integration/test_descriptors.py). Packaging and
 # documentation (make deb, test-package, IntegrationTests/check-docs.sh): scdoc (man pages), debhelper, lintian,
 # dpkg-dev, man-db, bash-completion, zsh and fish (completion syntax checks). libwayland-dev and

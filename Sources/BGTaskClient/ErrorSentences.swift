@@ -191,6 +191,12 @@ public enum ErrorSentences: Sendable {
         case .adoptionChanged: return "the adoption settings changed"
         case .systemSleep: return "the system is about to sleep"
         case .busCall: return "a program on the session bus called \(a)"
+        case .holdsContendedLock: return "\(a) holds a file lock another process waits for"
+        case .lockContended: return "another process started waiting for a file lock \(a) holds"
+        case .contendedLock: return "\(a) kept a file lock others waited for longer than LockDeferralSec="
+        case .freezeTimeout: return "\(a) could not be frozen within FreezeTimeoutSec= (a process in uninterruptible sleep)"
+        case .freezeFailed: return "\(a) could not be frozen (its cgroup.freeze could not be written)"
+        case .thawedExternally: return "something other than bgtaskd thawed \(a)"
         }
     }
 }

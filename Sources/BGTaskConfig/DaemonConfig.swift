@@ -72,6 +72,15 @@ public struct DaemonConfig: Hashable, Sendable {
     public var processingTaskBudgetUSec: Int64 = 5 * 60 * second
     /// `BusCallBudgetSec=`: run time of a suspended app woken for a method call on the session bus (SPEC §14).
     public var busCallBudgetUSec: Int64 = 5 * second
+    /// `LockRecheckSec=` (SPEC §14): how often a suspension deferred for a contended lock is tried again, and
+    /// how often the locks of a frozen app that holds any are looked at.
+    public var lockRecheckUSec: Int64 = 1 * second
+    /// `LockDeferralSec=`: an app still holding a lock others wait for this long after it was seen is terminated.
+    public var lockDeferralUSec: Int64 = 10 * second
+    /// `FreezeTimeoutSec=`: a freeze not confirmed within this is abandoned (the app thawed, `freeze-timeout`).
+    public var freezeTimeoutUSec: Int64 = 2 * second
+    /// `FreezeRetrySec=`: when an abandoned freeze is tried again.
+    public var freezeRetryUSec: Int64 = 30 * second
 
     // [Refresh]
     /// `BackgroundAppRefresh=`: the global refresh setting at start (run-time changes persist elsewhere).
@@ -331,6 +340,10 @@ extension DaemonConfig {
         time("Lifecycle", "RefreshTaskBudgetSec", \.refreshTaskBudgetUSec, minimum: 1),
         time("Lifecycle", "ProcessingTaskBudgetSec", \.processingTaskBudgetUSec, minimum: 1),
         time("Lifecycle", "BusCallBudgetSec", \.busCallBudgetUSec, minimum: 1),
+        time("Lifecycle", "LockRecheckSec", \.lockRecheckUSec, minimum: 1000),
+        time("Lifecycle", "LockDeferralSec", \.lockDeferralUSec, minimum: 1000),
+        time("Lifecycle", "FreezeTimeoutSec", \.freezeTimeoutUSec, minimum: 1000),
+        time("Lifecycle", "FreezeRetrySec", \.freezeRetryUSec, minimum: 1000),
 
         KeyDefinition(section: "Refresh", key: "BackgroundAppRefresh", apply: { config, value throws(ConfigError.Kind) in
             if value.isEmpty { config.backgroundAppRefresh = .on; return }

@@ -31,6 +31,18 @@ public enum DecisionDetail: Hashable, Sendable {
     case resumed
     /// Not frozen: the app is exempt.
     case exemptFromFreezing
+    /// SPEC §14: not frozen: the app holds locks others wait for; tried again in `recheckIn`, terminated
+    /// if they are still waited for in `terminateIn`.
+    case suspensionDeferredForLocks([LockContention], recheckIn: TimeSpan, terminateIn: TimeSpan)
+    /// SPEC §14: thawed: a lock the frozen app holds is waited for; terminated if it still is in `terminateIn`.
+    case resumedForContendedLock([LockContention], terminateIn: TimeSpan)
+    /// SPEC §14: the freeze was not confirmed within `after`: abandoned (the app thawed), these processes did
+    /// not stop; attempt `attempt` in a row; tried again in `retryIn` (`nil`: not again, terminated).
+    case freezeAbandoned([StalledProcess], after: TimeSpan, attempt: Int, retryIn: TimeSpan?)
+    /// The freeze could not be made (`error`); tried again in `retryIn`.
+    case freezeNotMade(error: String, retryIn: TimeSpan)
+    /// SPEC §14: frozen again: someone else thawed the app's cgroup.
+    case refrozenAfterExternalThaw
 
     // Termination
     /// A launch was cancelled before its process existed.
@@ -165,6 +177,10 @@ public enum TerminationCause: Hashable, Sendable {
     case memoryPressure
     /// The daemon is stopping.
     case daemonStopping
+    /// SPEC §14: the app still held these locks, waited for, `after` they were first seen contended.
+    case contendedLock([LockContention], after: TimeSpan)
+    /// SPEC §14: `times` freezes in a row were not confirmed in time.
+    case freezeTimedOut(times: Int, stalled: [StalledProcess])
 }
 
 /// Who made a call, as the shell read it from the socket (`SO_PEERCRED`).

@@ -34,8 +34,10 @@ extension LifecycleMachine {
             deliver(i, .didBecomeActive)
             record(.foreground, reason, i, previous: .inactive, .becameActive)
         case .background:
+            leaveBackgroundForDevice(i)
             enterForeground(i, reason: reason, previous: .background)
         case .suspended:
+            leaveBackgroundForDevice(i)
             thaw(i, reason: reason)
             enterForeground(i, reason: reason, previous: .suspended)
         }

@@ -1,23 +1,44 @@
 // SPEC §3: suspension when nothing holds the app, resumption, the grace window and the budget left.
 extension LifecycleMachine {
-    /// Freezes the app at once if it is in the background, acknowledged, and nothing holds it.
+    /// Freezes the app if it is in the background, acknowledged, and nothing holds it: first its locks are
+    /// looked at (SPEC §14, ``Action/observeLocks(_:_:)``); the freeze follows their answer
+    /// (``locksObserved(_:_:)``) when no other process waits for a lock the app holds.
     mutating func maybeSuspend(_ i: Int) {
+        guard suspendable(i) else { return }
+        if records[i].manifest.exempt { return keepExempt(i) }
+        // An abandoned or failed freeze waits for its retry deadline (`FreezeRetrySec`).
+        if let retryAt = records[i].device.retryAt, now < retryAt { return }
+        observeLocks(i)
+    }
+
+    /// Whether app `i` is due to be frozen: in the background, acknowledged, held by nothing.
+    func suspendable(_ i: Int) -> Bool {
         let r = records[i]
-        guard r.state == .background, r.termination == nil, r.grace == .none, !r.holdsBackground else { return }
-        if r.manifest.exempt { return keepExempt(i) }
-        let app = r.id
+        return r.state == .background && r.termination == nil && r.grace == .none && !r.holdsBackground
+    }
+
+    /// Freezes app `i` now (its locks were looked at); the `suspend` decision (`reason`) is recorded once the
+    /// shell confirms the freeze, and the freeze is abandoned if that takes `FreezeTimeoutSec`.
+    mutating func freezeNow(_ i: Int, reason: Reason = .noAssertions, _ detail: DecisionDetail = .suspended) {
+        let app = records[i].id
         deadlines.cancel(.budgetWarning(app))
         deadlines.cancel(.budgetEnd(app))
+        deadlines.cancel(.freezeRetry(app))
+        records[i].device.retryAt = nil
+        let previous = records[i].state
         records[i].state = .suspended
-        let d = decision(.suspend, .noAssertions, i, previous: .background, remaining: remaining(i), .suspended)
+        let d = decision(.suspend, reason, i, previous: previous, remaining: remaining(i), detail)
         // Recorded when the shell confirms the freeze (`freezeConfirmed`): reported suspended only then.
         records[i].heldSuspend = d
+        deadlines.arm(.freezeTimeout(app), at: now + nonNegative(config.freezeTimeout))
         emit(.freeze(app, processes(i), d))
     }
 
     /// The shell saw the app's freeze done: its `suspend` decision is recorded, the app reported suspended.
     mutating func freezeConfirmed(_ app: AppID) {
         guard let i = slots[app], records[i].state == .suspended, records[i].heldSuspend != nil else { return }
+        deadlines.cancel(.freezeTimeout(app))
+        records[i].device.freezeTimeouts = 0
         flushHeldSuspend(i)
     }
 
@@ -34,6 +55,7 @@ extension LifecycleMachine {
     mutating func thaw(_ i: Int, reason: Reason, _ detail: DecisionDetail = .resumed) {
         let app = records[i].id
         records[i].state = .background
+        deadlines.cancel(.freezeTimeout(app))
         emit(.thaw(app, processes(i), decision(.resume, reason, i, previous: .suspended, detail)))
         for notification in records[i].notifications.drain() {
             deliver(i, .notification, name: notification.name, payload: notification.payload)

@@ -149,6 +149,10 @@ public struct LifecycleMachine: Sendable {
         case .busCallReceived(let app, let sender, let member): busCallReceived(app, sender: sender, member: member)
         case .systemSleepPreparing: systemSleepPreparing()
         case .systemResumed: systemResumed()
+        case .locksObserved(let app, let seen): locksObserved(app, seen)
+        case .freezeStalled(let app, let stalled): freezeStalled(app, stalled)
+        case .freezeFailed(let app, let error): freezeFailed(app, error: error)
+        case .thawedExternally(let app): thawedExternally(app)
         }
     }
 
@@ -206,6 +210,14 @@ public struct LifecycleMachine: Sendable {
             guard let i = slots[app], records[i].wake != nil else { return }
             endWake(i)
             maybeSuspend(i)
+        case .lockRecheck(let app):
+            if let i = slots[app] { lockRecheckDue(i) }
+        case .lockDeferral(let app):
+            if let i = slots[app] { lockDeferralDue(i) }
+        case .freezeTimeout(let app):
+            if let i = slots[app] { freezeTimeoutDue(i) }
+        case .freezeRetry(let app):
+            if let i = slots[app] { freezeRetryDue(i) }
         case .stopLimit:
             guard stopping else { return }
             stopping = false
@@ -230,9 +242,11 @@ public struct LifecycleMachine: Sendable {
 
     mutating func cancelAllTimers(_ i: Int) {
         let app = records[i].id
-        for key in [TimerKey.launch(app), .grace(app), .budgetWarning(app), .budgetEnd(app), .escalation(app), .wakeEnd(app)] {
+        for key in [TimerKey.launch(app), .grace(app), .budgetWarning(app), .budgetEnd(app), .escalation(app), .wakeEnd(app),
+                    .lockRecheck(app), .lockDeferral(app), .freezeTimeout(app), .freezeRetry(app)] {
             deadlines.cancel(key)
         }
+        records[i].device = DeviceRecord()
         for identifier in records[i].tasks.keys {
             deadlines.cancel(.taskWarning(app, identifier))
             deadlines.cancel(.taskEnd(app, identifier))

@@ -29,6 +29,15 @@ public struct LifecycleConfig: Hashable, Sendable {
     /// `FreezerBackend=none`: a dry run. Terminations are decided and recorded but not started: the app keeps
     /// its process and its state, and the daemon's stop leaves its apps running.
     public var dryRun: Bool
+    /// `LockRecheckSec=1s` (SPEC §14): how often a deferred suspension is tried again, and how often the
+    /// locks of a frozen app that holds any are looked at.
+    public var lockRecheck: TimeSpan
+    /// `LockDeferralSec=10s`: an app still holding a contended lock this long after it was seen is terminated.
+    public var lockDeferral: TimeSpan
+    /// `FreezeTimeoutSec=2s`: a freeze not confirmed within this is abandoned (the app thawed).
+    public var freezeTimeout: TimeSpan
+    /// `FreezeRetrySec=30s`: when an abandoned (or failed) freeze is tried again.
+    public var freezeRetry: TimeSpan
 
     /// The SPEC's defaults, overridable one by one.
     public init(
@@ -44,7 +53,11 @@ public struct LifecycleConfig: Hashable, Sendable {
         maxQueuedNotificationsPerApp: Int = 64,
         controlGroup: UInt32? = nil,
         busCallBudget: TimeSpan = .seconds(5),
-        dryRun: Bool = false
+        dryRun: Bool = false,
+        lockRecheck: TimeSpan = .seconds(1),
+        lockDeferral: TimeSpan = .seconds(10),
+        freezeTimeout: TimeSpan = .seconds(2),
+        freezeRetry: TimeSpan = .seconds(30)
     ) {
         self.didEnterBackgroundTimeout = didEnterBackgroundTimeout
         self.backgroundTimeBudget = backgroundTimeBudget
@@ -59,6 +72,10 @@ public struct LifecycleConfig: Hashable, Sendable {
         self.controlGroup = controlGroup
         self.busCallBudget = busCallBudget
         self.dryRun = dryRun
+        self.lockRecheck = lockRecheck
+        self.lockDeferral = lockDeferral
+        self.freezeTimeout = freezeTimeout
+        self.freezeRetry = freezeRetry
     }
 
     /// The SPEC's defaults.
@@ -305,6 +322,12 @@ public enum Action: Hashable, Sendable {
     /// SPEC §14: the system resumed from sleep; the app is held frozen: make sure it still is (freeze it
     /// again if something thawed it meanwhile, as systemd does to `user.slice` around a suspend).
     case verifyFrozen(AppID, Processes)
+    /// SPEC §14: read `/proc/locks` for the app's processes and feed ``Input/locksObserved(_:_:)`` (at once:
+    /// the core waits for the answer before it freezes the app or decides on its locks).
+    case observeLocks(AppID, Processes)
+    /// SPEC §14: the app's freeze was not confirmed within `FreezeTimeoutSec`: find its processes that did not
+    /// stop and feed ``Input/freezeStalled(_:_:)`` (an empty list: the freeze is done after all).
+    case inspectFreeze(AppID, Processes)
 
     /// The decision this action carries, if any: every action that changes an app carries one.
     public var decision: Decision? {
@@ -312,7 +335,7 @@ public enum Action: Hashable, Sendable {
         case .launch(_, _, let d), .thaw(_, _, let d), .terminate(_, _, let d), .kill(_, _, let d), .record(let d):
             return d
         case .freeze, .deliver, .reply, .release, .stopFinished, .holdLost, .memoryPressure, .taskStarted, .inhibitIdle,
-            .verifyFrozen:
+            .verifyFrozen, .observeLocks, .inspectFreeze:
             return nil
         }
     }
@@ -429,6 +452,18 @@ public enum Input: Hashable, Sendable {
     /// logind's `PrepareForSleep(false)`: the system resumed. Every app held frozen gets a
     /// ``Action/verifyFrozen(_:_:)``. No reply.
     case systemResumed
+    /// SPEC §14: what `/proc/locks` says about the app's processes, the answer to ``Action/observeLocks(_:_:)``.
+    /// Before a freeze: a lock others wait for defers it (`holds-contended-lock`); while frozen: such a lock
+    /// resumes the app (`lock-contended`). A fact: no reply.
+    case locksObserved(AppID, LockObservation)
+    /// SPEC §14: the answer to ``Action/inspectFreeze(_:_:)``: the app's processes that did not stop. Non-empty:
+    /// the freeze is abandoned (`freeze-timeout`); empty: it is done (as ``freezeConfirmed(_:)``).
+    case freezeStalled(AppID, [StalledProcess])
+    /// The shell could not freeze the app at all (a `cgroup.freeze` write failed; `error`: why). The app is
+    /// thawed and stays `background` (`freeze-failed`), never reported suspended.
+    case freezeFailed(AppID, error: String)
+    /// SPEC §14: the cgroup of an app the core holds frozen was thawed by someone else: frozen again at once.
+    case thawedExternally(AppID)
 }
 
 /// What keeps the system from idling into sleep (SPEC §14): the apps with live background work and how

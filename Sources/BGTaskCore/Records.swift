@@ -79,6 +79,8 @@ struct AppRecord: Sendable {
     /// recorded once confirmed (or when the app leaves `suspended` first). Meanwhile the app is reported
     /// `background`.
     var heldSuspend: Decision?
+    /// SPEC §14 (LifecycleMachine+Locks.swift, +FreezeTimeout.swift): what the device rules track.
+    var device = DeviceRecord()
 
     var id: AppID { manifest.id }
 
@@ -130,4 +132,29 @@ enum TimerKey: Hashable, Sendable {
     case wakeEnd(AppID)
     /// The time limit of the daemon's stop.
     case stopLimit
+    /// SPEC §14: look at the app's locks again (`LockRecheckSec`).
+    case lockRecheck(AppID)
+    /// SPEC §14: the app has held a contended lock for `LockDeferralSec`.
+    case lockDeferral(AppID)
+    /// SPEC §14: the app's freeze is not confirmed after `FreezeTimeoutSec`.
+    case freezeTimeout(AppID)
+    /// SPEC §14: try an abandoned freeze again (`FreezeRetrySec`).
+    case freezeRetry(AppID)
+}
+
+/// SPEC §14: an app's locks and freeze attempts.
+struct DeviceRecord: Hashable, Sendable {
+    /// An ``Action/observeLocks(_:_:)`` is out and not answered yet.
+    var lockCheckPending = false
+    /// The app held a lock when last looked at (frozen apps' locks are looked at every `LockRecheckSec`).
+    var holdsLocks = false
+    /// Since when the app has held a lock others wait for (`nil`: not seen), and what was seen.
+    var contendedSince: Instant?
+    var contention: [LockContention] = []
+    /// `LockDeferralSec` has passed: the next contended observation terminates the app.
+    var deferralOver = false
+    /// Freezes in a row that did not complete (reset by one that does).
+    var freezeTimeouts = 0
+    /// No freeze is tried before this instant (an abandoned or failed one waits `FreezeRetrySec`).
+    var retryAt: Instant?
 }

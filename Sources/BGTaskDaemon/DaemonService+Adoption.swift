@@ -27,6 +27,7 @@ extension DaemonService {
         watcher.onAppeared = { [weak self] app, instance, pid in self?.feed(.instanceAppeared(app, instance, pid: pid)) }
         watcher.onVanished = { [weak self] app, instance in self?.feed(.instanceVanished(app, instance)) }
         watcher.onFrozen = { [weak self] app in self?.freezePartDone(app) }
+        watcher.onThawedExternally = { [weak self] app in self?.thawedExternally(app) }
         // The units belong to their users: an unprivileged daemon writes them through the launcher.
         watcher.control = config.launcherSocketPath.map { UnitControlClient(path: $0) }
         adoption = watcher

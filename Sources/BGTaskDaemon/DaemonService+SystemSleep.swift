@@ -87,6 +87,10 @@ extension DaemonService {
             feed(.systemSleepPreparing)
             systemSleep?.sleepHandled()
         case .resumed:
+            // First the watch's own check (an app thawed meanwhile is frozen again with a `thawed-externally`
+            // decision), then the core's check of every app it holds frozen, which also covers apps the watch
+            // cannot see (managed with signals).
+            recheckFrozenApps()
             feed(.systemResumed)
             rearmTimer()
         case .refused(let what):

@@ -74,6 +74,10 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
     /// Freezes performed and not yet done, by app: how many parts (the daemon's own freezer, the adopted
     /// instances) have still to report it. The core hears `freezeConfirmed` when none has.
     var freezesAwaited: [AppID: Int] = [:]
+    /// SPEC §14: `/proc/locks` is read off this queue (a read can wait for an RCU grace period: the kernel
+    /// takes `file_rwsem` for writing; tens of ms on a loaded machine) and the answer fed back. False: read
+    /// on the queue, at once (the service tests, which step it synchronously).
+    var lockReadsOffQueue = true
     /// Inputs facts cause while a feed is under way: fed when it is over (no feed inside a feed).
     private var feedDepth = 0
     private var factsAfterFeed: [Input] = []
@@ -100,6 +104,7 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
         denialBudget = DenialBudgetGate(config: config.daemon, sink: journal, now: clock.monotonic)
         self.launcher.onExit = { [weak self] pid, status in self?.processExited(pid: pid, status: status) }
         freezer.onFrozen = { [weak self] app in self?.freezePartDone(app) }
+        (freezer as? CgroupFreezer)?.onThawedExternally = { [weak self] app in self?.thawedExternally(app) }
         self.launcher.start()
         refresh = RefreshController(
             host: self, queue: queue, logger: logger, clock: clock, config: config, stateDirectory: options.stateDir,
@@ -345,7 +350,16 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
             // processes are stopped): now, or when the parts not done yet report it (`freezePartDone`).
             var awaited = 0
             if ownsProcess(app, pid: processes.pid), !freezer.freeze(app: app, pid: processes.pid) { awaited += 1 }
-            if !processes.instances.isEmpty, let adoption, !adoption.freeze(app) { awaited += 1 }
+            if !processes.instances.isEmpty, let adoption {
+                switch adoption.freeze(app) {
+                case .done: break
+                case .pending: awaited += 1
+                case .failed(let error):
+                    // A write that failed is a failed freeze: the core thaws what did freeze (never suspended).
+                    freezesAwaited[app] = nil
+                    return .freezeFailed(app, error: error)
+                }
+            }
             if awaited == 0 {
                 freezesAwaited[app] = nil
                 return .freezeConfirmed(app)
@@ -385,6 +399,10 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
             inhibitIdle(live)
         case .verifyFrozen(let app, let processes):
             verifyFrozen(app, processes)
+        case .observeLocks(let app, let processes):
+            return observeLocks(app, processes)
+        case .inspectFreeze(let app, let processes):
+            return inspectFreeze(app, processes)
         }
         return nil
     }
@@ -489,10 +507,15 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
             return
         }
         freezesAwaited[app] = nil
+        feedFact(.freezeConfirmed(app))
+    }
+
+    /// Feeds a fact a component reported: now, or after the feed under way (no feed inside a feed).
+    func feedFact(_ input: Input) {
         if feedDepth > 0 {
-            factsAfterFeed.append(.freezeConfirmed(app))
+            factsAfterFeed.append(input)
         } else {
-            feed(.freezeConfirmed(app))
+            feed(input)
         }
     }
 

@@ -36,7 +36,11 @@ struct LoadedConfiguration: Sendable {
             refreshTaskBudget: .microseconds(d.refreshTaskBudgetUSec),
             processingTaskBudget: .microseconds(d.processingTaskBudgetUSec),
             controlGroup: controlGroupID,
-            busCallBudget: .microseconds(d.busCallBudgetUSec)
+            busCallBudget: .microseconds(d.busCallBudgetUSec),
+            lockRecheck: .microseconds(d.lockRecheckUSec),
+            lockDeferral: .microseconds(d.lockDeferralUSec),
+            freezeTimeout: .microseconds(d.freezeTimeoutUSec),
+            freezeRetry: .microseconds(d.freezeRetryUSec)
         )
     }
 

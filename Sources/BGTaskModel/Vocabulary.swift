@@ -187,6 +187,19 @@ public enum Reason: String, CaseIterable, Hashable, Sendable {
     /// A method call on the session bus was addressed to the suspended app (`WakeForBusCall`, bgtaskd-focus;
     /// SPEC §14): it runs in the background for `BusCallBudgetSec` so that the caller gets its answer.
     case busCall = "bus-call"
+    /// SPEC §14: the app holds a lock another process waits for: its suspension is deferred.
+    case holdsContendedLock = "holds-contended-lock"
+    /// SPEC §14: a lock a frozen app holds became contended: the app was resumed into the background.
+    case lockContended = "lock-contended"
+    /// SPEC §14: the app still held a contended lock after `LockDeferralSec`: terminated.
+    case contendedLock = "contended-lock"
+    /// SPEC §14: a freeze was not confirmed within `FreezeTimeoutSec` (a process in uninterruptible sleep):
+    /// abandoned, and after the third in a row the app is terminated.
+    case freezeTimeout = "freeze-timeout"
+    /// The freeze could not be made at all (a `cgroup.freeze` write failed): the app stays in the background.
+    case freezeFailed = "freeze-failed"
+    /// SPEC §14: the cgroup of an app held frozen was thawed by someone else: frozen again.
+    case thawedExternally = "thawed-externally"
 }
 
 /// Why an app was launched (`launchReason` of `did-finish-launching`).

@@ -70,6 +70,10 @@ struct DaemonConfigTests {
             KillTimeoutSec=2s
             RefreshTaskBudgetSec=10s
             ProcessingTaskBudgetSec=1h
+            LockRecheckSec=250ms
+            LockDeferralSec=3s
+            FreezeTimeoutSec=500ms
+            FreezeRetrySec=1min
             [Refresh]
             BackgroundAppRefresh=unmetered
             DefaultAppRefresh=off
@@ -98,6 +102,10 @@ struct DaemonConfigTests {
         #expect(config.expirationWarningUSec == 2 * Self.second)
         #expect(config.maxBackgroundTasksPerApp == 8)
         #expect(config.launchTimeoutUSec == 1_500_000)
+        #expect(config.lockRecheckUSec == 250_000)
+        #expect(config.lockDeferralUSec == 3 * Self.second)
+        #expect(config.freezeTimeoutUSec == 500_000)
+        #expect(config.freezeRetryUSec == 60 * Self.second)
         #expect(config.willTerminateTimeoutUSec == Self.second)
         #expect(config.killTimeoutUSec == 2 * Self.second)
         #expect(config.refreshTaskBudgetUSec == 10 * Self.second)
@@ -168,6 +176,14 @@ struct DaemonConfigTests {
          #"/etc/bgtaskd/bgtaskd.conf:2: BackgroundTimeBudgetSec: time span must be finite, "infinity" is not allowed here"#),
         ("[Lifecycle]\nKillTimeoutSec=0",
          "/etc/bgtaskd/bgtaskd.conf:2: KillTimeoutSec: time span must be greater than 0"),
+        ("[Lifecycle]\n\nLockDeferralSec=soon",
+         #"/etc/bgtaskd/bgtaskd.conf:3: LockDeferralSec: invalid time span "soon""#),
+        ("[Lifecycle]\nLockRecheckSec=500us",
+         "/etc/bgtaskd/bgtaskd.conf:2: LockRecheckSec: time span must be at least 1ms"),
+        ("[Lifecycle]\nFreezeTimeoutSec=0",
+         "/etc/bgtaskd/bgtaskd.conf:2: FreezeTimeoutSec: time span must be at least 1ms"),
+        ("[Lifecycle]\nFreezeRetrySec=2y",
+         "/etc/bgtaskd/bgtaskd.conf:2: FreezeRetrySec: time span must be at most 1y"),
         ("[Lifecycle]\nLaunchTimeoutSec=2y",
          "/etc/bgtaskd/bgtaskd.conf:2: LaunchTimeoutSec: time span must be at most 1y"),
         ("[Lifecycle]\nMaxBackgroundTasksPerApp=0",

@@ -47,7 +47,12 @@ import Testing
         // End them all: every app is frozen as its last one ends, and no deadline is left.
         var frozen = 0
         for (app, task) in tasks {
-            let actions = machine.handle(.assertionEndRequested(app, task), now: now)
+            var actions = machine.handle(.assertionEndRequested(app, task), now: now)
+            // The shell's answers (SPEC §14): no lock held; the freeze done.
+            for case .observeLocks(let app, _) in actions {
+                actions += machine.handle(.locksObserved(app, LockObservation()), now: now)
+            }
+            for case .freeze(let app, _, _) in actions { _ = machine.handle(.freezeConfirmed(app), now: now) }
             frozen += actions.filter { if case .freeze = $0 { true } else { false } }.count
         }
         #expect(frozen == appCount)

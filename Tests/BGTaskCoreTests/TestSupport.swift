@@ -37,12 +37,25 @@ struct Harness {
 
     /// Feeds `input` at the current instant (and the confirmation of each freeze it causes, see
     /// `confirmFreezes`).
+    /// What the shell answers to ``Action/observeLocks(_:_:)`` for each app (SPEC §14; default: no lock).
+    /// `answerLockChecks` false: tests answer.
+    var locks: [AppID: LockObservation] = [:]
+    var answerLockChecks = true
+
     @discardableResult
     mutating func send(_ input: Input) -> [Action] {
-        var actions = machine.handle(input, now: now)
-        if confirmFreezes {
-            for case .freeze(let app, _, _) in actions {
-                actions += machine.handle(.freezeConfirmed(app), now: now)
+        var actions: [Action] = []
+        var inputs = [input]
+        while !inputs.isEmpty {
+            let out = machine.handle(inputs.removeFirst(), now: now)
+            actions += out
+            for action in out {
+                switch action {
+                case .freeze(let app, _, _) where confirmFreezes: inputs.append(.freezeConfirmed(app))
+                case .observeLocks(let app, _) where answerLockChecks:
+                    inputs.append(.locksObserved(app, locks[app] ?? LockObservation()))
+                default: break
+                }
             }
         }
         log += actions

@@ -145,6 +145,8 @@ private final class ServiceHarness: @unchecked Sendable {
                 launcher: launcher, clock: time.clock, powerSupplyPath: nil)
             server = VarlinkServer(queue: queue, service: service)
             service.server = server
+            // Stepped synchronously: the lock check before a freeze is answered at once (SPEC §14).
+            service.lockReadsOffQueue = false
         }
         // The refresh shell starts on the queue's next turn.
         queue.sync {}

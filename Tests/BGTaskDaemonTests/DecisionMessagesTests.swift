@@ -16,6 +16,8 @@ import Testing
         func send(_ input: Input) {
             for action in m.handle(input, now: t) {
                 if let d = action.decision { messages.append(d.message) }
+                // The shell's answer to a lock check (SPEC §14): no lock.
+                if case .observeLocks(let app, _) = action { send(.locksObserved(app, LockObservation())) }
             }
         }
         send(.appRegistered(AppManifest(id: app)))
@@ -44,6 +46,8 @@ import Testing
         func send(_ input: Input) {
             for action in m.handle(input, now: t) {
                 if let d = action.decision { messages.append(d.message) }
+                // The shell's answer to a lock check (SPEC §14): no lock.
+                if case .observeLocks(let app, _) = action { send(.locksObserved(app, LockObservation())) }
             }
         }
         send(.appRegistered(AppManifest(id: app, backgroundModes: [.audio])))

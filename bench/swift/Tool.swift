@@ -38,6 +38,8 @@ enum BenchTool {
             spawnBaseline(count: o.int("count"))
         case "notify-ready":
             notifyReady()
+        case "proc-locks":
+            procLocks(count: o.int("count"), rounds: o.int("rounds", 200), path: o.string("path"))
         default:
             fail("unknown command \(command)")
         }

@@ -44,6 +44,20 @@ enum DecisionMessages {
             return "resumed \(app) (\(d.reason.rawValue))"
         case .exemptFromFreezing:
             return "did not suspend \(app): it is exempt from freezing"
+        case .suspensionDeferredForLocks(let locks, let recheckIn, let terminateIn):
+            return "did not suspend \(app): it holds a lock another process waits for (\(list(locks))); "
+                + "trying again every \(recheckIn), terminating it if still waited for in \(terminateIn)"
+        case .resumedForContendedLock(let locks, let terminateIn):
+            return "resumed \(app) into the background: another process waits for a lock it holds (\(list(locks))); "
+                + "terminating it if still waited for in \(terminateIn)"
+        case .freezeAbandoned(let stalled, let after, let attempt, let retryIn):
+            let next = retryIn.map { "trying again in \($0)" } ?? "terminating it"
+            return "could not suspend \(app): not frozen within \(after) (attempt \(attempt) in a row); thawed, it stays "
+                + "in the background; processes that did not stop: \(stalled.map(\.description).joined(separator: ", ")); \(next)"
+        case .freezeNotMade(let error, let retryIn):
+            return "could not suspend \(app): \(error); it stays in the background, trying again in \(retryIn)"
+        case .refrozenAfterExternalThaw:
+            return "suspended \(app) again: its cgroup was thawed by someone else"
         case .launchCancelled(let cause):
             return "cancelled the launch of \(app): \(text(cause))"
         case .killedSuspended(let cause):
@@ -185,6 +199,15 @@ enum DecisionMessages {
         case .taskNotCompleted(let identifier): return "task \(identifier) was not completed in time"
         case .memoryPressure: return "memory pressure"
         case .daemonStopping: return "the daemon is stopping"
+        case .contendedLock(let locks, let after):
+            return "it still held a lock another process waits for \(after) after it was seen (\(list(locks)))"
+        case .freezeTimedOut(let times, let stalled):
+            return "\(times) freezes in a row did not complete (\(stalled.map(\.description).joined(separator: ", ")))"
         }
+    }
+
+    /// The locks of a SPEC §14 decision, one after the other.
+    static func list(_ locks: [LockContention]) -> String {
+        locks.map(\.description).joined(separator: "; ")
     }
 }

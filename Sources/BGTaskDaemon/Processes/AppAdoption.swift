@@ -98,6 +98,20 @@ final class AppAdoption {
     var onFrozen: (AppID) -> Void = { _ in }
     /// Freezes written and not yet seen done, with when they were written.
     private var pendingFreezes: [AppID: Int64] = [:]
+    /// SPEC §14: an app whose instances this watcher froze (seen done) was thawed by someone else.
+    var onThawedExternally: (AppID) -> Void = { _ in }
+    /// Apps whose instances it froze and saw frozen, until it thaws or kills them.
+    private var held: Set<AppID> = []
+
+    /// How a freeze of an app's instances started.
+    enum FreezeStart: Equatable {
+        /// Every instance says `frozen 1` already (or there is none).
+        case done
+        /// Written; ``onFrozen`` follows once every instance is frozen.
+        case pending
+        /// A write failed (`error` says which and why): nothing is awaited, the freeze is not made.
+        case failed(String)
+    }
 
     private enum Level { case root, userSlice, userManager, appSlice }
     private struct Unit {
@@ -133,10 +147,7 @@ final class AppAdoption {
         source.resume()
     }
 
-    deinit {
-        source.cancel()
-        for timer in warningTimers.values { timer.cancel() }
-    }
+    deinit { source.cancel() }
 
     /// The watched root from `AdoptFrom=`, read as `CgroupRoot=` is (``CgroupPath/resolve(_:mount:)``).
     static func rootPath(adoptFrom: String, mount: String) -> String {
@@ -204,45 +215,29 @@ final class AppAdoption {
 
     // MARK: - Effects (for the core's actions)
 
-    /// Freezes every instance of the app; true when each already says `frozen 1` (else ``onFrozen`` follows).
-    @discardableResult
-    func freeze(_ app: AppID) -> Bool {
+    /// Freezes every instance of the app. A write that fails is a failed freeze (it will not freeze
+    /// anything later either); the time limit of one not done is the core's (`FreezeTimeoutSec`).
+    func freeze(_ app: AppID) -> FreezeStart {
         pendingFreezes[app] = nil
         let start = Monotonic.nowUSec()
-        var failed = false
+        var failures: [String] = []
         for path in paths(of: app) {
             let e = write(path, .freeze)
             if e != 0 {
-                failed = true
+                failures.append("\(path)/cgroup.freeze: \(Cgroup.errorText(e))")
                 logger.warning("adoption: cannot freeze \(path): \(Cgroup.errorText(e))", metadata: ["BGTASKD_APP": "\(app)"])
             } else if Cgroup.events(path)?.frozen == true {
                 logger.info("froze \(app) instance \(path): frozen 1 after \(Monotonic.nowUSec() - start) µs",
                             metadata: ["BGTASKD_APP": "\(app)"])
             }
         }
-        // A write that failed will not freeze anything later either: nothing to wait for (it was logged).
-        if dryRun || failed || frozen(app) { return true }
+        if !failures.isEmpty { return .failed("cannot write " + failures.joined(separator: ", ")) }
+        if dryRun || frozen(app) {
+            if !dryRun { held.insert(app) }
+            return .done
+        }
         pendingFreezes[app] = start
-        // As the cgroup freezer does: not done after 1 s, a warning (and it is still awaited).
-        warningTimers[app]?.cancel()
-        let timer = DispatchSource.makeTimerSource(queue: queue)
-        timer.setEventHandler { [weak self] in self?.freezeLate(app, start: start) }
-        timer.schedule(deadline: .now() + .microseconds(Int(CgroupFreezer.confirmWarningUSec)), leeway: .milliseconds(10))
-        timer.resume()
-        warningTimers[app] = timer
-        return false
-    }
-
-    /// One-shot: a freeze of the app's instances not done 1 s after it was written.
-    private var warningTimers: [AppID: any DispatchSourceTimer] = [:]
-
-    private func freezeLate(_ app: AppID, start: Int64) {
-        warningTimers.removeValue(forKey: app)?.cancel()
-        guard pendingFreezes[app] == start else { return }
-        let paths = paths(of: app).filter { Cgroup.events($0)?.frozen != true }
-        logger.warning(
-            "\(app) is not frozen \(CgroupFreezer.confirmWarningUSec / 1000) ms after writing cgroup.freeze (instances: \(paths.joined(separator: " ")))",
-            metadata: ["BGTASKD_APP": "\(app)"])
+        return .pending
     }
 
     /// Whether every present instance of the app is frozen (or empty).
@@ -257,7 +252,7 @@ final class AppAdoption {
     private func checkPendingFreeze(_ app: AppID?) {
         guard let app, let start = pendingFreezes[app], frozen(app) else { return }
         pendingFreezes[app] = nil
-        warningTimers.removeValue(forKey: app)?.cancel()
+        held.insert(app)
         logger.info("froze \(app): every instance frozen 1 after \(Monotonic.nowUSec() - start) µs",
                     metadata: ["BGTASKD_APP": "\(app)", "BGTASKD_FREEZE_LATENCY_USEC": "\(Monotonic.nowUSec() - start)"])
         onFrozen(app)
@@ -265,6 +260,7 @@ final class AppAdoption {
 
     func thaw(_ app: AppID) {
         pendingFreezes[app] = nil
+        held.remove(app)
         for path in paths(of: app) {
             let e = write(path, .thaw)
             if e != 0 {
@@ -281,6 +277,7 @@ final class AppAdoption {
 
     func kill(_ app: AppID) {
         pendingFreezes[app] = nil
+        held.remove(app)
         for path in paths(of: app) where write(path, .kill) != 0 {
             for pid in Cgroup.procsRecursive(path) { _ = Glibc.kill(pid, SIGKILL) }
         }
@@ -298,8 +295,31 @@ final class AppAdoption {
     /// Daemon stops: nothing it froze stays frozen.
     func thawAll() {
         pendingFreezes.removeAll()
+        held.removeAll()
         guard !dryRun else { return }
         for (path, unit) in units where unit.app != nil { write(path, .thaw) }
+    }
+
+    /// Every process in the app's instances.
+    func processes(_ app: AppID) -> [Int32] {
+        paths(of: app).flatMap { Cgroup.procsRecursive($0) }
+    }
+
+    /// SPEC §14: an instance of an app held frozen whose `cgroup.freeze` someone set to 0 is reported once
+    /// (the app is frozen again by the core's `.freeze`, which marks it held again).
+    private func checkThawed(_ path: String) {
+        guard let app = units[path]?.app, held.contains(app), units[path]?.present == true,
+              let events = Cgroup.events(path), !events.frozen, events.populated,
+              readFile(path + "/cgroup.freeze")?.hasPrefix("0") == true
+        else { return }
+        held.remove(app)
+        logger.notice("\(app) instance \(path) was thawed by someone else (cgroup.freeze 0)", metadata: ["BGTASKD_APP": "\(app)"])
+        onThawedExternally(app)
+    }
+
+    /// After system sleep: every held app whose instances were thawed meanwhile is reported.
+    func recheckHeld() {
+        for path in units.keys.sorted() { checkThawed(path) }
     }
 
     private func paths(of app: AppID) -> [String] {
@@ -426,6 +446,7 @@ final class AppAdoption {
             }
             evaluate(path)
             checkPendingFreeze(units[path]?.app)
+            checkThawed(path)
             return
         }
         guard let (dir, level) = dirs[wd] else { return }

@@ -12,15 +12,21 @@ import BGTaskConfig
 /// `frozen 1` (re-read at once, else watched with inotify — never a sleep loop); thaw is complete when
 /// the write returns; kill is `cgroup.kill`, which also works on a frozen app. An app whose process
 /// checked in from outside and cannot be moved into its cgroup is managed with signals instead.
+/// A freeze that does not complete is the core's deadline (`FreezeTimeoutSec`, SPEC §14), not this
+/// freezer's: it only reports "frozen". A cgroup it froze that someone else thaws (`cgroup.freeze` 0, seen
+/// through the same inotify watch) is reported to ``onThawedExternally``.
 final class CgroupFreezer: Freezer {
     var name: String { "cgroup" }
     var onFrozen: ((AppID) -> Void)?
+    /// SPEC §14: an app this freezer holds frozen was thawed by someone else (called on the daemon's queue).
+    var onThawedExternally: ((AppID) -> Void)?
     let layout: CgroupLayout
     let queue: DispatchQueue
     let logger: Logger
     /// `KillTimeoutSec=`: between SIGTERM and cgroup.kill for what a previous run left running.
     let killTimeoutUSec: Int64
-    /// A freeze not confirmed within this time is logged as a warning (it is still awaited).
+    /// The signal freezer logs a stop not done after this (a log line only: the time limit that decides is
+    /// the core's `FreezeTimeoutSec`).
     static let confirmWarningUSec: Int64 = 1_000_000
 
     private let watcher: CgroupEventsWatcher
@@ -28,6 +34,8 @@ final class CgroupFreezer: Freezer {
     private let signals: SignalFreezer
     private var signalManaged: Set<AppID> = []
     private var pendingFreezes: [AppID: PendingFreeze] = [:]
+    /// Apps whose cgroup this freezer froze and saw `frozen 1` (until it thaws, kills or releases them).
+    private var held: Set<AppID> = []
     /// App cgroups to remove as soon as they are empty (keyed by directory name).
     private var removeWhenEmpty: Set<String> = []
     /// What a previous run left running, by directory name (Recovery.swift).
@@ -40,13 +48,7 @@ final class CgroupFreezer: Freezer {
 
     struct PendingFreeze {
         var startUSec: Int64
-        /// The "not frozen after 1 s" warning was logged.
-        var warned = false
     }
-    /// One timer for every pending freeze's warning, armed only while one is pending (issue 15: no
-    /// Dispatch source is made per freeze on the way to its confirmation).
-    private var warningTimer: (any DispatchSourceTimer)?
-    private var warningTimerArmed = false
 
     struct Leftover {
         var pids: [Int32]
@@ -183,7 +185,6 @@ final class CgroupFreezer: Freezer {
         }
         if !watchedBefore { watcher.watch(path, key: app.rawValue) }
         pendingFreezes[app] = PendingFreeze(startUSec: start)
-        armWarningTimer()
         // The kernel may have finished between the write and a watch added just now: look once more.
         if !watchedBefore, Cgroup.events(path)?.frozen == true {
             confirmed(app, startUSec: start)
@@ -193,6 +194,7 @@ final class CgroupFreezer: Freezer {
     }
 
     func thaw(app: AppID, pid: Int32?) {
+        held.remove(app)
         if signalManaged.contains(app) { return signals.thaw(app: app, pid: pid) }
         cancelPending(app)
         let path = layout.appPath(app.rawValue)
@@ -213,6 +215,7 @@ final class CgroupFreezer: Freezer {
 
     func kill(app: AppID, pid: Int32?) {
         cancelPending(app)
+        held.remove(app)
         if signalManaged.contains(app) { return signals.kill(app: app, pid: pid) }
         let path = layout.appPath(app.rawValue)
         let inCgroup = Cgroup.procsRecursive(path)
@@ -222,6 +225,7 @@ final class CgroupFreezer: Freezer {
 
     func released(app: AppID) {
         cancelPending(app)
+        held.remove(app)
         if signalManaged.contains(app) { signals.released(app: app) } else { signals.forget(app: app) }
         signalManaged.remove(app)
         let key = app.rawValue
@@ -249,6 +253,7 @@ final class CgroupFreezer: Freezer {
             if Cgroup.events(path)?.populated == false { Cgroup.removeTree(path) }
         }
         for app in Array(pendingFreezes.keys) { cancelPending(app) }
+        held.removeAll()
         signals.thawAll()
     }
 
@@ -258,64 +263,14 @@ final class CgroupFreezer: Freezer {
         pendingFreezes.removeValue(forKey: app)
     }
 
-    /// Runs the warning sweep while freezes are pending (a quarter of the warning time apart).
-    private func armWarningTimer() {
-        guard !warningTimerArmed else { return }
-        let period = DispatchTimeInterval.microseconds(Int(Self.confirmWarningUSec / 4))
-        if warningTimer == nil {
-            let t = DispatchSource.makeTimerSource(queue: queue)
-            t.setEventHandler { [weak self] in self?.sweepPendingFreezes() }
-            warningTimer = t
-            t.schedule(deadline: .now() + period, repeating: period, leeway: .milliseconds(10))
-            t.resume()
-        } else {
-            warningTimer?.schedule(deadline: .now() + period, repeating: period, leeway: .milliseconds(10))
-        }
-        warningTimerArmed = true
-    }
-
-    private func sweepPendingFreezes() {
-        let now = Monotonic.nowUSec()
-        for (app, pending) in pendingFreezes where !pending.warned && now - pending.startUSec >= Self.confirmWarningUSec {
-            freezeSlow(app)
-        }
-        if pendingFreezes.isEmpty, warningTimerArmed {
-            // Disarmed, not suspended: a suspended repeating timer still wakes libdispatch every period.
-            warningTimer?.schedule(deadline: .distantFuture)
-            warningTimerArmed = false
-        }
-    }
-
-    deinit { warningTimer?.cancel() }
-
     private func confirmed(_ app: AppID, startUSec: Int64) {
         let latency = Monotonic.nowUSec() - startUSec
-        let late = pendingFreezes[app]?.warned ?? false
         cancelPending(app)
+        held.insert(app)
         confirmedFreezes += 1
         lastFreezeLatencyUSec = latency
         let metadata: Logger.Metadata = ["BGTASKD_APP": "\(app)", "BGTASKD_FREEZE_LATENCY_USEC": "\(latency)"]
-        if late {
-            logger.notice("froze \(app): cgroup.events frozen 1, late, after \(latency) µs", metadata: metadata)
-        } else {
-            logger.info("froze \(app): cgroup.events frozen 1 after \(latency) µs", metadata: metadata)
-        }
-    }
-
-    /// A pending freeze is not confirmed after `confirmWarningUSec`.
-    private func freezeSlow(_ app: AppID) {
-        guard var pending = pendingFreezes[app] else { return }
-        let path = layout.appPath(app.rawValue)
-        if Cgroup.events(path)?.frozen == true {
-            confirmed(app, startUSec: pending.startUSec)
-            onFrozen?(app)
-            return
-        }
-        pending.warned = true
-        pendingFreezes[app] = pending
-        let pids = Cgroup.procsRecursive(path).map(String.init).joined(separator: " ")
-        logger.warning("\(app) is not frozen \(Self.confirmWarningUSec / 1000) ms after writing cgroup.freeze (processes: \(pids))",
-                       metadata: ["BGTASKD_APP": "\(app)"])
+        logger.info("froze \(app): cgroup.events frozen 1 after \(latency) µs", metadata: metadata)
     }
 
     private func eventsChanged(_ key: String) {
@@ -324,11 +279,31 @@ final class CgroupFreezer: Freezer {
         if let app = AppID(key), let pending = pendingFreezes[app], events?.frozen == true {
             confirmed(app, startUSec: pending.startUSec)
             onFrozen?(app)
+        } else if let app = AppID(key), held.contains(app), let events, !events.frozen, events.populated,
+                  readFile(path + "/cgroup.freeze")?.hasPrefix("0") == true
+        {
+            // Not a cgroup still freezing a newcomer (its cgroup.freeze says 1): someone wrote 0 (SPEC §14).
+            held.remove(app)
+            logger.notice("\(app) was thawed by someone else (\(path)/cgroup.freeze 0)", metadata: ["BGTASKD_APP": "\(app)"])
+            onThawedExternally?(app)
         }
         if events?.populated != true {
             if leftovers[key] != nil { leftoverGone(key) }
             if removeWhenEmpty.contains(key) { remove(key) }
         }
+    }
+
+    /// SPEC §14 (after system sleep): every app held frozen whose cgroup was thawed meanwhile is reported.
+    func recheckHeld() {
+        for app in held.sorted() { eventsChanged(app.rawValue) }
+    }
+
+    /// Every process of the app: its cgroup's (and the tree of `pid` when it is managed with signals or
+    /// lives outside the cgroup).
+    func processes(app: AppID, pid: Int32?) -> [Int32] {
+        var pids = signalManaged.contains(app) ? [] : Cgroup.procsRecursive(layout.appPath(app.rawValue))
+        if let pid, !pids.contains(pid) { pids += SignalFreezer.processTree(root: pid) }
+        return pids
     }
 
     /// Removes an empty app cgroup.
