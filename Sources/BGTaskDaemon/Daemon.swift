@@ -286,11 +286,14 @@ public final class Daemon: @unchecked Sendable {
             // issue 15: a SIGHUP during start-up, before the apps are registered, reloads once they are.
             return .success(ReloadReport())
         case .ignored:
-            logger.info("reload ignored: the daemon is stopping")
-            return .success(ReloadReport())
+            // Nothing new starts once the stop has begun (`DaemonLifecycle`): no RELOADING=1, no READY=1.
+            let note = "bgtaskd is stopping: the configuration in force stays until it exits"
+            logger.info("reload ignored: \(note)")
+            return .success(ReloadReport(applied: [], notApplied: [note]))
         }
     }
 
+    /// Re-reads the files and applies them to `serving`'s service and server.
     @discardableResult
     private func reload(_ serving: Serving) -> Result<ReloadReport, LoadedConfiguration.LoadError> {
         let service = serving.service
@@ -337,19 +340,12 @@ public final class Daemon: @unchecked Sendable {
     /// app answers will-terminate on its stream); a second signal does not shorten the sequence.
     private func stop(signal sig: Int32) {
         dispatchPrecondition(condition: .onQueue(queue))
-        let service: DaemonService
-        switch lifecycle.stopRequested() {
-        case .ignore:
-            return
-        case .exit:
-            notifier.stopping()
-            logger.info("stopping on signal \(sig)")
-            return finishStop(nil)
-        case .stopApps(let serving):
-            notifier.stopping()
-            logger.info("stopping on signal \(sig)")
-            service = serving.service
-        }
+        let action = lifecycle.stopRequested()
+        if case .ignore = action { return }
+        notifier.stopping()
+        logger.info("stopping on signal \(sig)")
+        guard case .stopApps(let serving) = action else { return finishStop(nil) }
+        let service = serving.service
         let onTerminal = getenv("JOURNAL_STREAM") == nil
         let started = service.lifecycle.appsStartedByDaemon
         if onTerminal {
