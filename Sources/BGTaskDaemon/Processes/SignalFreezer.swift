@@ -139,6 +139,7 @@ final class SignalFreezer: Freezer {
         frozen.removeAll()
     }
 
+    // MARK: - Confirmation
 
     /// The processes of `pids` that run (pid, state letter): neither stopped (`T`, `t`) nor gone (`Z`,
     /// `X`, no /proc entry).
