@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from support import NotifySocket, RawClient, assert_answers, get_info
+from support import NotifySocket, RawClient, assert_answers, get_info, journal_entries
 
 
 def test_socket_activation_adopts_the_passed_fd(daemon):
@@ -101,3 +101,40 @@ def test_a_call_right_after_ready_sees_every_app(daemon, notify_socket):
     listed = {a["appId"] for a in reply["parameters"]["apps"]}
     missing = set(apps) - listed
     assert not missing, f"{len(missing)} of {n} apps missing from the first ListApps after READY=1"
+
+
+def test_a_reload_during_the_stop_is_ignored(daemon, notify_socket):
+    """Once the stop has begun nothing new starts: a SIGHUP while the daemon waits for an app that ignores
+    SIGTERM sends no RELOADING=1 (nor a READY=1 after STOPPING=1), the journal says the reload was
+    ignored, and the stop ends as before (the app is killed after KillTimeoutSec, exit 0)."""
+    app = "org.test.IgnoresTerm"
+    d = daemon(env={"NOTIFY_SOCKET": notify_socket.path}, wait=False,
+               conf="[Lifecycle]\nKillTimeoutSec=3s\n",
+               apps={app: f"[App]\nID={app}\nExec=/bin/sh -c 'trap \"\" TERM; while :; do sleep 1; done'\n"
+                          "LifecycleAware=no\n"})
+    notify_socket.wait_for("READY")
+    with RawClient(d.socket) as c:
+        assert "error" not in c.call("io.bgtaskd.Manager.Launch", {"appId": app}), d.output()
+    d.send_signal(signal.SIGTERM)
+    notify_socket.wait_for("STOPPING")
+    d.send_signal(signal.SIGHUP)
+    # The stop lasts KillTimeoutSec (3 s) with this app: the SIGHUP is taken during it.
+    ignored = journal_entries(want=lambda es: any(e["MESSAGE"].startswith("reload ignored") for e in es),
+                              timeout=10.0)
+    try:
+        assert d.proc.wait(15) == 0, d.output()
+    except Exception:
+        d.proc.kill()
+        raise
+    # Every notification it sent is queued by now: read them without waiting.
+    after = []
+    notify_socket.sock.setblocking(False)
+    while True:
+        try:
+            data = notify_socket.sock.recv(65536).decode()
+        except BlockingIOError:
+            break
+        after.append(dict(line.split("=", 1) for line in data.split("\n") if "=" in line))
+    assert not any("RELOADING" in n or "READY" in n for n in after), after
+    assert any(e["MESSAGE"].startswith("reload ignored") for e in ignored), \
+        [e["MESSAGE"] for e in ignored][-20:]

@@ -32,10 +32,9 @@ public final class Daemon: @unchecked Sendable {
     let options: DaemonOptions
     let journal: JournalSink
     let notifier = Notifier()
-    var service: DaemonService?
-    var server: VarlinkServer?
+    /// Start, reload and stop: the phase and what is valid in it (`DaemonLifecycle`). On `queue`.
+    private var lifecycle = DaemonLifecycle<StartSetup, Serving>()
     var signalSources: [any DispatchSourceSignal] = []
-    var watchdogTimer: (any DispatchSourceTimer)?
     /// issue 5: the PSI trigger of `[Memory] PressureKill=yes` (nil when off).
     var memoryPressure: MemoryPressureMonitor?
     var boundPath: String?
@@ -89,12 +88,17 @@ public final class Daemon: @unchecked Sendable {
         let daemonConfig = config
         queue.async { [self] in
             let (freezer, freezerReason) = makeFreezer(daemonConfig)
-            self.freezer = (freezer, freezerReason)
+            lifecycle.setupMade(StartSetup(freezer: freezer, reason: freezerReason))
             let freezerName = freezer.name
             // READY=1 only once the signal sources are registered: a SIGTERM sent right after READY
             // must stop the daemon, not fall into the SIG_IGN set before registration.
             installSignalHandlers { [self] in
-                signalsRegistered = true
+                let serve: (Serving, reload: Bool)?
+                switch lifecycle.signalsRegistered() {
+                case .none: return
+                case .announceReady: serve = nil
+                case .announceReadyAndServe(let serving, let reload): serve = (serving, reload)
+                }
                 let socket = boundPath ?? "the socket passed by systemd"
                 let freezerText = "freezer backend \(freezerName): \(freezerReason)"
                 logger.info("bgtaskd started, listening on \(socket); \(freezerText)")
@@ -109,7 +113,7 @@ public final class Daemon: @unchecked Sendable {
                     writeStderr("bgtaskd: \(freezerText)\n")
                     if freezerName == "none" { writeStderr("bgtaskd: dry run: decisions are logged but not enforced\n") }
                 }
-                startServing(fd: fd)
+                if let serve { startServing(serve.0, fd: fd, reload: serve.reload) }
             }
         }
         // The apps, here (not on the queue: it stays free for the signal sources and READY=1).
@@ -118,27 +122,35 @@ public final class Daemon: @unchecked Sendable {
         let loaded = config
         queue.async { [self] in
             for w in appWarnings { logger.warning("\(w)") }
-            makeService(loaded, fd: fd)
+            switch lifecycle.appsLoaded(register: { makeService(loaded, setup: $0) }) {
+            case .serve(let serving, let reload): startServing(serving, fd: fd, reload: reload)
+            case .waitForSignals, .discard: break
+            }
         }
         dispatchMain()
     }
 
-    /// The freezer made at start-up (on the queue, before READY=1) and why it is the one in force.
-    private var freezer: (any Freezer, String)?
-    /// Set on the queue once the signal sources are registered (READY=1 was sent).
-    private var signalsRegistered = false
-    /// A SIGHUP that came before the service existed: reloaded once it does.
-    private var reloadPending = false
+    /// Made at start-up (on the queue, before READY=1): the freezer and why it is the one in force.
+    struct StartSetup {
+        let freezer: any Freezer
+        let reason: String
+    }
+
+    /// Made once the apps are registered: what serves clients until exit.
+    struct Serving {
+        let service: DaemonService
+        let server: VarlinkServer
+        /// WATCHDOG=1 pings (nil when systemd asked for none).
+        let watchdog: (any DispatchSourceTimer)?
+    }
 
     /// The service and the server for `config` (with its apps), on the queue; serving starts once READY=1
     /// was sent too (`startServing`).
-    private func makeService(_ config: LoadedConfiguration, fd: Int32) {
+    private func makeService(_ config: LoadedConfiguration, setup: StartSetup) -> Serving {
         dispatchPrecondition(condition: .onQueue(queue))
-        guard let made = self.freezer, !stopping else { return }
-        let (freezer, freezerReason) = made
         let service = DaemonService(
-            queue: queue, config: config, journal: journal, logger: logger, options: options, freezer: freezer)
-        service.freezerReason = freezerReason
+            queue: queue, config: config, journal: journal, logger: logger, options: options, freezer: setup.freezer)
+        service.freezerReason = setup.reason
         service.reloadHandler = { [weak self] in self?.reload() ?? .success(ReloadReport()) }
         var limits = VarlinkLimits()
         limits.maxMessageSize = config.maxMessageSize
@@ -154,52 +166,45 @@ public final class Daemon: @unchecked Sendable {
         queue.setSpecific(key: Self.stateQueueKey, value: true)
         journal.onCongestion({ [self] in
             if DispatchQueue.getSpecific(key: Self.stateQueueKey) == true {
-                pauseForJournal()
+                pauseForJournal(server)
             } else {
-                queue.async { [self] in pauseForJournal() }
+                queue.async { [self] in pauseForJournal(server) }
             }
         }, relieved: { [queue, server, journal] in
             // Congested again before this runs: stay paused until the next relief.
             queue.async { if !journal.isCongested { server.resumeIO() } }
         })
-        self.service = service
         service.startSystemSleep()  // SPEC §14
-        updateMemoryPressure(config)  // issue 5
-        self.server = server
-        startWatchdog()
-        startServing(fd: fd)
+        updateMemoryPressure(config, service: service)  // issue 5
+        return Serving(service: service, server: server, watchdog: startWatchdog())
     }
 
     /// Serving starts once both the signal sources are registered (the socket thread answers calls
     /// without libdispatch's event thread, so a client could otherwise be answered before
     /// SIGTERM/SIGHUP are taken: still SIG_IGN then, lost) and every app is registered. Connections
-    /// made before wait in the listening socket's backlog. On the queue; the second call starts.
-    private func startServing(fd: Int32) {
+    /// made before wait in the listening socket's backlog. On the queue, when `lifecycle` says so;
+    /// `reload`: a SIGHUP came before the apps were registered.
+    private func startServing(_ serving: Serving, fd: Int32, reload: Bool) {
         dispatchPrecondition(condition: .onQueue(queue))
-        guard signalsRegistered, let server, !stopping else { return }
-        server.listen(fd: fd)
-        if reloadPending {
-            reloadPending = false
-            reload()
-        }
+        serving.server.listen(fd: fd)
+        if reload { self.reload(serving) }
     }
 
     /// Stops serving clients while the journal is congested, for `journalPauseLimit` at most. On `queue`.
-    private func pauseForJournal() {
-        guard let server, journal.isCongested else { return }
+    private func pauseForJournal(_ server: VarlinkServer) {
+        guard journal.isCongested else { return }
         server.pauseIO()
         journalPauses += 1
         let pause = journalPauses
-        holdForJournal(pause)
+        holdForJournal(pause, server: server)
     }
 
     /// Ends pause `pause` after `journalPauseLimit` unless essential entries (state changes, denials) still
     /// wait beyond what the sink holds: those are never dropped, so clients wait for journald (issue 11).
-    private func holdForJournal(_ pause: Int) {
-        guard let server else { return }
+    private func holdForJournal(_ pause: Int, server: VarlinkServer) {
         queue.asyncAfter(deadline: .now() + Self.journalPauseLimit) { [self] in
             guard pause == journalPauses, server.ioPaused, journal.isCongested else { return }
-            if journal.mustHoldClients { return holdForJournal(pause) }
+            if journal.mustHoldClients { return holdForJournal(pause, server: server) }
             logger.warning("journald took no entries for 1 s: serving clients again; entries that do not fit in the journal queue are dropped and counted (Stats journalDropped)")
             server.resumeIO()
         }
@@ -230,12 +235,12 @@ public final class Daemon: @unchecked Sendable {
 
     /// issue 5: starts, restarts or stops the memory-pressure trigger for `config` (SPEC §8); its
     /// triggers become the core's `memoryPressureTriggered` input (the core decides to warn or reclaim).
-    private func updateMemoryPressure(_ config: LoadedConfiguration) {
-        let cgroupPressure = (service?.freezer as? CgroupFreezer).map { $0.layout.apps + "/memory.pressure" }
+    private func updateMemoryPressure(_ config: LoadedConfiguration, service: DaemonService) {
+        let cgroupPressure = (service.freezer as? CgroupFreezer).map { $0.layout.apps + "/memory.pressure" }
         memoryPressure = MemoryPressureMonitor.reconfigure(
             memoryPressure, config: config.daemon, cgroupPressure: cgroupPressure, queue: queue, logger: logger
-        ) { [weak self] input in self?.service?.feed(input) }
-        service?.memoryPressure = memoryPressure
+        ) { [weak service] input in service?.feed(input) }
+        service.memoryPressure = memoryPressure
     }
 
     /// Installs the signal sources; `registered` runs on the queue once all of them are registered.
@@ -258,15 +263,15 @@ public final class Daemon: @unchecked Sendable {
     }
 
     /// Sends WATCHDOG=1 from the state queue, so a stalled queue stops the pings and systemd notices.
-    private func startWatchdog() {
-        guard let usec = notifier.watchdogUSec else { return }
+    private func startWatchdog() -> (any DispatchSourceTimer)? {
+        guard let usec = notifier.watchdogUSec else { return nil }
         let interval = DispatchTimeInterval.microseconds(Int(usec / 2))
         let timer = DispatchSource.makeTimerSource(queue: queue)
         timer.schedule(deadline: .now() + interval, repeating: interval, leeway: .milliseconds(50))
         let notifier = self.notifier
         timer.setEventHandler { notifier.watchdog() }
         timer.resume()
-        watchdogTimer = timer
+        return timer
     }
 
     /// SIGHUP / Reload: re-read configuration without dropping clients; keep the old one on error, which
@@ -274,11 +279,24 @@ public final class Daemon: @unchecked Sendable {
     @discardableResult
     func reload() -> Result<ReloadReport, LoadedConfiguration.LoadError> {
         dispatchPrecondition(condition: .onQueue(queue))
-        // issue 15: a SIGHUP during start-up, before the apps are registered, reloads once they are.
-        guard let service else {
-            reloadPending = true
+        switch lifecycle.reloadRequested() {
+        case .reload(let serving):
+            return reload(serving)
+        case .deferred:
+            // issue 15: a SIGHUP during start-up, before the apps are registered, reloads once they are.
             return .success(ReloadReport())
+        case .ignored:
+            // Nothing new starts once the stop has begun (`DaemonLifecycle`): no RELOADING=1, no READY=1.
+            let note = "bgtaskd is stopping: the configuration in force stays until it exits"
+            logger.info("reload ignored: \(note)")
+            return .success(ReloadReport(applied: [], notApplied: [note]))
         }
+    }
+
+    /// Re-reads the files and applies them to `serving`'s service and server.
+    @discardableResult
+    private func reload(_ serving: Serving) -> Result<ReloadReport, LoadedConfiguration.LoadError> {
+        let service = serving.service
         notifier.reloading()
         var loaded = LoadedConfiguration.load(from: options)
         // A manifest that cannot be read is left out at start; on reload it would end its running app,
@@ -296,10 +314,11 @@ public final class Daemon: @unchecked Sendable {
             var done = report
             done.applied = config.appliedChanges(from: old)
             service.apply(config)
-            server?.limits.maxConnectionsPerUser = config.daemon.maxConnectionsPerUser  // issue 11
-            server?.limits.incompleteMessageTimeoutUSec = config.daemon.incompleteMessageTimeoutUSec
-            server?.limits.maxMessageSize = config.maxMessageSize  // connections accepted from now on
-            updateMemoryPressure(config)  // issue 5
+            let server = serving.server
+            server.limits.maxConnectionsPerUser = config.daemon.maxConnectionsPerUser  // issue 11
+            server.limits.incompleteMessageTimeoutUSec = config.daemon.incompleteMessageTimeoutUSec
+            server.limits.maxMessageSize = config.maxMessageSize  // connections accepted from now on
+            updateMemoryPressure(config, service: service)  // issue 5
             for note in done.notApplied { logger.warning("reload: \(note)") }
             if done.notApplied.isEmpty {
                 logger.info("configuration reloaded\(done.applied.isEmpty ? " (nothing changed)" : ": " + done.applied.joined(separator: ", "))")
@@ -316,19 +335,18 @@ public final class Daemon: @unchecked Sendable {
         }
     }
 
-    private var stopping = false
-
     /// SIGTERM/SIGINT (SPEC §9): terminate the apps this daemon started (will-terminate, SIGTERM, SIGKILL
     /// after KillTimeoutSec), thaw whatever is left frozen, then stop. Clients are served meanwhile (an
     /// app answers will-terminate on its stream); a second signal does not shorten the sequence.
     private func stop(signal sig: Int32) {
         dispatchPrecondition(condition: .onQueue(queue))
-        guard !stopping else { return }
-        stopping = true
+        let action = lifecycle.stopRequested()
+        if case .ignore = action { return }
         notifier.stopping()
         logger.info("stopping on signal \(sig)")
+        guard case .stopApps(let serving) = action else { return finishStop(nil) }
+        let service = serving.service
         let onTerminal = getenv("JOURNAL_STREAM") == nil
-        guard let service else { return finishStop() }
         let started = service.lifecycle.appsStartedByDaemon
         if onTerminal {
             writeStderr("bgtaskd: stopping on signal \(sig)"
@@ -340,14 +358,15 @@ public final class Daemon: @unchecked Sendable {
                 let dry = service.dryRun ? " (dry run: FreezerBackend=none, left running)" : ""
                 logger.warning("stopping with apps whose exit was not seen\(dry): \(left.map(\.rawValue).joined(separator: ", "))")
             }
-            finishStop()
+            if let serving = lifecycle.appsStopped() { finishStop(serving) }
         }
     }
 
-    private func finishStop() {
+    /// Shuts down what serves (nil: nothing served yet) and exits.
+    private func finishStop(_ serving: Serving?) {
         if getenv("JOURNAL_STREAM") == nil { writeStderr("bgtaskd: stopped\n") }
-        service?.shutdown()
-        server?.shutdown()
+        serving?.service.shutdown()
+        serving?.server.shutdown()
         if let boundPath { unlink(boundPath) }
         journal.flush()
         exit(0)
