@@ -250,32 +250,28 @@ def test_an_adopted_instance_thawed_by_hand_is_frozen_again(daemon, adopted_unit
 
 
 def test_an_adopted_instance_whose_freeze_write_fails_is_never_reported_suspended(daemon, adopted_unit):
-    """The daemon sees the user managers' tree through a read-only bind mount (as in a container whose
+    """The daemon sees the user managers' tree read-only (a bind mount onto itself, as in a container whose
     /sys/fs/cgroup is mounted read-only), in a mount namespace of its own: every cgroup.freeze write fails
     with EROFS. The failed write is a failed freeze: decision policy / freeze-failed, never suspended."""
     scratch, scope = adopted_unit
-    view = f"/tmp/bgtaskd-ro-cgroup-{os.getpid()}"
-    os.makedirs(view, exist_ok=True)
-    src = f"{scratch}/user.slice"
+    # The subtree made read-only in place (bound onto itself), so that AdoptFrom= names it where it is: a
+    # path under the cgroup mount is that directory (bgtaskd.conf(5)).
+    view = f"{scratch}/user.slice"
     prefix = ("unshare", "-m", "--propagation", "private", "--", "sh", "-c",
-              f'mount --bind "{src}" "{view}" && mount -o remount,bind,ro "{view}" && exec "$@"', "sh")
+              f'mount --bind "{view}" "{view}" && mount -o remount,bind,ro "{view}" && exec "$@"', "sh")
     since = time.time()
-    try:
-        d = daemon(conf=adopted_conf(view), apps={ADOPTED: manifest(ADOPTED, "sleep 1000")}, prefix=prefix)
-        m = Manager(d.socket)
-        m.wait_state(ADOPTED, "active", timeout=10)
-        m.call("Background", appId=ADOPTED)
-        # The first decision after the grace window: journalctl ORs the two DECISION matches.
-        first = wait_journal(since, f"BGTASKD_APP={ADOPTED}", "BGTASKD_DECISION=policy", "BGTASKD_DECISION=suspend",
-                             timeout=10)[0]
-        assert (first["BGTASKD_DECISION"], first["BGTASKD_REASON"]) == ("policy", "freeze-failed"), first["MESSAGE"]
-        assert "Read-only file system" in first["MESSAGE"], first["MESSAGE"]
-        assert read_events(scope).get("frozen") == 0
-        assert m.state(ADOPTED) == "background"
-        assert journal(since, f"BGTASKD_APP={ADOPTED}", "BGTASKD_DECISION=suspend") == []
-    finally:
-        with contextlib.suppress(OSError):
-            os.rmdir(view)
+    d = daemon(conf=adopted_conf(view), apps={ADOPTED: manifest(ADOPTED, "sleep 1000")}, prefix=prefix)
+    m = Manager(d.socket)
+    m.wait_state(ADOPTED, "active", timeout=10)
+    m.call("Background", appId=ADOPTED)
+    # The first decision after the grace window: journalctl ORs the two DECISION matches.
+    first = wait_journal(since, f"BGTASKD_APP={ADOPTED}", "BGTASKD_DECISION=policy", "BGTASKD_DECISION=suspend",
+                         timeout=10)[0]
+    assert (first["BGTASKD_DECISION"], first["BGTASKD_REASON"]) == ("policy", "freeze-failed"), first["MESSAGE"]
+    assert "Read-only file system" in first["MESSAGE"], first["MESSAGE"]
+    assert read_events(scope).get("frozen") == 0
+    assert m.state(ADOPTED) == "background"
+    assert journal(since, f"BGTASKD_APP={ADOPTED}", "BGTASKD_DECISION=suspend") == []
 
 
 # MARK: a freeze that does not complete

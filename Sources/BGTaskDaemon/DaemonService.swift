@@ -44,7 +44,7 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
     static let historyLimit = 32
     /// The app's last decision when it is not a cause of its state (StateCause), for `lastDecision`.
     var lastNonCause: [AppID: DecisionRecord] = [:]
-    private(set) var decisionCount = 0
+    var decisionCount = 0
     /// Launch/Foreground calls whose reply waits for the spawn's result (issue 12), by app.
     var launchReplies: [AppID: [VarlinkRequest]] = [:]
     /// Launch/Foreground requests whose `.ok` waits for the spawn their input caused, by request.
@@ -55,7 +55,7 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
     /// The PSI trigger (SPEC §8), for the log line of the core's response to it.
     weak var memoryPressure: MemoryPressureMonitor?
     /// Called once every app the daemon started has exited (SIGTERM, `stopApps`).
-    private var stopCompletion: (([AppID]) -> Void)?
+    var stopCompletion: (([AppID]) -> Void)?
     /// pid → app, for exit reports.
     var appByPid: [Int32: AppID] = [:]
     /// SPEC §13: apps started by others, adopted from their systemd cgroups (DaemonService+Adoption.swift).
@@ -180,18 +180,18 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
 
     // MARK: - Driving the core
 
-    private var nextRequestNumber: UInt64 = 0
+    var nextRequestNumber: UInt64 = 0
     /// Requests fed to the core and not yet answered, by the ID its `.reply` echoes.
-    private var openRequests: [RequestID: VarlinkRequest] = [:]
+    var openRequests: [RequestID: VarlinkRequest] = [:]
     /// Holds back the reply of a request (see `run(_:for:answer:)`).
-    private var replyGates: [RequestID: (@escaping () -> Void) -> Void] = [:]
+    var replyGates: [RequestID: (@escaping () -> Void) -> Void] = [:]
     /// Permission checks under way (`permitted`) and the core's verdicts on them.
-    private var checks: Set<RequestID> = []
-    private var verdicts: [RequestID: Reply] = [:]
+    var checks: Set<RequestID> = []
+    var verdicts: [RequestID: Reply] = [:]
     /// The request being fed: its caller is the peer of the decisions it causes (`BGTASKD_PEER_PID`).
-    private var feeding: (id: RequestID, peer: PeerCredentials)?
+    var feeding: (id: RequestID, peer: PeerCredentials)?
 
-    private func openRequest(_ request: VarlinkRequest) -> RequestID {
+    func openRequest(_ request: VarlinkRequest) -> RequestID {
         nextRequestNumber += 1
         let id = RequestID(nextRequestNumber)
         openRequests[id] = request
@@ -272,7 +272,7 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
     }
 
     /// Answers the Launch/Foreground calls waiting for `app`'s spawn.
-    private func answerLaunch(_ app: AppID, failure: String?) {
+    func answerLaunch(_ app: AppID, failure: String?) {
         guard let waiting = launchReplies.removeValue(forKey: app) else { return }
         for request in waiting {
             if let failure {
@@ -310,126 +310,7 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
         return out
     }
 
-    /// Performs one action of the core. Every case is spelled out (no `default:`): a new action does not
-    /// compile until the shell knows how to perform it.
-    private func perform(_ action: Action) -> Input? {
-        if let d = action.decision { record(d, peer: feeding?.peer) }
-        switch action {
-        case .deliver(_, let conn, let event):
-            guard let stream = streams[conn] else { return nil }
-            stream.reply(checkInReply(app: nil, state: event.state, event: event), continues: true)
-            return nil
-        case .launch(let app, _, _):
-            if let (id, _) = feeding, let request = openRequests[id], let method = ManagerMethod(request.call),
-                [.launch, .foreground].contains(method), WireAppID.optional(request.call.parameters) == app.rawValue
-            {
-                // The reply says whether the program could start (issue 12): it comes with the spawn's result.
-                deferredLaunches[id] = app
-            }
-            guard let manifest = config.manifests[app] else { return .launchFailed(app, message: "no manifest") }
-            let cgroupFD = freezer.prepareLaunch(app: app)
-            defer { if let cgroupFD { close(cgroupFD) } }
-            if let launcherSocket = config.launcherSocketPath {
-                // LauncherSocket=: bgtaskd-launcher starts it (privilege separation); its answer comes
-                // later, and the core waits in the meantime (the launch timeout bounds it).
-                launcher.spawnRemotely(appID: manifest.id, socketPath: config.socketPath, launcherSocket: launcherSocket,
-                                       cgroupProcsFD: cgroupFD) { [weak self] result in
-                    self?.remoteLaunchFinished(app, result)
-                }
-                return nil
-            }
-            switch launcher.spawn(manifest, socketPath: config.socketPath, cgroupProcsFD: cgroupFD) {
-            case .success(let pid):
-                appByPid[pid] = app
-                return .appLaunched(app, pid: pid)
-            case .failure(let error):
-                return .launchFailed(app, message: error.description)
-            }
-        case .freeze(let app, let processes, _):
-            // The core records the suspension once the freeze is done (SPEC §9: suspended only once the
-            // processes are stopped): now, or when the parts not done yet report it (`freezePartDone`).
-            var awaited = 0
-            if ownsProcess(app, pid: processes.pid), !freezer.freeze(app: app, pid: processes.pid) { awaited += 1 }
-            if !processes.instances.isEmpty, let adoption {
-                switch adoption.freeze(app) {
-                case .done: break
-                case .pending: awaited += 1
-                case .failed(let error):
-                    // A write that failed is a failed freeze: the core thaws what did freeze (never suspended).
-                    freezesAwaited[app] = nil
-                    return .freezeFailed(app, error: error)
-                }
-            }
-            if awaited == 0 {
-                freezesAwaited[app] = nil
-                return .freezeConfirmed(app)
-            }
-            freezesAwaited[app] = awaited
-        case .thaw(let app, let processes, _):
-            freezesAwaited[app] = nil
-            if ownsProcess(app, pid: processes.pid) { freezer.thaw(app: app, pid: processes.pid) }
-            if !processes.instances.isEmpty { adoption?.thaw(app) }
-        case .terminate(let app, let processes, _):
-            if ownsProcess(app, pid: processes.pid) { freezer.signal(app: app, pid: processes.pid, SIGTERM) }
-            if !processes.instances.isEmpty { adoption?.signal(app, SIGTERM) }
-        case .kill(let app, let processes, _):
-            freezesAwaited[app] = nil
-            if ownsProcess(app, pid: processes.pid) { freezer.kill(app: app, pid: processes.pid) }
-            if !processes.instances.isEmpty { adoption?.kill(app) }
-        case .reply(let reply, let id):
-            answer(reply, to: id)
-        case .record:
-            break
-        case .release(let app):
-            freezesAwaited[app] = nil
-            freezer.released(app: app)
-        case .stopFinished(let unexited):
-            let completion = stopCompletion
-            stopCompletion = nil
-            completion?(unexited)
-        case .holdLost(let app, _, let id, let d):
-            // SPEC §12: `bgtaskctl hold` reports it.
-            holdCalls.removeValue(forKey: id)?.fail(
-                ManagerError.holdLost(appId: app.rawValue, reason: d.reason.rawValue, message: journalMessage(d)))
-        case .memoryPressure(let response):
-            memoryPressure?.log(response)
-        case .taskStarted(let app, let identifier):
-            refresh?.taskStarted(app, identifier: identifier)
-        case .inhibitIdle(let live):
-            inhibitIdle(live)
-        case .verifyFrozen(let app, let processes):
-            verifyFrozen(app, processes)
-        case .observeLocks(let app, let processes):
-            return observeLocks(app, processes)
-        case .inspectFreeze(let app, let processes):
-            return inspectFreeze(app, processes)
-        }
-        return nil
-    }
-
-    /// Sends the core's reply to the request it names (none: a fact's, or an input fed without a request).
-    private func answer(_ reply: Reply, to id: RequestID?) {
-        guard let id else { return }
-        if checks.contains(id) {
-            verdicts[id] = reply
-            return
-        }
-        guard let request = openRequests.removeValue(forKey: id) else { return }
-        if case .ok = reply, let app = deferredLaunches.removeValue(forKey: id) {
-            launchReplies[app, default: []].append(request)
-            return
-        }
-        if case .taskID(let task) = reply, task != .invalid, ManagerMethod(request.call) == .hold {
-            // Open until the core says the hold is lost (`.holdLost` names this request).
-            holdCalls[id] = request
-        }
-        if let gate = replyGates.removeValue(forKey: id) {
-            return gate { [weak self] in self?.send(reply, to: request) }
-        }
-        send(reply, to: request)
-    }
-
-    private func armTimer() {
+    func armTimer() {
         // In place (`peekNextDeadline` is mutating): reading `machine.nextDeadline` from this class copies
         // the whole machine, twice per call on the hot path (issue 15). No array either.
         let core = machine.peekNextDeadline()
@@ -481,7 +362,7 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
 
     /// The launcher's answer to a `.launch`. The core may have moved on meanwhile (terminated or
     /// unregistered the app): it decides to kill a process it no longer expects (issue 13).
-    private func remoteLaunchFinished(_ app: AppID, _ result: Result<Int32, Launcher.LaunchError>) {
+    func remoteLaunchFinished(_ app: AppID, _ result: Result<Int32, Launcher.LaunchError>) {
         switch result {
         case .success(let pid):
             appByPid[pid] = app
@@ -536,115 +417,6 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
         }
     }
 
-    // MARK: - Decisions: journal, Monitor, history
-
-    /// The decision's `MESSAGE`, as the journal, Monitor and a HoldLost error give it.
-    func journalMessage(_ d: Decision) -> String {
-        var message = d.message
-        if dryRun {
-            switch d.kind {
-            case .suspend, .resume, .terminate: message += " (dry run: FreezerBackend=none, not enforced)"
-            default: break
-            }
-        }
-        return message
-    }
-
-    func record(_ decision: Decision, peer: PeerCredentials?) {
-        let d = decision
-        let message = journalMessage(d)
-        decisionCount += 1
-        refresh?.observe(d)
-        let realtime = clock.realtime().microsecondsSinceEpoch
-        if let app = d.app {
-            if StateCause.explains(d.kind, d.reason) {
-                // In place: no copy of the app's history per decision.
-                history[app, default: DecisionHistory()].append(
-                    realtimeUSec: realtime, kind: d.kind, reason: d.reason, message: message, app: app,
-                    limit: Self.historyLimit)
-                lastNonCause[app] = nil
-            } else {
-                // Not a cause of the app's state (a refusal, a notification): not in Explain's history, so
-                // that none pushes a cause out of it; still GetApp's lastDecision.
-                lastNonCause[app] = DecisionRecord(realtimeUSec: realtime, app: app, kind: d.kind, reason: d.reason, message: message)
-            }
-        }
-        let priority: JournalPriority = d.severity == .warning ? .warning : (d.severity == .notice ? .notice : .info)
-        // The fields are formatted by the journal's writer, off this queue; the uid is looked up only for
-        // an entry that is journaled (issue 15: most grants and ends are counted by the budget instead).
-        if journalBudget.admit(d.kind, app: d.app) {
-            let uid = d.app.map { expectedUID($0) }
-            let peerPID = peer?.pid
-            journal.send(message, priority: priority, essential: JournalBudget.isAlwaysJournaled(d.kind)) {
-                Self.journalFields(d, uid: uid, peerPID: peerPID)
-            }
-        }
-        // The budget's interval end is a deadline of the one monotonic timer.
-        if JournalBudget.isBudgeted(d.kind) { armTimer() }
-        // A refusal journaled for a caller counts for its connection (issue 11: one client looping a
-        // refused call is slowed, not the journal flooded); the pause's end is a deadline of the timer.
-        if d.kind == .deny, let connection = currentCall?.connection, !connection.isClosed {
-            denialBudget.denied(connection)
-            armTimer()
-        }
-        if !monitors.isEmpty {
-            let reply = ManagerWire.MonitorReply(decision: wireDecision(
-                DecisionRecord(realtimeUSec: realtime, app: d.app, kind: d.kind, reason: d.reason, message: message)))
-            for m in monitors.values { m.reply(reply, continues: true) }
-        }
-    }
-
-    /// The SPEC §11 fields of a decision.
-    private static func journalFields(_ d: Decision, uid: UInt32?, peerPID: Int32?) -> [JournalField] {
-        var fields: [JournalField] = []
-        fields.reserveCapacity(13)
-        func add(_ name: StaticString, _ value: String?) {
-            if let value { fields.append(JournalField(knownName: name, value)) }
-        }
-        add("MESSAGE_ID", MessageIDs.byDecision[d.kind.rawValue])
-        add("BGTASKD_DECISION", d.kind.rawValue)
-        add("BGTASKD_REASON", d.reason.rawValue)
-        add("BGTASKD_APP", d.app?.rawValue)
-        add("BGTASKD_STATE", d.state?.rawValue)
-        add("BGTASKD_PREVIOUS_STATE", d.previousState?.rawValue)
-        add("BGTASKD_TASK_ID", d.taskID.map { String($0.rawValue) })
-        add("BGTASKD_TASK_NAME", d.taskName)
-        add("BGTASKD_REMAINING_USEC", d.remaining.map { String($0.microseconds) })
-        add("BGTASKD_PID", d.pid.map(String.init))
-        add("OBJECT_PID", d.pid.map(String.init))
-        add("BGTASKD_UID", uid.map { String($0) })
-        add("BGTASKD_PEER_PID", peerPID.map { String($0) })
-        return fields
-    }
-
-    // MARK: - JSON views
-
-    /// The app's own Background App Refresh setting ("on"/"off").
-    func refreshSetting(_ app: AppID) -> Bool { refresh.setting(for: app) }
-
-    /// SPEC §5: restricted, denied or available.
-    func refreshStatus(_ app: AppID) -> String { refresh.status(for: app) }
-
-    /// Read-only access to the core for the refresh controller.
-    var lifecycle: LifecycleMachine { machine }
-
-    /// Control methods: the core decides (root, or a member of `ControlGroup=`) on the caller's credentials
-    /// and its supplementary groups, read from /proc at call time; a refused request is failed.
-    func mayControl(_ request: VarlinkRequest) -> Bool {
-        let peer = request.peer
-        return permitted(.controlCallReceived(caller: peer.caller, groups: ProcessInfoReader.supplementaryGroups(pid: peer.pid)), request)
-    }
-}
-
-/// Facts about other processes from /proc.
-enum ProcessInfoReader {
-    static func supplementaryGroups(pid: Int32) -> [UInt32] {
-        guard let text = readFile("/proc/\(pid)/status") else { return [] }
-        for line in text.split(separator: "\n") where line.hasPrefix("Groups:") {
-            return line.dropFirst("Groups:".count).split(whereSeparator: { $0 == " " || $0 == "\t" }).compactMap { UInt32($0) }
-        }
-        return []
-    }
 }
 
 /// Reads a whole (small) file, nil on any error.

@@ -1,0 +1,122 @@
+import BGTaskConfig
+import BGTaskCore
+import BGTaskProtocol
+import BGTaskVarlink
+import Dispatch
+import Logging
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension DaemonService {
+    // MARK: - Decisions: journal, Monitor, history
+
+    /// The decision's `MESSAGE`, as the journal, Monitor and a HoldLost error give it.
+    func journalMessage(_ d: Decision) -> String {
+        var message = d.message
+        if dryRun {
+            switch d.kind {
+            case .suspend, .resume, .terminate: message += " (dry run: FreezerBackend=none, not enforced)"
+            default: break
+            }
+        }
+        return message
+    }
+
+    func record(_ decision: Decision, peer: PeerCredentials?) {
+        let d = decision
+        let message = journalMessage(d)
+        decisionCount += 1
+        refresh?.observe(d)
+        let realtime = clock.realtime().microsecondsSinceEpoch
+        if let app = d.app {
+            if StateCause.explains(d.kind, d.reason) {
+                // In place: no copy of the app's history per decision.
+                history[app, default: DecisionHistory()].append(
+                    realtimeUSec: realtime, kind: d.kind, reason: d.reason, message: message, app: app,
+                    limit: Self.historyLimit)
+                lastNonCause[app] = nil
+            } else {
+                // Not a cause of the app's state (a refusal, a notification): not in Explain's history, so
+                // that none pushes a cause out of it; still GetApp's lastDecision.
+                lastNonCause[app] = DecisionRecord(realtimeUSec: realtime, app: app, kind: d.kind, reason: d.reason, message: message)
+            }
+        }
+        let priority: JournalPriority = d.severity == .warning ? .warning : (d.severity == .notice ? .notice : .info)
+        // The fields are formatted by the journal's writer, off this queue; the uid is looked up only for
+        // an entry that is journaled (issue 15: most grants and ends are counted by the budget instead).
+        if journalBudget.admit(d.kind, app: d.app) {
+            let uid = d.app.map { expectedUID($0) }
+            let peerPID = peer?.pid
+            journal.send(message, priority: priority, essential: JournalBudget.isAlwaysJournaled(d.kind)) {
+                Self.journalFields(d, uid: uid, peerPID: peerPID)
+            }
+        }
+        // The budget's interval end is a deadline of the one monotonic timer.
+        if JournalBudget.isBudgeted(d.kind) { armTimer() }
+        // A refusal journaled for a caller counts for its connection (issue 11: one client looping a
+        // refused call is slowed, not the journal flooded); the pause's end is a deadline of the timer.
+        if d.kind == .deny, let connection = currentCall?.connection, !connection.isClosed {
+            denialBudget.denied(connection)
+            armTimer()
+        }
+        if !monitors.isEmpty {
+            let reply = ManagerWire.MonitorReply(decision: wireDecision(
+                DecisionRecord(realtimeUSec: realtime, app: d.app, kind: d.kind, reason: d.reason, message: message)))
+            for m in monitors.values { m.reply(reply, continues: true) }
+        }
+    }
+
+    /// The SPEC §11 fields of a decision.
+    private static func journalFields(_ d: Decision, uid: UInt32?, peerPID: Int32?) -> [JournalField] {
+        var fields: [JournalField] = []
+        fields.reserveCapacity(13)
+        func add(_ name: StaticString, _ value: String?) {
+            if let value { fields.append(JournalField(knownName: name, value)) }
+        }
+        add("MESSAGE_ID", MessageIDs.byDecision[d.kind.rawValue])
+        add("BGTASKD_DECISION", d.kind.rawValue)
+        add("BGTASKD_REASON", d.reason.rawValue)
+        add("BGTASKD_APP", d.app?.rawValue)
+        add("BGTASKD_STATE", d.state?.rawValue)
+        add("BGTASKD_PREVIOUS_STATE", d.previousState?.rawValue)
+        add("BGTASKD_TASK_ID", d.taskID.map { String($0.rawValue) })
+        add("BGTASKD_TASK_NAME", d.taskName)
+        add("BGTASKD_REMAINING_USEC", d.remaining.map { String($0.microseconds) })
+        add("BGTASKD_PID", d.pid.map(String.init))
+        add("OBJECT_PID", d.pid.map(String.init))
+        add("BGTASKD_UID", uid.map { String($0) })
+        add("BGTASKD_PEER_PID", peerPID.map { String($0) })
+        return fields
+    }
+
+    // MARK: - JSON views
+
+    /// The app's own Background App Refresh setting ("on"/"off").
+    func refreshSetting(_ app: AppID) -> Bool { refresh.setting(for: app) }
+
+    /// SPEC §5: restricted, denied or available.
+    func refreshStatus(_ app: AppID) -> String { refresh.status(for: app) }
+
+    /// Read-only access to the core for the refresh controller.
+    var lifecycle: LifecycleMachine { machine }
+
+    /// Control methods: the core decides (root, or a member of `ControlGroup=`) on the caller's credentials
+    /// and its supplementary groups, read from /proc at call time; a refused request is failed.
+    func mayControl(_ request: VarlinkRequest) -> Bool {
+        let peer = request.peer
+        return permitted(.controlCallReceived(caller: peer.caller, groups: ProcessInfoReader.supplementaryGroups(pid: peer.pid)), request)
+    }
+}
+
+/// Facts about other processes from /proc.
+enum ProcessInfoReader {
+    static func supplementaryGroups(pid: Int32) -> [UInt32] {
+        guard let text = readFile("/proc/\(pid)/status") else { return [] }
+        for line in text.split(separator: "\n") where line.hasPrefix("Groups:") {
+            return line.dropFirst("Groups:".count).split(whereSeparator: { $0 == " " || $0 == "\t" }).compactMap { UInt32($0) }
+        }
+        return []
+    }
+}

@@ -1,0 +1,132 @@
+import BGTaskConfig
+import BGTaskCore
+import BGTaskProtocol
+import BGTaskVarlink
+import Dispatch
+import Logging
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// Performing the core's actions, and answering the calls they reply to.
+extension DaemonService {
+    /// Performs one action of the core. Every case is spelled out (no `default:`): a new action does not
+    /// compile until the shell knows how to perform it.
+    func perform(_ action: Action) -> Input? {
+        if let d = action.decision { record(d, peer: feeding?.peer) }
+        switch action {
+        case .deliver(_, let conn, let event):
+            guard let stream = streams[conn] else { return nil }
+            stream.reply(checkInReply(app: nil, state: event.state, event: event), continues: true)
+            return nil
+        case .launch(let app, _, _):
+            if let (id, _) = feeding, let request = openRequests[id], let method = ManagerMethod(request.call),
+                [.launch, .foreground].contains(method), WireAppID.optional(request.call.parameters) == app.rawValue
+            {
+                // The reply says whether the program could start (issue 12): it comes with the spawn's result.
+                deferredLaunches[id] = app
+            }
+            guard let manifest = config.manifests[app] else { return .launchFailed(app, message: "no manifest") }
+            let cgroupFD = freezer.prepareLaunch(app: app)
+            defer { if let cgroupFD { close(cgroupFD) } }
+            if let launcherSocket = config.launcherSocketPath {
+                // LauncherSocket=: bgtaskd-launcher starts it (privilege separation); its answer comes
+                // later, and the core waits in the meantime (the launch timeout bounds it).
+                launcher.spawnRemotely(appID: manifest.id, socketPath: config.socketPath, launcherSocket: launcherSocket,
+                                       cgroupProcsFD: cgroupFD) { [weak self] result in
+                    self?.remoteLaunchFinished(app, result)
+                }
+                return nil
+            }
+            switch launcher.spawn(manifest, socketPath: config.socketPath, cgroupProcsFD: cgroupFD) {
+            case .success(let pid):
+                appByPid[pid] = app
+                return .appLaunched(app, pid: pid)
+            case .failure(let error):
+                return .launchFailed(app, message: error.description)
+            }
+        case .freeze(let app, let processes, _):
+            // The core records the suspension once the freeze is done (SPEC §9: suspended only once the
+            // processes are stopped): now, or when the parts not done yet report it (`freezePartDone`).
+            var awaited = 0
+            if ownsProcess(app, pid: processes.pid), !freezer.freeze(app: app, pid: processes.pid) { awaited += 1 }
+            if !processes.instances.isEmpty, let adoption {
+                switch adoption.freeze(app) {
+                case .done: break
+                case .pending: awaited += 1
+                case .failed(let error):
+                    // A write that failed is a failed freeze: the core thaws what did freeze (never suspended).
+                    freezesAwaited[app] = nil
+                    return .freezeFailed(app, error: error)
+                }
+            }
+            if awaited == 0 {
+                freezesAwaited[app] = nil
+                return .freezeConfirmed(app)
+            }
+            freezesAwaited[app] = awaited
+        case .thaw(let app, let processes, _):
+            freezesAwaited[app] = nil
+            if ownsProcess(app, pid: processes.pid) { freezer.thaw(app: app, pid: processes.pid) }
+            if !processes.instances.isEmpty { adoption?.thaw(app) }
+        case .terminate(let app, let processes, _):
+            if ownsProcess(app, pid: processes.pid) { freezer.signal(app: app, pid: processes.pid, SIGTERM) }
+            if !processes.instances.isEmpty { adoption?.signal(app, SIGTERM) }
+        case .kill(let app, let processes, _):
+            freezesAwaited[app] = nil
+            if ownsProcess(app, pid: processes.pid) { freezer.kill(app: app, pid: processes.pid) }
+            if !processes.instances.isEmpty { adoption?.kill(app) }
+        case .reply(let reply, let id):
+            answer(reply, to: id)
+        case .record:
+            break
+        case .release(let app):
+            freezesAwaited[app] = nil
+            freezer.released(app: app)
+        case .stopFinished(let unexited):
+            let completion = stopCompletion
+            stopCompletion = nil
+            completion?(unexited)
+        case .holdLost(let app, _, let id, let d):
+            // SPEC §12: `bgtaskctl hold` reports it.
+            holdCalls.removeValue(forKey: id)?.fail(
+                ManagerError.holdLost(appId: app.rawValue, reason: d.reason.rawValue, message: journalMessage(d)))
+        case .memoryPressure(let response):
+            memoryPressure?.log(response)
+        case .taskStarted(let app, let identifier):
+            refresh?.taskStarted(app, identifier: identifier)
+        case .inhibitIdle(let live):
+            inhibitIdle(live)
+        case .verifyFrozen(let app, let processes):
+            verifyFrozen(app, processes)
+        case .observeLocks(let app, let processes):
+            return observeLocks(app, processes)
+        case .inspectFreeze(let app, let processes):
+            return inspectFreeze(app, processes)
+        }
+        return nil
+    }
+
+    /// Sends the core's reply to the request it names (none: a fact's, or an input fed without a request).
+    func answer(_ reply: Reply, to id: RequestID?) {
+        guard let id else { return }
+        if checks.contains(id) {
+            verdicts[id] = reply
+            return
+        }
+        guard let request = openRequests.removeValue(forKey: id) else { return }
+        if case .ok = reply, let app = deferredLaunches.removeValue(forKey: id) {
+            launchReplies[app, default: []].append(request)
+            return
+        }
+        if case .taskID(let task) = reply, task != .invalid, ManagerMethod(request.call) == .hold {
+            // Open until the core says the hold is lost (`.holdLost` names this request).
+            holdCalls[id] = request
+        }
+        if let gate = replyGates.removeValue(forKey: id) {
+            return gate { [weak self] in self?.send(reply, to: request) }
+        }
+        send(reply, to: request)
+    }
+}
