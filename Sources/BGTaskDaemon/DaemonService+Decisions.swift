@@ -108,6 +108,26 @@ extension DaemonService {
         let peer = request.peer
         return permitted(.controlCallReceived(caller: peer.caller, groups: ProcessInfoReader.supplementaryGroups(pid: peer.pid)), request)
     }
+
+    /// Sentences on what, beside the recorded decisions, decides the app's fate (for Explain).
+    func causes(_ app: AppID) -> [String] {
+        var out: [String] = []
+        if history[app] == nil {
+            // Decisions live in memory; after a restart the journal has the earlier ones.
+            out.append(
+                "bgtaskd has decided nothing about \(app) since it started; earlier decisions are in the journal: "
+                    + "journalctl -t bgtaskd BGTASKD_APP=\(app)")
+        }
+        if let reason = refresh.denial(app) {
+            out.append(
+                "Background App Refresh is \(refreshStatus(app)) (\(reason.rawValue)): \(RefreshMessages.explain(reason)); "
+                    + "the daemon launches or wakes \(app) for no scheduled task or remote notification")
+        }
+        if dryRun {
+            out.append("FreezerBackend=none: a dry run; decisions are recorded but nothing is frozen, thawed or killed")
+        }
+        return out
+    }
 }
 
 /// Facts about other processes from /proc.

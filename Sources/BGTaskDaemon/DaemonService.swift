@@ -290,26 +290,6 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
         feed(.stopRequested)
     }
 
-    /// Sentences on what, beside the recorded decisions, decides the app's fate (for Explain).
-    func causes(_ app: AppID) -> [String] {
-        var out: [String] = []
-        if history[app] == nil {
-            // Decisions live in memory; after a restart the journal has the earlier ones.
-            out.append(
-                "bgtaskd has decided nothing about \(app) since it started; earlier decisions are in the journal: "
-                    + "journalctl -t bgtaskd BGTASKD_APP=\(app)")
-        }
-        if let reason = refresh.denial(app) {
-            out.append(
-                "Background App Refresh is \(refreshStatus(app)) (\(reason.rawValue)): \(RefreshMessages.explain(reason)); "
-                    + "the daemon launches or wakes \(app) for no scheduled task or remote notification")
-        }
-        if dryRun {
-            out.append("FreezerBackend=none: a dry run; decisions are recorded but nothing is frozen, thawed or killed")
-        }
-        return out
-    }
-
     func armTimer() {
         // In place (`peekNextDeadline` is mutating): reading `machine.nextDeadline` from this class copies
         // the whole machine, twice per call on the hot path (issue 15). No array either.
