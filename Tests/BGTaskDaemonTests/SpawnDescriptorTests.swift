@@ -85,8 +85,16 @@ import BGTaskVarlink
         let held = child.map(Self.descriptors) ?? []
         // The old daemon is gone (kill -9 during the launch): its copy of the socket closes...
         close(listener)
-        // ...and a new one binds the path while the child still has not reached exec.
-        let restarted = Result { try ListeningSocket.bind(path: path) }
+        // ...and a new one binds the path while the child still has not reached exec (it stays blocked until
+        // the pipe is drained below). Tried for up to 3 s: a child another suite of this process forks
+        // meanwhile holds every descriptor (close-on-exec ones too) until its own exec, and the bind's probe
+        // can meet the socket there for that instant; our child, if it held it, would hold it throughout.
+        var restarted = Result { try ListeningSocket.bind(path: path) }
+        let bindDeadline = Date().addingTimeInterval(3)
+        while case .failure = restarted, Date() < bindDeadline {
+            usleep(10_000)
+            restarted = Result { try ListeningSocket.bind(path: path) }
+        }
 
         // Let the child go on: drain the pipe; it writes "0" and execs /bin/true.
         var sink = [UInt8](repeating: 0, count: 65536)
