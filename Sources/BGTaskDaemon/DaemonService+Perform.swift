@@ -129,4 +129,16 @@ extension DaemonService {
         }
         send(reply, to: request)
     }
+
+    /// The launcher's answer to a `.launch`. The core may have moved on meanwhile (terminated or
+    /// unregistered the app): it decides to kill a process it no longer expects (issue 13).
+    func remoteLaunchFinished(_ app: AppID, _ result: Result<Int32, Launcher.LaunchError>) {
+        switch result {
+        case .success(let pid):
+            appByPid[pid] = app
+            feed(.appLaunched(app, pid: pid))
+        case .failure(let error):
+            feed(.launchFailed(app, message: error.description))
+        }
+    }
 }

@@ -340,18 +340,6 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
         feed(.deadlineReached)
     }
 
-    /// The launcher's answer to a `.launch`. The core may have moved on meanwhile (terminated or
-    /// unregistered the app): it decides to kill a process it no longer expects (issue 13).
-    func remoteLaunchFinished(_ app: AppID, _ result: Result<Int32, Launcher.LaunchError>) {
-        switch result {
-        case .success(let pid):
-            appByPid[pid] = app
-            feed(.appLaunched(app, pid: pid))
-        case .failure(let error):
-            feed(.launchFailed(app, message: error.description))
-        }
-    }
-
     /// The earlier of two optional deadlines (no array on the per-call path).
     private static func earliest(_ a: Instant?, _ b: Instant?) -> Instant? {
         guard let a else { return b }
