@@ -17,6 +17,10 @@ struct SystemSleepStatus {
     var sleepsSeen = 0
     /// The journal said that system sleep is off (once).
     var offSaid = false
+    /// What the watch was last told to hold (nil: nothing, or its release was told).
+    var told: IdleInhibition?
+    /// The release is waiting out ``SystemSleepWatch/idleLinger`` on the daemon's queue.
+    var releaseArmed = false
 
     var idleInhibited: Bool { mode == "logind" && live != nil }
 }
@@ -31,7 +35,10 @@ extension DaemonService {
             queue.async { [weak self] in self?.systemSleepEvent(event) }
         }
         systemSleep = watch
-        if let live = sleepStatus.live { watch.inhibitIdle(SystemSleepWords.why(live)) }
+        if let live = sleepStatus.live {
+            sleepStatus.told = live
+            watch.inhibitIdle(SystemSleepWords.why(live))
+        }
     }
 
     /// `KernelWakeLock=` at start and on reload; turned off while held, the lock is released.
@@ -46,10 +53,29 @@ extension DaemonService {
     }
 
     /// The core's `.inhibitIdle`: live work began, changed apps, or ended.
+    ///
+    /// An app looping Begin/End changes the set of apps with live work on every call: the watch (its own
+    /// queue, a thread hop) is told only what changes what logind should hold. A new set is told at once; the
+    /// end of all work only after it lasted ``SystemSleepWatch/idleLinger``, one timer at a time, so the loop
+    /// costs neither a hop nor the description's text per call.
     func inhibitIdle(_ live: IdleInhibition?) {
         sleepStatus.live = live
-        systemSleep?.inhibitIdle(live.map(SystemSleepWords.why))
         setWakeLock(live != nil)
+        guard let watch = systemSleep else { return }
+        if let live {
+            guard sleepStatus.told != live else { return }
+            sleepStatus.told = live
+            watch.inhibitIdle(SystemSleepWords.why(live))
+        } else if sleepStatus.told != nil, !sleepStatus.releaseArmed {
+            sleepStatus.releaseArmed = true
+            queue.asyncAfter(deadline: .now() + SystemSleepWatch.idleLinger) { [weak self] in
+                guard let self else { return }
+                self.sleepStatus.releaseArmed = false
+                guard self.sleepStatus.live == nil, self.sleepStatus.told != nil else { return }
+                self.sleepStatus.told = nil
+                self.systemSleep?.inhibitIdle(nil)
+            }
+        }
     }
 
     private func setWakeLock(_ hold: Bool) {
