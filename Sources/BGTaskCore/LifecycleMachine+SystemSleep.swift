@@ -15,19 +15,32 @@ extension LifecycleMachine {
         for action in actions {
             guard let app = action.decision?.app else { continue }
             let live = slots[app].map(hasLiveWork) ?? false
-            if live != idleApps.contains(app) {
+            let at = idleAppsIndex(app)
+            let listed = at < idleApps.count && idleApps[at] == app
+            if live != listed {
                 changed = true
-                if live { idleApps.insert(app) } else { idleApps.remove(app) }
+                if live { idleApps.insert(app, at: at) } else { idleApps.remove(at: at) }
             }
         }
         guard changed else { return nil }
         return .inhibitIdle(idleInhibition)
     }
 
+    /// Where `app` is or would go in the sorted ``idleApps`` (binary search).
+    func idleAppsIndex(_ app: AppID) -> Int {
+        var low = 0
+        var high = idleApps.count
+        while low < high {
+            let mid = (low + high) / 2
+            if idleApps[mid] < app { low = mid + 1 } else { high = mid }
+        }
+        return low
+    }
+
     /// The live work now (`nil`: none).
     var idleInhibition: IdleInhibition? {
         guard !idleApps.isEmpty else { return nil }
-        var inhibition = IdleInhibition(apps: idleApps.sorted(), assertions: 0, tasks: 0, activities: 0)
+        var inhibition = IdleInhibition(apps: idleApps, assertions: 0, tasks: 0, activities: 0)
         for app in inhibition.apps {
             guard let i = slots[app] else { continue }
             inhibition.assertions += records[i].assertions.count

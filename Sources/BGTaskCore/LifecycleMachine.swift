@@ -48,7 +48,8 @@ public struct LifecycleMachine: Sendable {
     /// The memory-pressure episode under way (SPEC §8).
     var pressure = PressureEpisode()
     /// SPEC §14: the apps with live background work as last told (``Action/inhibitIdle(_:)``).
-    var idleApps: Set<AppID> = []
+    /// Kept sorted (inserted in place), so that telling the set costs no sort per call.
+    var idleApps: [AppID] = []
 
     /// A machine with no apps.
     public init(config: LifecycleConfig = .default) {

@@ -21,6 +21,8 @@ struct SystemSleepStatus {
     var told: IdleInhibition?
     /// The release is waiting out ``SystemSleepWatch/idleLinger`` on the daemon's queue.
     var releaseArmed = false
+    /// An update of the description is waiting out ``SystemSleepWatch/idleLinger`` on the daemon's queue.
+    var updateArmed = false
 
     var idleInhibited: Bool { mode == "logind" && live != nil }
 }
@@ -54,18 +56,32 @@ extension DaemonService {
 
     /// The core's `.inhibitIdle`: live work began, changed apps, or ended.
     ///
-    /// An app looping Begin/End changes the set of apps with live work on every call: the watch (its own
-    /// queue, a thread hop) is told only what changes what logind should hold. A new set is told at once; the
-    /// end of all work only after it lasted ``SystemSleepWatch/idleLinger``, one timer at a time, so the loop
-    /// costs neither a hop nor the description's text per call.
+    /// An app looping Begin/End, or many apps doing so, change the set of apps with live work on every call:
+    /// the watch (its own queue, a thread hop) is told only what changes what logind should hold. The start of
+    /// work is told at once; a changed set while held, and the end of all work, only after
+    /// ``SystemSleepWatch/idleLinger`` (one timer each at a time), so such loops cost neither a hop nor the
+    /// description's text per call.
     func inhibitIdle(_ live: IdleInhibition?) {
         sleepStatus.live = live
         setWakeLock(live != nil)
         guard let watch = systemSleep else { return }
         if let live {
-            guard sleepStatus.told != live else { return }
-            sleepStatus.told = live
-            watch.inhibitIdle(SystemSleepWords.why(live))
+            guard sleepStatus.told != nil else {
+                // Work began: held at once.
+                sleepStatus.told = live
+                return watch.inhibitIdle(SystemSleepWords.why(live))
+            }
+            // Held already: a changed set (which apps, how much) updates the description at most once per
+            // linger, with the set as it is then.
+            guard !sleepStatus.updateArmed, sleepStatus.told != live else { return }
+            sleepStatus.updateArmed = true
+            queue.asyncAfter(deadline: .now() + SystemSleepWatch.idleLinger) { [weak self] in
+                guard let self else { return }
+                self.sleepStatus.updateArmed = false
+                guard let now = self.sleepStatus.live, self.sleepStatus.told != nil, self.sleepStatus.told != now else { return }
+                self.sleepStatus.told = now
+                self.systemSleep?.inhibitIdle(SystemSleepWords.why(now))
+            }
         } else if sleepStatus.told != nil, !sleepStatus.releaseArmed {
             sleepStatus.releaseArmed = true
             queue.asyncAfter(deadline: .now() + SystemSleepWatch.idleLinger) { [weak self] in
