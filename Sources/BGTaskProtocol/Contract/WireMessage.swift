@@ -2,10 +2,11 @@
 // The typed wire contract (issue 13): every method of bgtaskd's interfaces is a case of a method enum
 // (`AppMethod`, `ManagerMethod`, `ServiceMethod`) whose raw value is its Varlink name, with a parameter
 // struct and a reply struct that encode to and decode from `JSON`; every error is a case of an error
-// enum (`AppError`, `ManagerError`). Method names and parameter keys are spelled here and nowhere else:
-// the daemon decodes calls into these structs and encodes replies from them, the client library and
-// bgtaskctl build their calls from them. `ContractTests` checks them against the interface
-// descriptions (Interfaces.swift), which stay the published source of truth.
+// enum (`AppError`, `ManagerError`). All of them are generated from the interfaces' .varlink files
+// (scripts/gen-varlink.py, Generated/): method names and parameter keys are spelled there and nowhere
+// else. The daemon decodes calls into these structs and encodes replies from them, the client library and
+// bgtaskctl build their calls and read their replies with them. This file holds what the generated code
+// stands on: the protocols, the readers and writers of fields.
 
 /// A field that does not fit its declaration: the call's `InvalidParameter`, or a reply the client
 /// cannot read.
@@ -29,6 +30,13 @@ public protocol WireMessage: Sendable, Equatable {
     /// Appends the JSON text of `json` (keys sorted, as `JSON.write`); the replies of the common calls
     /// write it from preformatted parts, without building the object.
     func write(into out: inout [UInt8])
+    /// Checks what a type cannot say (an identifier not empty, a number not negative); the generated
+    /// `init(json:)` calls it after reading every field. Hand-written in the contract's extensions.
+    func validate() throws(WireFieldError)
+}
+
+extension WireMessage {
+    public func validate() throws(WireFieldError) {}
 }
 
 extension WireMessage {
@@ -134,6 +142,19 @@ public struct WireReader: Sendable {
             do { out.append(try T(json: o)) } catch { throw WireFieldError(key) }
         }
         return out
+    }
+    /// A Bool sent as `on` or `off` (`AppInfo.refreshSetting`).
+    public func onOff(_ key: String) throws(WireFieldError) -> Bool {
+        guard let b = try optionalOnOff(key) else { throw WireFieldError(key) }
+        return b
+    }
+    public func optionalOnOff(_ key: String) throws(WireFieldError) -> Bool? {
+        switch try optionalString(key) {
+        case nil: return nil
+        case "on"?: return true
+        case "off"?: return false
+        default: throw WireFieldError(key)
+        }
     }
     public func optionalStrings(_ key: String) throws(WireFieldError) -> [String]? {
         guard let v = present(key) else { return nil }
