@@ -210,8 +210,6 @@ class SwiftField:
                 raise IDLError("%s: unknown option %s" % (key, o))
             i += 1
         self.model = bool(self.enum or self.wire_enum)
-        if self.default is not None and not self.wire_optional:
-            raise IDLError("%s: default on a field that is not optional in the IDL" % key)
         self.optional = (self.wire_optional or force_optional) and self.default is None
         self.base = t
         if t == "string":

@@ -5,26 +5,27 @@ extension AppWire {
     /// `CheckIn`'s reply.
     public struct CheckInReply: WireMessage {
         public static let fields = ["state", "refreshStatus", "event"]
-        public var state: AppState
-        public var refreshStatus: RefreshStatus?
+        public var state: WireEnum<AppState>?
+        public var refreshStatus: WireEnum<RefreshStatus>?
         public var event: AppWire.Event?
 
-        public init(state: AppState, refreshStatus: RefreshStatus? = nil, event: AppWire.Event? = nil) {
-            self.state = state
-            self.refreshStatus = refreshStatus
+        public init(state: AppState? = nil, refreshStatus: RefreshStatus? = nil, event: AppWire.Event? = nil) {
+            self.state = state.map(WireEnum.init)
+            self.refreshStatus = refreshStatus.map(WireEnum.init)
             self.event = event
         }
 
         public init(json: [String: JSON]) throws(WireFieldError) {
             let r = WireReader(json)
-            state = try r.value("state")
+            state = try r.optionalValue("state")
             refreshStatus = try r.optionalValue("refreshStatus")
             event = try r.optionalMessage("event")
             try validate()
         }
 
         public var json: [String: JSON] {
-            var o: [String: JSON] = ["state": .raw(state)]
+            var o: [String: JSON] = [:]
+            o.put("state", state.map { .raw($0) })
             o.put("refreshStatus", refreshStatus.map { .raw($0) })
             o.put("event", event.map { .object($0.json) })
             return o
@@ -32,18 +33,23 @@ extension AppWire {
 
         public func write(into out: inout [UInt8]) {
             out.append(UInt8(ascii: "{"))
+            var first = true
             if let v = event {
+                first = false
                 out.append(contentsOf: #""event":"#.utf8)
                 v.write(into: &out)
-                out.append(UInt8(ascii: ","))
             }
             if let v = refreshStatus {
+                if !first { out.append(UInt8(ascii: ",")) }
+                first = false
                 out.append(contentsOf: #""refreshStatus":"#.utf8)
                 JSON.writeString(v.rawValue, into: &out)
-                out.append(UInt8(ascii: ","))
             }
-            out.append(contentsOf: #""state":"#.utf8)
-            JSON.writeString(state.rawValue, into: &out)
+            if let v = state {
+                if !first { out.append(UInt8(ascii: ",")) }
+                out.append(contentsOf: #""state":"#.utf8)
+                JSON.writeString(v.rawValue, into: &out)
+            }
             out.append(UInt8(ascii: "}"))
         }
     }
@@ -168,10 +174,10 @@ extension AppWire {
     /// `RefreshStatus`'s reply.
     public struct RefreshStatusReply: WireMessage {
         public static let fields = ["status"]
-        public var status: RefreshStatus
+        public var status: WireEnum<RefreshStatus>
 
         public init(status: RefreshStatus) {
-            self.status = status
+            self.status = WireEnum(status)
         }
 
         public init(json: [String: JSON]) throws(WireFieldError) {

@@ -6,28 +6,28 @@ extension AppWire {
     public struct Event: WireMessage {
         public static let fields = ["id", "kind", "state", "needsAck", "taskId", "taskName", "identifier", "name", "payload", "launchReason", "deadlineUSec"]
         public var id: Int64
-        public var kind: LifecycleEventKind
-        public var state: AppState
+        public var kind: WireEnum<LifecycleEventKind>
+        public var state: WireEnum<AppState>?
         public var needsAck: Bool
         public var taskId: Int64?
         public var taskName: String?
         public var identifier: String?
         public var name: String?
         public var payload: JSON?
-        public var launchReason: LaunchReason?
+        public var launchReason: WireEnum<LaunchReason>?
         public var deadlineUSec: Int64?
 
-        public init(id: Int64, kind: LifecycleEventKind, state: AppState, needsAck: Bool, taskId: Int64? = nil, taskName: String? = nil, identifier: String? = nil, name: String? = nil, payload: JSON? = nil, launchReason: LaunchReason? = nil, deadlineUSec: Int64? = nil) {
+        public init(id: Int64, kind: LifecycleEventKind, state: AppState? = nil, needsAck: Bool = false, taskId: Int64? = nil, taskName: String? = nil, identifier: String? = nil, name: String? = nil, payload: JSON? = nil, launchReason: LaunchReason? = nil, deadlineUSec: Int64? = nil) {
             self.id = id
-            self.kind = kind
-            self.state = state
+            self.kind = WireEnum(kind)
+            self.state = state.map(WireEnum.init)
             self.needsAck = needsAck
             self.taskId = taskId
             self.taskName = taskName
             self.identifier = identifier
             self.name = name
             self.payload = payload
-            self.launchReason = launchReason
+            self.launchReason = launchReason.map(WireEnum.init)
             self.deadlineUSec = deadlineUSec
         }
 
@@ -35,8 +35,8 @@ extension AppWire {
             let r = WireReader(json)
             id = try r.int("id")
             kind = try r.value("kind")
-            state = try r.value("state")
-            needsAck = try r.bool("needsAck")
+            state = try r.optionalValue("state")
+            needsAck = try r.optionalBool("needsAck") ?? false
             taskId = try r.optionalInt("taskId")
             taskName = try r.optionalString("taskName")
             identifier = try r.optionalString("identifier")
@@ -48,7 +48,8 @@ extension AppWire {
         }
 
         public var json: [String: JSON] {
-            var o: [String: JSON] = ["id": .int(id), "kind": .raw(kind), "state": .raw(state), "needsAck": .bool(needsAck)]
+            var o: [String: JSON] = ["id": .int(id), "kind": .raw(kind), "needsAck": .bool(needsAck)]
+            o.put("state", state.map { .raw($0) })
             o.put("taskId", taskId.map { .int($0) })
             o.put("taskName", taskName.map { .string($0) })
             o.put("identifier", identifier.map { .string($0) })
@@ -88,8 +89,10 @@ extension AppWire {
                 out.append(contentsOf: #","payload":"#.utf8)
                 v.write(into: &out)
             }
-            out.append(contentsOf: #","state":"#.utf8)
-            JSON.writeString(state.rawValue, into: &out)
+            if let v = state {
+                out.append(contentsOf: #","state":"#.utf8)
+                JSON.writeString(v.rawValue, into: &out)
+            }
             if let v = taskId {
                 out.append(contentsOf: #","taskId":"#.utf8)
                 JSON.writeInt(v, into: &out)
@@ -106,14 +109,14 @@ extension AppWire {
     public struct TaskRequest: WireMessage {
         public static let fields = ["identifier", "kind", "earliestBeginUSec", "requiresNetwork", "requiresExternalPower"]
         public var identifier: String
-        public var kind: TaskKind
+        public var kind: WireEnum<TaskKind>
         public var earliestBeginUSec: Int64?
         public var requiresNetwork: Bool
         public var requiresExternalPower: Bool
 
         public init(identifier: String, kind: TaskKind, earliestBeginUSec: Int64? = nil, requiresNetwork: Bool, requiresExternalPower: Bool) {
             self.identifier = identifier
-            self.kind = kind
+            self.kind = WireEnum(kind)
             self.earliestBeginUSec = earliestBeginUSec
             self.requiresNetwork = requiresNetwork
             self.requiresExternalPower = requiresExternalPower
