@@ -143,6 +143,21 @@ public struct WireReader: Sendable {
         }
         return out
     }
+    /// A `[string]string` map: an object whose values are all strings.
+    public func stringMap(_ key: String) throws(WireFieldError) -> [String: String] {
+        guard let m = try optionalStringMap(key) else { throw WireFieldError(key) }
+        return m
+    }
+    public func optionalStringMap(_ key: String) throws(WireFieldError) -> [String: String]? {
+        guard let v = present(key) else { return nil }
+        guard case .object(let members) = v else { throw WireFieldError(key) }
+        var out: [String: String] = [:]
+        for (name, value) in members {
+            guard case .string(let s) = value else { throw WireFieldError(key) }
+            out[name] = s
+        }
+        return out
+    }
     /// A Bool sent as `on` or `off` (`AppInfo.refreshSetting`).
     public func onOff(_ key: String) throws(WireFieldError) -> Bool {
         guard let b = try optionalOnOff(key) else { throw WireFieldError(key) }

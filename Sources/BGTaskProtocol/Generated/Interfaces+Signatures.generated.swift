@@ -153,10 +153,34 @@ extension Interfaces {
         ]
     )
 
+    public static let launcherSignature = VarlinkInterfaceSignature(
+        name: "io.bgtaskd.Launcher",
+        types: [:],
+        methods: [
+            "Spawn": [VarlinkField("appId", .string), VarlinkField("cgroup", .optional(.string)), VarlinkField("socket", .string), VarlinkField("environment", .map(.string))],
+            "ControlAppUnit": [VarlinkField("cgroup", .string), VarlinkField("action", .string)],
+        ],
+        outputs: [
+            "Spawn": [VarlinkField("pid", .int)],
+            "ControlAppUnit": [],
+        ],
+        errors: [
+            "NoSuchApp": [VarlinkField("message", .string)],
+            "InvalidManifest": [VarlinkField("message", .string)],
+            "ExecutableNotFound": [VarlinkField("message", .string)],
+            "NoSuchUser": [VarlinkField("message", .string)],
+            "CgroupFailed": [VarlinkField("message", .string)],
+            "SpawnFailed": [VarlinkField("message", .string)],
+            "InvalidRequest": [VarlinkField("message", .string)],
+            "PermissionDenied": [VarlinkField("message", .string)],
+        ]
+    )
+
     /// Interface name → its signature, for every interface above.
     public static let signatures: [String: VarlinkInterfaceSignature] = [
         serviceName: serviceSignature,
         appName: appSignature,
         managerName: managerSignature,
+        launcherName: launcherSignature,
     ]
 }

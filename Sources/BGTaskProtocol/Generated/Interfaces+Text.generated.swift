@@ -308,10 +308,46 @@ extension Interfaces {
 
         """#
 
+    public static let launcherName = "io.bgtaskd.Launcher"
+
+    public static let launcher = #"""
+        # Starts bgtaskd's apps on the daemon's request (bgtaskd-launcher, privilege separation).
+        # Only root and the daemon's uid may connect. The reply carries a pidfd of the new process
+        # (SCM_RIGHTS) that stays valid however soon the app exits.
+        interface io.bgtaskd.Launcher
+
+        # Starts the app appId as its manifest (<config-dir>/apps.d/<appId>.app, read on every call)
+        # says: Exec=, User=, WorkingDirectory=, Environment=. The request names no command: only the
+        # app, its cgroup (a directory in the cgroup2 file system owned by the caller; none: the
+        # launcher's own cgroup), the daemon's socket (BGTASKD_SOCKET) and the session variables
+        # passed on to the app (PATH, LANG, TZ, HOME, USER, LOGNAME, XDG_RUNTIME_DIR,
+        # WAYLAND_DISPLAY, DISPLAY; any other name is refused).
+        method Spawn(
+          appId: string,
+          cgroup: ?string,
+          socket: string,
+          environment: [string]string
+        ) -> (pid: int)
+
+        # Freezes, thaws or kills (cgroup.freeze 1 / 0, cgroup.kill) a unit of an app started by others
+        # that the daemon adopted: only <adopt-root>/user-UID.slice/user@UID.service/app.slice/app-*.scope
+        # or app-*.service, a cgroup2 directory owned by that UID. action: freeze, thaw or kill.
+        method ControlAppUnit(cgroup: string, action: string) -> ()
+        error NoSuchApp (message: string)
+        error InvalidManifest (message: string)
+        error ExecutableNotFound (message: string)
+        error NoSuchUser (message: string)
+        error CgroupFailed (message: string)
+        error SpawnFailed (message: string)
+        error InvalidRequest (message: string)
+        error PermissionDenied (message: string)
+        """#
+
     /// Interface name → its description, for every interface above.
     public static let descriptions: [String: String] = [
         serviceName: service,
         appName: app,
         managerName: manager,
+        launcherName: launcher,
     ]
 }
