@@ -120,8 +120,8 @@ public struct BGApplicationEvent: Sendable, Equatable {
     init(wire: AppWire.Event) throws(BGTaskClientError) {
         guard !wire.kind.rawValue.isEmpty else { throw .invalidReply("event without a kind") }
         self.init(
-            id: wire.id, kind: Kind(rawValue: wire.kind.rawValue), state: wire.state?.known, needsAck: wire.needsAck,
-            taskID: wire.taskId.flatMap { Int(exactly: $0) }.map(BackgroundTaskIdentifier.init(rawValue:)),
+            id: Int64(clamping: wire.id.rawValue), kind: Kind(rawValue: wire.kind.rawValue), state: wire.state?.known, needsAck: wire.needsAck,
+            taskID: wire.taskId.flatMap { Int(exactly: $0.rawValue) }.map(BackgroundTaskIdentifier.init(rawValue:)),
             taskName: wire.taskName, identifier: wire.identifier, name: wire.name, payload: wire.payload,
             launchReason: wire.launchReason?.known, deadlineUSec: wire.deadlineUSec)
     }

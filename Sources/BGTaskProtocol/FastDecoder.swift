@@ -7,6 +7,8 @@
 // gives the same call and finds nothing wrong with it (FuzzTesting/ checks this on every input, and
 // FastDecoderTests on the cases by hand).
 
+import BGTaskModel
+
 /// Decodes the common calls of `io.bgtaskd.App` without building a `JSON` tree.
 public enum VarlinkFastDecoder: Sendable {
     /// The parameters of a call the fast path decoded.
@@ -286,7 +288,7 @@ private struct Scanner {
             }
         } while take(UInt8(ascii: ","))
         guard take(UInt8(ascii: "}")), let appId, let taskId else { return nil }
-        return AppWire.EndBackgroundTask(appId: appId, taskId: taskId)
+        return AppWire.EndBackgroundTask(appId: appId, taskId: TaskID(UInt64(taskId)))
     }
 
     /// `{"eventId": int > 0}`.
@@ -294,7 +296,7 @@ private struct Scanner {
         guard take(UInt8(ascii: "{")), key() == .eventId, let v = integer(), v > 0, take(UInt8(ascii: "}")) else {
             return nil
         }
-        return AppWire.Acknowledge(eventId: v)
+        return AppWire.Acknowledge(eventId: EventID(UInt64(v)))
     }
 }
 

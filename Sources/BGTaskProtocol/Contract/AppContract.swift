@@ -1,9 +1,11 @@
+import BGTaskModel
+
 
 // The hand-written behaviour of `io.bgtaskd.App`'s contract. The method enum (`AppMethod`), the error enum
 // (`AppError`) and the structs (`AppWire.*`) are generated from varlink/io.bgtaskd.App.varlink
 // (Generated/AppWire+*.generated.swift); what the IDL cannot say is here: which calls name only the app,
 // and the checks of values a type cannot express (each one's `validate()`, run by the generated
-// `init(json:)` after every field was read).
+// `init(json:)` after every field was read; a negative identifier is refused by its type, `WireIdentifier`).
 
 extension AppWire {
     /// A call that names only the app.
@@ -24,22 +26,10 @@ extension AppWire.EndBackgroundTask: WireAppNamed {}
 extension AppWire.Acknowledge {
     /// Event ids start at 1.
     public func validate() throws(WireFieldError) {
-        guard eventId > 0 else { throw WireFieldError("eventId") }
+        guard eventId.rawValue > 0 else { throw WireFieldError("eventId") }
     }
 }
 
-extension AppWire.EndBackgroundTask {
-    /// 0 is the invalid identifier (ending it is harmless); negative is not an identifier.
-    public func validate() throws(WireFieldError) {
-        guard taskId >= 0 else { throw WireFieldError("taskId") }
-    }
-}
-
-extension AppWire.EndActivity {
-    public func validate() throws(WireFieldError) {
-        guard activityId >= 0 else { throw WireFieldError("activityId") }
-    }
-}
 
 extension AppWire.SubmitTaskRequest {
     /// The identifier is not empty; the earliest begin (wall-clock microseconds since the epoch) not negative.

@@ -1,3 +1,4 @@
+public import BGTaskModel
 
 // The typed wire contract (issue 13): every method of bgtaskd's interfaces is a case of a method enum
 // (`AppMethod`, `ManagerMethod`, `ServiceMethod`) whose raw value is its Varlink name, with a parameter
@@ -143,6 +144,16 @@ public struct WireReader: Sendable {
         }
         return out
     }
+    /// An identifier (`TaskID`, `EventID`, `ActivityID`): an int, not negative.
+    public func identifier<T: WireIdentifier>(_ key: String, as: T.Type = T.self) throws(WireFieldError) -> T {
+        guard let t = try optionalIdentifier(key, as: T.self) else { throw WireFieldError(key) }
+        return t
+    }
+    public func optionalIdentifier<T: WireIdentifier>(_ key: String, as: T.Type = T.self) throws(WireFieldError) -> T? {
+        guard let i = try optionalInt(key) else { return nil }
+        guard i >= 0 else { throw WireFieldError(key) }
+        return T(rawValue: UInt64(i))
+    }
     /// A `[string]string` map: an object whose values are all strings.
     public func stringMap(_ key: String) throws(WireFieldError) -> [String: String] {
         guard let m = try optionalStringMap(key) else { throw WireFieldError(key) }
@@ -196,7 +207,18 @@ public struct WireEnum<Value: RawRepresentable<String> & Sendable & Equatable>: 
     public var known: Value? { Value(rawValue: rawValue) }
 }
 
+/// An identifier of the model carried by the wire as an int (`TaskID`, `EventID`, `ActivityID`).
+public protocol WireIdentifier: RawRepresentable<UInt64>, Sendable, Equatable {
+    init(rawValue: UInt64)
+}
+
+extension TaskID: WireIdentifier {}
+extension EventID: WireIdentifier {}
+extension ActivityID: WireIdentifier {}
+
 extension JSON {
+    /// `.int(identifier)`.
+    @inlinable public static func id<T: WireIdentifier>(_ value: T) -> JSON { .int(Int64(clamping: value.rawValue)) }
     /// `.string(raw value)`.
     @inlinable public static func raw<T: RawRepresentable<String>>(_ value: T) -> JSON { .string(value.rawValue) }
     /// The value or null.

@@ -22,8 +22,7 @@ extension AppWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(UInt8(ascii: "{"))
-            out.append(contentsOf: #""appId":"#.utf8)
+            out.append(contentsOf: #"{"appId":"#.utf8)
             JSON.writeString(appId, into: &out)
             out.append(UInt8(ascii: "}"))
         }
@@ -32,26 +31,25 @@ extension AppWire {
     /// `Acknowledge`'s parameters: Acknowledges an event that had needsAck set (did-enter-background, will-terminate).
     public struct Acknowledge: WireMessage {
         public static let fields = ["eventId"]
-        public var eventId: Int64
+        public var eventId: EventID
 
-        public init(eventId: Int64) {
+        public init(eventId: EventID) {
             self.eventId = eventId
         }
 
         public init(json: [String: JSON]) throws(WireFieldError) {
             let r = WireReader(json)
-            eventId = try r.int("eventId")
+            eventId = try r.identifier("eventId")
             try validate()
         }
 
         public var json: [String: JSON] {
-            ["eventId": .int(eventId)]
+            ["eventId": .id(eventId)]
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(UInt8(ascii: "{"))
-            out.append(contentsOf: #""eventId":"#.utf8)
-            JSON.writeInt(eventId, into: &out)
+            out.append(contentsOf: #"{"eventId":"#.utf8)
+            JSON.writeInt(Int64(clamping: eventId.rawValue), into: &out)
             out.append(UInt8(ascii: "}"))
         }
     }
@@ -81,8 +79,7 @@ extension AppWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(UInt8(ascii: "{"))
-            out.append(contentsOf: #""appId":"#.utf8)
+            out.append(contentsOf: #"{"appId":"#.utf8)
             JSON.writeString(appId, into: &out)
             if let v = name {
                 out.append(contentsOf: #","name":"#.utf8)
@@ -96,9 +93,9 @@ extension AppWire {
     public struct EndBackgroundTask: WireMessage {
         public static let fields = ["appId", "taskId"]
         public var appId: String
-        public var taskId: Int64
+        public var taskId: TaskID
 
-        public init(appId: String, taskId: Int64) {
+        public init(appId: String, taskId: TaskID) {
             self.appId = appId
             self.taskId = taskId
         }
@@ -106,20 +103,19 @@ extension AppWire {
         public init(json: [String: JSON]) throws(WireFieldError) {
             let r = WireReader(json)
             appId = try r.string("appId")
-            taskId = try r.int("taskId")
+            taskId = try r.identifier("taskId")
             try validate()
         }
 
         public var json: [String: JSON] {
-            ["appId": .string(appId), "taskId": .int(taskId)]
+            ["appId": .string(appId), "taskId": .id(taskId)]
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(UInt8(ascii: "{"))
-            out.append(contentsOf: #""appId":"#.utf8)
+            out.append(contentsOf: #"{"appId":"#.utf8)
             JSON.writeString(appId, into: &out)
             out.append(contentsOf: #","taskId":"#.utf8)
-            JSON.writeInt(taskId, into: &out)
+            JSON.writeInt(Int64(clamping: taskId.rawValue), into: &out)
             out.append(UInt8(ascii: "}"))
         }
     }
@@ -144,8 +140,7 @@ extension AppWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(UInt8(ascii: "{"))
-            out.append(contentsOf: #""appId":"#.utf8)
+            out.append(contentsOf: #"{"appId":"#.utf8)
             JSON.writeString(appId, into: &out)
             out.append(UInt8(ascii: "}"))
         }
@@ -174,8 +169,7 @@ extension AppWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(UInt8(ascii: "{"))
-            out.append(contentsOf: #""appId":"#.utf8)
+            out.append(contentsOf: #"{"appId":"#.utf8)
             JSON.writeString(appId, into: &out)
             out.append(contentsOf: #","mode":"#.utf8)
             JSON.writeString(mode.rawValue, into: &out)
@@ -187,9 +181,9 @@ extension AppWire {
     public struct EndActivity: WireMessage {
         public static let fields = ["appId", "activityId"]
         public var appId: String
-        public var activityId: Int64
+        public var activityId: ActivityID
 
-        public init(appId: String, activityId: Int64) {
+        public init(appId: String, activityId: ActivityID) {
             self.appId = appId
             self.activityId = activityId
         }
@@ -197,18 +191,17 @@ extension AppWire {
         public init(json: [String: JSON]) throws(WireFieldError) {
             let r = WireReader(json)
             appId = try r.string("appId")
-            activityId = try r.int("activityId")
+            activityId = try r.identifier("activityId")
             try validate()
         }
 
         public var json: [String: JSON] {
-            ["appId": .string(appId), "activityId": .int(activityId)]
+            ["appId": .string(appId), "activityId": .id(activityId)]
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(UInt8(ascii: "{"))
-            out.append(contentsOf: #""activityId":"#.utf8)
-            JSON.writeInt(activityId, into: &out)
+            out.append(contentsOf: #"{"activityId":"#.utf8)
+            JSON.writeInt(Int64(clamping: activityId.rawValue), into: &out)
             out.append(contentsOf: #","appId":"#.utf8)
             JSON.writeString(appId, into: &out)
             out.append(UInt8(ascii: "}"))
@@ -254,8 +247,7 @@ extension AppWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(UInt8(ascii: "{"))
-            out.append(contentsOf: #""appId":"#.utf8)
+            out.append(contentsOf: #"{"appId":"#.utf8)
             JSON.writeString(appId, into: &out)
             if let v = earliestBeginUSec {
                 out.append(contentsOf: #","earliestBeginUSec":"#.utf8)
@@ -300,8 +292,7 @@ extension AppWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(UInt8(ascii: "{"))
-            out.append(contentsOf: #""appId":"#.utf8)
+            out.append(contentsOf: #"{"appId":"#.utf8)
             JSON.writeString(appId, into: &out)
             out.append(contentsOf: #","identifier":"#.utf8)
             JSON.writeString(identifier, into: &out)
@@ -329,8 +320,7 @@ extension AppWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(UInt8(ascii: "{"))
-            out.append(contentsOf: #""appId":"#.utf8)
+            out.append(contentsOf: #"{"appId":"#.utf8)
             JSON.writeString(appId, into: &out)
             out.append(UInt8(ascii: "}"))
         }
@@ -356,9 +346,44 @@ extension AppWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(UInt8(ascii: "{"))
-            out.append(contentsOf: #""appId":"#.utf8)
+            out.append(contentsOf: #"{"appId":"#.utf8)
             JSON.writeString(appId, into: &out)
+            out.append(UInt8(ascii: "}"))
+        }
+    }
+
+    /// `CompleteTask`'s parameters: Reports the end of a perform-task event's work.
+    public struct CompleteTask: WireMessage {
+        public static let fields = ["appId", "identifier", "success"]
+        public var appId: String
+        public var identifier: String
+        public var success: Bool
+
+        public init(appId: String, identifier: String, success: Bool) {
+            self.appId = appId
+            self.identifier = identifier
+            self.success = success
+        }
+
+        public init(json: [String: JSON]) throws(WireFieldError) {
+            let r = WireReader(json)
+            appId = try r.string("appId")
+            identifier = try r.string("identifier")
+            success = try r.bool("success")
+            try validate()
+        }
+
+        public var json: [String: JSON] {
+            ["appId": .string(appId), "identifier": .string(identifier), "success": .bool(success)]
+        }
+
+        public func write(into out: inout [UInt8]) {
+            out.append(contentsOf: #"{"appId":"#.utf8)
+            JSON.writeString(appId, into: &out)
+            out.append(contentsOf: #","identifier":"#.utf8)
+            JSON.writeString(identifier, into: &out)
+            out.append(contentsOf: #","success":"#.utf8)
+            out.append(contentsOf: success ? "true".utf8 : "false".utf8)
             out.append(UInt8(ascii: "}"))
         }
     }

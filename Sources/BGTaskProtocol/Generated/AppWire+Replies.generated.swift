@@ -57,26 +57,25 @@ extension AppWire {
     /// `BeginBackgroundTask`'s reply.
     public struct BeginBackgroundTaskReply: WireMessage {
         public static let fields = ["taskId"]
-        public var taskId: Int64
+        public var taskId: TaskID
 
-        public init(taskId: Int64) {
+        public init(taskId: TaskID) {
             self.taskId = taskId
         }
 
         public init(json: [String: JSON]) throws(WireFieldError) {
             let r = WireReader(json)
-            taskId = try r.int("taskId")
+            taskId = try r.identifier("taskId")
             try validate()
         }
 
         public var json: [String: JSON] {
-            ["taskId": .int(taskId)]
+            ["taskId": .id(taskId)]
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(UInt8(ascii: "{"))
-            out.append(contentsOf: #""taskId":"#.utf8)
-            JSON.writeInt(taskId, into: &out)
+            out.append(contentsOf: #"{"taskId":"#.utf8)
+            JSON.writeInt(Int64(clamping: taskId.rawValue), into: &out)
             out.append(UInt8(ascii: "}"))
         }
     }
@@ -101,8 +100,7 @@ extension AppWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(UInt8(ascii: "{"))
-            out.append(contentsOf: #""remainingUSec":"#.utf8)
+            out.append(contentsOf: #"{"remainingUSec":"#.utf8)
             if let v = remainingUSec {
                 JSON.writeInt(v, into: &out)
             } else {
@@ -115,26 +113,25 @@ extension AppWire {
     /// `BeginActivity`'s reply.
     public struct BeginActivityReply: WireMessage {
         public static let fields = ["activityId"]
-        public var activityId: Int64
+        public var activityId: ActivityID
 
-        public init(activityId: Int64) {
+        public init(activityId: ActivityID) {
             self.activityId = activityId
         }
 
         public init(json: [String: JSON]) throws(WireFieldError) {
             let r = WireReader(json)
-            activityId = try r.int("activityId")
+            activityId = try r.identifier("activityId")
             try validate()
         }
 
         public var json: [String: JSON] {
-            ["activityId": .int(activityId)]
+            ["activityId": .id(activityId)]
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(UInt8(ascii: "{"))
-            out.append(contentsOf: #""activityId":"#.utf8)
-            JSON.writeInt(activityId, into: &out)
+            out.append(contentsOf: #"{"activityId":"#.utf8)
+            JSON.writeInt(Int64(clamping: activityId.rawValue), into: &out)
             out.append(UInt8(ascii: "}"))
         }
     }
@@ -159,8 +156,7 @@ extension AppWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(UInt8(ascii: "{"))
-            out.append(contentsOf: #""requests":"#.utf8)
+            out.append(contentsOf: #"{"requests":"#.utf8)
             out.append(UInt8(ascii: "["))
             for (i, e) in requests.enumerated() {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
@@ -191,8 +187,7 @@ extension AppWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(UInt8(ascii: "{"))
-            out.append(contentsOf: #""status":"#.utf8)
+            out.append(contentsOf: #"{"status":"#.utf8)
             JSON.writeString(status.rawValue, into: &out)
             out.append(UInt8(ascii: "}"))
         }

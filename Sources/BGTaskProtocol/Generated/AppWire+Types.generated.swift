@@ -5,11 +5,11 @@ extension AppWire {
     /// `type Event`: A lifecycle event delivered on the CheckIn stream. Durations and times are microseconds; deadlineUSec is on CLOCK_MONOTONIC.
     public struct Event: WireMessage {
         public static let fields = ["id", "kind", "state", "needsAck", "taskId", "taskName", "identifier", "name", "payload", "launchReason", "deadlineUSec"]
-        public var id: Int64
+        public var id: EventID
         public var kind: WireEnum<LifecycleEventKind>
         public var state: WireEnum<AppState>?
         public var needsAck: Bool
-        public var taskId: Int64?
+        public var taskId: TaskID?
         public var taskName: String?
         public var identifier: String?
         public var name: String?
@@ -17,7 +17,7 @@ extension AppWire {
         public var launchReason: WireEnum<LaunchReason>?
         public var deadlineUSec: Int64?
 
-        public init(id: Int64, kind: LifecycleEventKind, state: AppState? = nil, needsAck: Bool = false, taskId: Int64? = nil, taskName: String? = nil, identifier: String? = nil, name: String? = nil, payload: JSON? = nil, launchReason: LaunchReason? = nil, deadlineUSec: Int64? = nil) {
+        public init(id: EventID, kind: LifecycleEventKind, state: AppState? = nil, needsAck: Bool = false, taskId: TaskID? = nil, taskName: String? = nil, identifier: String? = nil, name: String? = nil, payload: JSON? = nil, launchReason: LaunchReason? = nil, deadlineUSec: Int64? = nil) {
             self.id = id
             self.kind = WireEnum(kind)
             self.state = state.map(WireEnum.init)
@@ -33,11 +33,11 @@ extension AppWire {
 
         public init(json: [String: JSON]) throws(WireFieldError) {
             let r = WireReader(json)
-            id = try r.int("id")
+            id = try r.identifier("id")
             kind = try r.value("kind")
             state = try r.optionalValue("state")
             needsAck = try r.optionalBool("needsAck") ?? false
-            taskId = try r.optionalInt("taskId")
+            taskId = try r.optionalIdentifier("taskId")
             taskName = try r.optionalString("taskName")
             identifier = try r.optionalString("identifier")
             name = try r.optionalString("name")
@@ -48,9 +48,9 @@ extension AppWire {
         }
 
         public var json: [String: JSON] {
-            var o: [String: JSON] = ["id": .int(id), "kind": .raw(kind), "needsAck": .bool(needsAck)]
+            var o: [String: JSON] = ["id": .id(id), "kind": .raw(kind), "needsAck": .bool(needsAck)]
             o.put("state", state.map { .raw($0) })
-            o.put("taskId", taskId.map { .int($0) })
+            o.put("taskId", taskId.map { .id($0) })
             o.put("taskName", taskName.map { .string($0) })
             o.put("identifier", identifier.map { .string($0) })
             o.put("name", name.map { .string($0) })
@@ -68,7 +68,7 @@ extension AppWire {
                 out.append(UInt8(ascii: ","))
             }
             out.append(contentsOf: #""id":"#.utf8)
-            JSON.writeInt(id, into: &out)
+            JSON.writeInt(Int64(clamping: id.rawValue), into: &out)
             if let v = identifier {
                 out.append(contentsOf: #","identifier":"#.utf8)
                 JSON.writeString(v, into: &out)
@@ -95,7 +95,7 @@ extension AppWire {
             }
             if let v = taskId {
                 out.append(contentsOf: #","taskId":"#.utf8)
-                JSON.writeInt(v, into: &out)
+                JSON.writeInt(Int64(clamping: v.rawValue), into: &out)
             }
             if let v = taskName {
                 out.append(contentsOf: #","taskName":"#.utf8)

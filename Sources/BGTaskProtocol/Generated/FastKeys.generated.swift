@@ -3,7 +3,7 @@
 /// The keys the fast path knows: the envelope's and the parameters of the methods it decodes. A field
 /// renamed in the .varlink file renames its case here, so the fast path's readers stop compiling.
 enum FastKey: Sendable {
-    case method, parameters, more, oneway, eventId, appId, name, taskId
+    case method, parameters, more, oneway, appId, name, taskId, eventId
 
     /// The key spelled by `k`, nil for another.
     static func known(_ k: UnsafeBufferPointer<UInt8>) -> FastKey? {
@@ -33,8 +33,8 @@ enum FastKey: Sendable {
 
 /// The methods the fast path decodes, by qualified name.
 func fastMethod(named m: UnsafeBufferPointer<UInt8>) -> AppMethod? {
-    if fastEqual("io.bgtaskd.App.Acknowledge", m) { return .acknowledge }
     if fastEqual("io.bgtaskd.App.BeginBackgroundTask", m) { return .beginBackgroundTask }
     if fastEqual("io.bgtaskd.App.EndBackgroundTask", m) { return .endBackgroundTask }
+    if fastEqual("io.bgtaskd.App.Acknowledge", m) { return .acknowledge }
     return nil
 }

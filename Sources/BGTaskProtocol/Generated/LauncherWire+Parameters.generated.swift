@@ -32,8 +32,7 @@ extension LauncherWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(UInt8(ascii: "{"))
-            out.append(contentsOf: #""appId":"#.utf8)
+            out.append(contentsOf: #"{"appId":"#.utf8)
             JSON.writeString(appId, into: &out)
             if let v = cgroup {
                 out.append(contentsOf: #","cgroup":"#.utf8)
@@ -77,8 +76,7 @@ extension LauncherWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(UInt8(ascii: "{"))
-            out.append(contentsOf: #""action":"#.utf8)
+            out.append(contentsOf: #"{"action":"#.utf8)
             JSON.writeString(action, into: &out)
             out.append(contentsOf: #","cgroup":"#.utf8)
             JSON.writeString(cgroup, into: &out)

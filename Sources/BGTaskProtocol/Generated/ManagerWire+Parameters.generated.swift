@@ -22,8 +22,7 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(UInt8(ascii: "{"))
-            out.append(contentsOf: #""appId":"#.utf8)
+            out.append(contentsOf: #"{"appId":"#.utf8)
             JSON.writeString(appId, into: &out)
             out.append(UInt8(ascii: "}"))
         }
@@ -49,8 +48,7 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(UInt8(ascii: "{"))
-            out.append(contentsOf: #""appId":"#.utf8)
+            out.append(contentsOf: #"{"appId":"#.utf8)
             JSON.writeString(appId, into: &out)
             out.append(UInt8(ascii: "}"))
         }
@@ -81,8 +79,7 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(UInt8(ascii: "{"))
-            out.append(contentsOf: #""appId":"#.utf8)
+            out.append(contentsOf: #"{"appId":"#.utf8)
             JSON.writeString(appId, into: &out)
             if let v = background {
                 out.append(contentsOf: #","background":"#.utf8)
@@ -117,8 +114,7 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(UInt8(ascii: "{"))
-            out.append(contentsOf: #""appId":"#.utf8)
+            out.append(contentsOf: #"{"appId":"#.utf8)
             JSON.writeString(appId, into: &out)
             if let v = exclusive {
                 out.append(contentsOf: #","exclusive":"#.utf8)
@@ -148,8 +144,7 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(UInt8(ascii: "{"))
-            out.append(contentsOf: #""appId":"#.utf8)
+            out.append(contentsOf: #"{"appId":"#.utf8)
             JSON.writeString(appId, into: &out)
             out.append(UInt8(ascii: "}"))
         }
@@ -178,8 +173,7 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(UInt8(ascii: "{"))
-            out.append(contentsOf: #""appId":"#.utf8)
+            out.append(contentsOf: #"{"appId":"#.utf8)
             if let v = appId {
                 JSON.writeString(v, into: &out)
             } else {
@@ -211,8 +205,7 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(UInt8(ascii: "{"))
-            out.append(contentsOf: #""appId":"#.utf8)
+            out.append(contentsOf: #"{"appId":"#.utf8)
             JSON.writeString(appId, into: &out)
             out.append(UInt8(ascii: "}"))
         }
@@ -238,8 +231,7 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(UInt8(ascii: "{"))
-            out.append(contentsOf: #""appId":"#.utf8)
+            out.append(contentsOf: #"{"appId":"#.utf8)
             JSON.writeString(appId, into: &out)
             out.append(UInt8(ascii: "}"))
         }
@@ -265,8 +257,7 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(UInt8(ascii: "{"))
-            out.append(contentsOf: #""appId":"#.utf8)
+            out.append(contentsOf: #"{"appId":"#.utf8)
             JSON.writeString(appId, into: &out)
             out.append(UInt8(ascii: "}"))
         }
@@ -295,8 +286,7 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(UInt8(ascii: "{"))
-            out.append(contentsOf: #""appId":"#.utf8)
+            out.append(contentsOf: #"{"appId":"#.utf8)
             JSON.writeString(appId, into: &out)
             out.append(contentsOf: #","enabled":"#.utf8)
             out.append(contentsOf: enabled ? "true".utf8 : "false".utf8)
@@ -324,8 +314,7 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(UInt8(ascii: "{"))
-            out.append(contentsOf: #""mode":"#.utf8)
+            out.append(contentsOf: #"{"mode":"#.utf8)
             JSON.writeString(mode.rawValue, into: &out)
             out.append(UInt8(ascii: "}"))
         }
@@ -351,9 +340,50 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(UInt8(ascii: "{"))
-            out.append(contentsOf: #""enabled":"#.utf8)
+            out.append(contentsOf: #"{"enabled":"#.utf8)
             out.append(contentsOf: enabled ? "true".utf8 : "false".utf8)
+            out.append(UInt8(ascii: "}"))
+        }
+    }
+
+    /// `SetConditions`'s parameters: network: none, metered or unmetered.
+    public struct SetConditions: WireMessage {
+        public static let fields = ["onExternalPower", "network"]
+        public var onExternalPower: Bool?
+        public var network: NetworkCondition?
+
+        public init(onExternalPower: Bool? = nil, network: NetworkCondition? = nil) {
+            self.onExternalPower = onExternalPower
+            self.network = network
+        }
+
+        public init(json: [String: JSON]) throws(WireFieldError) {
+            let r = WireReader(json)
+            onExternalPower = try r.optionalBool("onExternalPower")
+            network = try r.optionalValue("network")
+            try validate()
+        }
+
+        public var json: [String: JSON] {
+            var o: [String: JSON] = [:]
+            o.put("onExternalPower", onExternalPower.map { .bool($0) })
+            o.put("network", network.map { .raw($0) })
+            return o
+        }
+
+        public func write(into out: inout [UInt8]) {
+            out.append(UInt8(ascii: "{"))
+            var first = true
+            if let v = network {
+                first = false
+                out.append(contentsOf: #""network":"#.utf8)
+                JSON.writeString(v.rawValue, into: &out)
+            }
+            if let v = onExternalPower {
+                if !first { out.append(UInt8(ascii: ",")) }
+                out.append(contentsOf: #""onExternalPower":"#.utf8)
+                out.append(contentsOf: v ? "true".utf8 : "false".utf8)
+            }
             out.append(UInt8(ascii: "}"))
         }
     }

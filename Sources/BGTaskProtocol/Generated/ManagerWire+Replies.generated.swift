@@ -22,8 +22,7 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(UInt8(ascii: "{"))
-            out.append(contentsOf: #""apps":"#.utf8)
+            out.append(contentsOf: #"{"apps":"#.utf8)
             out.append(UInt8(ascii: "["))
             for (i, e) in apps.enumerated() {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
@@ -54,8 +53,7 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(UInt8(ascii: "{"))
-            out.append(contentsOf: #""app":"#.utf8)
+            out.append(contentsOf: #"{"app":"#.utf8)
             app.write(into: &out)
             out.append(UInt8(ascii: "}"))
         }
@@ -81,8 +79,7 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(UInt8(ascii: "{"))
-            out.append(contentsOf: #""assertions":"#.utf8)
+            out.append(contentsOf: #"{"assertions":"#.utf8)
             out.append(UInt8(ascii: "["))
             for (i, e) in assertions.enumerated() {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
@@ -113,8 +110,7 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(UInt8(ascii: "{"))
-            out.append(contentsOf: #""settings":"#.utf8)
+            out.append(contentsOf: #"{"settings":"#.utf8)
             settings.write(into: &out)
             out.append(UInt8(ascii: "}"))
         }
@@ -146,8 +142,7 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(UInt8(ascii: "{"))
-            out.append(contentsOf: #""causes":"#.utf8)
+            out.append(contentsOf: #"{"causes":"#.utf8)
             out.append(UInt8(ascii: "["))
             for (i, e) in causes.enumerated() {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
@@ -187,8 +182,7 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(UInt8(ascii: "{"))
-            out.append(contentsOf: #""decision":"#.utf8)
+            out.append(contentsOf: #"{"decision":"#.utf8)
             decision.write(into: &out)
             out.append(UInt8(ascii: "}"))
         }
@@ -214,8 +208,7 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(UInt8(ascii: "{"))
-            out.append(contentsOf: #""stats":"#.utf8)
+            out.append(contentsOf: #"{"stats":"#.utf8)
             stats.write(into: &out)
             out.append(UInt8(ascii: "}"))
         }
@@ -244,8 +237,7 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(UInt8(ascii: "{"))
-            out.append(contentsOf: #""applied":"#.utf8)
+            out.append(contentsOf: #"{"applied":"#.utf8)
             out.append(UInt8(ascii: "["))
             for (i, e) in applied.enumerated() {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
@@ -283,8 +275,7 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(UInt8(ascii: "{"))
-            out.append(contentsOf: #""holdId":"#.utf8)
+            out.append(contentsOf: #"{"holdId":"#.utf8)
             JSON.writeInt(holdId, into: &out)
             out.append(UInt8(ascii: "}"))
         }

@@ -99,8 +99,7 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(UInt8(ascii: "{"))
-            out.append(contentsOf: #""apps":"#.utf8)
+            out.append(contentsOf: #"{"apps":"#.utf8)
             JSON.writeInt(apps, into: &out)
             out.append(contentsOf: #","calls":"#.utf8)
             JSON.writeInt(calls, into: &out)

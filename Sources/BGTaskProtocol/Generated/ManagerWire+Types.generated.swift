@@ -5,7 +5,7 @@ extension ManagerWire {
     /// `type Assertion`.
     public struct Assertion: WireMessage {
         public static let fields = ["taskId", "appId", "name", "remainingUSec", "expiring", "managerHold"]
-        public var taskId: Int64
+        public var taskId: TaskID
         public var appId: String
         public var name: String?
         public var remainingUSec: Int64?
@@ -13,7 +13,7 @@ extension ManagerWire {
         /// A manager hold (Hold, bgtaskctl hold): no time budget.
         public var managerHold: Bool
 
-        public init(taskId: Int64, appId: String, name: String? = nil, remainingUSec: Int64? = nil, expiring: Bool, managerHold: Bool = false) {
+        public init(taskId: TaskID, appId: String, name: String? = nil, remainingUSec: Int64? = nil, expiring: Bool, managerHold: Bool = false) {
             self.taskId = taskId
             self.appId = appId
             self.name = name
@@ -24,7 +24,7 @@ extension ManagerWire {
 
         public init(json: [String: JSON]) throws(WireFieldError) {
             let r = WireReader(json)
-            taskId = try r.int("taskId")
+            taskId = try r.identifier("taskId")
             appId = try r.string("appId")
             name = try r.optionalString("name")
             remainingUSec = try r.optionalInt("remainingUSec")
@@ -34,12 +34,11 @@ extension ManagerWire {
         }
 
         public var json: [String: JSON] {
-            ["taskId": .int(taskId), "appId": .string(appId), "name": name.map { .string($0) } ?? .null, "remainingUSec": remainingUSec.map { .int($0) } ?? .null, "expiring": .bool(expiring), "managerHold": .bool(managerHold)]
+            ["taskId": .id(taskId), "appId": .string(appId), "name": name.map { .string($0) } ?? .null, "remainingUSec": remainingUSec.map { .int($0) } ?? .null, "expiring": .bool(expiring), "managerHold": .bool(managerHold)]
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(UInt8(ascii: "{"))
-            out.append(contentsOf: #""appId":"#.utf8)
+            out.append(contentsOf: #"{"appId":"#.utf8)
             JSON.writeString(appId, into: &out)
             out.append(contentsOf: #","expiring":"#.utf8)
             out.append(contentsOf: expiring ? "true".utf8 : "false".utf8)
@@ -58,7 +57,7 @@ extension ManagerWire {
                 out.append(contentsOf: "null".utf8)
             }
             out.append(contentsOf: #","taskId":"#.utf8)
-            JSON.writeInt(taskId, into: &out)
+            JSON.writeInt(Int64(clamping: taskId.rawValue), into: &out)
             out.append(UInt8(ascii: "}"))
         }
     }
@@ -66,11 +65,11 @@ extension ManagerWire {
     /// `type Activity`.
     public struct Activity: WireMessage {
         public static let fields = ["activityId", "appId", "mode"]
-        public var activityId: Int64
+        public var activityId: ActivityID
         public var appId: String
         public var mode: WireEnum<BackgroundMode>
 
-        public init(activityId: Int64, appId: String, mode: BackgroundMode) {
+        public init(activityId: ActivityID, appId: String, mode: BackgroundMode) {
             self.activityId = activityId
             self.appId = appId
             self.mode = WireEnum(mode)
@@ -78,20 +77,19 @@ extension ManagerWire {
 
         public init(json: [String: JSON]) throws(WireFieldError) {
             let r = WireReader(json)
-            activityId = try r.int("activityId")
+            activityId = try r.identifier("activityId")
             appId = try r.string("appId")
             mode = try r.value("mode")
             try validate()
         }
 
         public var json: [String: JSON] {
-            ["activityId": .int(activityId), "appId": .string(appId), "mode": .raw(mode)]
+            ["activityId": .id(activityId), "appId": .string(appId), "mode": .raw(mode)]
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(UInt8(ascii: "{"))
-            out.append(contentsOf: #""activityId":"#.utf8)
-            JSON.writeInt(activityId, into: &out)
+            out.append(contentsOf: #"{"activityId":"#.utf8)
+            JSON.writeInt(Int64(clamping: activityId.rawValue), into: &out)
             out.append(contentsOf: #","appId":"#.utf8)
             JSON.writeString(appId, into: &out)
             out.append(contentsOf: #","mode":"#.utf8)
@@ -132,8 +130,7 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(UInt8(ascii: "{"))
-            out.append(contentsOf: #""appId":"#.utf8)
+            out.append(contentsOf: #"{"appId":"#.utf8)
             if let v = appId {
                 JSON.writeString(v, into: &out)
             } else {
@@ -215,8 +212,7 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(UInt8(ascii: "{"))
-            out.append(contentsOf: #""activities":"#.utf8)
+            out.append(contentsOf: #"{"activities":"#.utf8)
             out.append(UInt8(ascii: "["))
             for (i, e) in activities.enumerated() {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
@@ -347,8 +343,7 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(UInt8(ascii: "{"))
-            out.append(contentsOf: #""backgroundAppRefresh":"#.utf8)
+            out.append(contentsOf: #"{"backgroundAppRefresh":"#.utf8)
             JSON.writeString(backgroundAppRefresh.rawValue, into: &out)
             out.append(contentsOf: #","backgroundTimeBudgetUSec":"#.utf8)
             JSON.writeInt(backgroundTimeBudgetUSec, into: &out)

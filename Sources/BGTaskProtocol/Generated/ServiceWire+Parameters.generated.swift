@@ -21,8 +21,7 @@ extension ServiceWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(UInt8(ascii: "{"))
-            out.append(contentsOf: #""interface":"#.utf8)
+            out.append(contentsOf: #"{"interface":"#.utf8)
             JSON.writeString(interface, into: &out)
             out.append(UInt8(ascii: "}"))
         }

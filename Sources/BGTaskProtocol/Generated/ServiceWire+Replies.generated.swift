@@ -33,8 +33,7 @@ extension ServiceWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(UInt8(ascii: "{"))
-            out.append(contentsOf: #""interfaces":"#.utf8)
+            out.append(contentsOf: #"{"interfaces":"#.utf8)
             out.append(UInt8(ascii: "["))
             for (i, e) in interfaces.enumerated() {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
@@ -73,8 +72,7 @@ extension ServiceWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(UInt8(ascii: "{"))
-            out.append(contentsOf: #""description":"#.utf8)
+            out.append(contentsOf: #"{"description":"#.utf8)
             JSON.writeString(description, into: &out)
             out.append(UInt8(ascii: "}"))
         }
