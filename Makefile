@@ -50,6 +50,7 @@ test-dependency:
 test-units:
 	IntegrationTests/check-units.sh
 	scripts/gen-wayland-glue.sh --check
+	$(PYTHON) scripts/gen-varlink.py --check
 
 # issue 11 at full length: 200 kill -9s in the crash loop and a 20 s journald stall (`make test` runs them
 # with 30 kills and a 5 s stall).

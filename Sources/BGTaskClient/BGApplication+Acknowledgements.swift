@@ -47,7 +47,7 @@ extension BGApplication {
         // An event of a daemon that has gone away: the new one knows nothing of it.
         guard session == sessions.current else { return }
         do {
-            try calls.call(AppMethod.acknowledge, AppWire.Acknowledge(eventId: eventID))
+            try calls.call(AppMethod.acknowledge, AppWire.Acknowledge(eventId: EventID(UInt64(clamping: eventID))))
         } catch {
             diagnose("acknowledging event \(eventID) failed: \(error)")
         }

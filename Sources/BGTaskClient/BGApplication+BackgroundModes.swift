@@ -10,7 +10,7 @@ extension BGApplication {
         guard let known = BGTaskModel.BackgroundMode(rawValue: mode.rawValue) else { throw .invalidParameter("mode") }
         let (reply, generation) = try calls.call(
             AppMethod.beginActivity, AppWire.BeginActivity(appId: appID, mode: known), reply: AppWire.BeginActivityReply.self)
-        guard let value = Int(exactly: reply.activityId) else {
+        guard let value = Int(exactly: reply.activityId.rawValue) else {
             throw .invalidReply("BeginActivity answered without an activityId")
         }
         let id = BackgroundActivityIdentifier(rawValue: value)
@@ -24,7 +24,7 @@ extension BGApplication {
         let stale = shared.withLock { st in st.activities.removeValue(forKey: identifier).map { $0 != generation } ?? false }
         guard !stale else { return }
         do {
-            try calls.call(AppMethod.endActivity, AppWire.EndActivity(appId: appID, activityId: Int64(identifier.rawValue)))
+            try calls.call(AppMethod.endActivity, AppWire.EndActivity(appId: appID, activityId: ActivityID(UInt64(clamping: identifier.rawValue))))
         } catch {
             diagnose("endActivity(\(identifier.rawValue)) failed: \(error)")
         }

@@ -47,7 +47,7 @@ extension BGApplication {
         let (reply, generation) = try calls.call(
             AppMethod.beginBackgroundTask, AppWire.BeginBackgroundTask(appId: appID, name: name),
             reply: AppWire.BeginBackgroundTaskReply.self)
-        guard let value = Int(exactly: reply.taskId), value >= 0 else {
+        guard let value = Int(exactly: reply.taskId.rawValue) else {
             throw .invalidReply("BeginBackgroundTask answered without a taskId")
         }
         let id = BackgroundTaskIdentifier(rawValue: value)
@@ -86,7 +86,7 @@ extension BGApplication {
         }
         guard send else { return }
         do {
-            try calls.call(AppMethod.endBackgroundTask, AppWire.EndBackgroundTask(appId: appID, taskId: Int64(identifier.rawValue)))
+            try calls.call(AppMethod.endBackgroundTask, AppWire.EndBackgroundTask(appId: appID, taskId: TaskID(UInt64(clamping: identifier.rawValue))))
         } catch {
             diagnose("endBackgroundTask(\(identifier)) failed: \(error)")
         }

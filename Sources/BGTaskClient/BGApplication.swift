@@ -181,7 +181,7 @@ public final class BGApplication: Sendable {
         if let known = shared.withLock({ $0.tracker.refreshStatus }) { return known }
         do {
             let reply = try calls.call(AppMethod.refreshStatus, AppWire.RefreshStatusCall(appId: appID))
-            return (try? AppWire.RefreshStatusReply(json: reply))?.status ?? .denied
+            return (try? AppWire.RefreshStatusReply(json: reply))?.status.known ?? .denied
         } catch {
             return .denied
         }

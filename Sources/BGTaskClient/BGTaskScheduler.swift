@@ -39,14 +39,22 @@ public class BGTaskRequest: CustomStringConvertible {
         return p
     }
 
-    /// A request read from a `TaskRequest` object; nil for a kind this library does not know.
+    /// A request read from a `TaskRequest` object; nil for one that does not fit or a kind this library does
+    /// not know.
     static func make(from json: JSON) -> BGTaskRequest? {
         guard let wire = try? AppWire.TaskRequest(value: json, field: "requests") else { return nil }
+        return make(from: wire)
+    }
+
+    /// A request read from a `TaskRequest`; nil for a kind this library does not know.
+    static func make(from wire: AppWire.TaskRequest) -> BGTaskRequest? {
         let request: BGTaskRequest
-        switch wire.kind {
-        case .refresh:
+        switch wire.kind.known {
+        case nil:
+            return nil
+        case .refresh?:
             request = BGAppRefreshTaskRequest(identifier: wire.identifier)
-        case .processing:
+        case .processing?:
             let processing = BGProcessingTaskRequest(identifier: wire.identifier)
             processing.requiresNetworkConnectivity = wire.requiresNetwork
             processing.requiresExternalPower = wire.requiresExternalPower
@@ -210,16 +218,15 @@ public final class BGTaskScheduler: Sendable {
 
     /// The app's pending requests.
     public func pendingTaskRequests() throws(BGTaskSchedulerError) -> [BGTaskRequest] {
-        let reply: [String: JSON]
+        let reply: AppWire.PendingTaskRequestsReply
         do {
-            reply = try calls.call(AppMethod.pendingTaskRequests, AppWire.PendingTaskRequests(appId: appID))
+            reply = try calls.call(
+                AppMethod.pendingTaskRequests, AppWire.PendingTaskRequests(appId: appID), reply: AppWire.PendingTaskRequestsReply.self
+            ).reply
         } catch {
             throw BGTaskSchedulerError(error)
         }
-        guard let list = reply[AppWire.PendingTaskRequestsReply.fields[0]]?.arrayValue else {
-            throw .failed(.invalidReply("PendingTaskRequests answered without requests"))
-        }
-        return list.compactMap(BGTaskRequest.make(from:))
+        return reply.requests.compactMap(BGTaskRequest.make(from:))
     }
 
     // MARK: - Delivery (from BGApplication, on the main queue)

@@ -107,20 +107,23 @@ public struct BGApplicationEvent: Sendable, Equatable {
         self.deadlineUSec = deadlineUSec
     }
 
-    /// Reads an `Event` object. `id` and `kind` are required; unknown optional values are dropped.
+    /// Reads an `Event` object through the contract's `AppWire.Event`. `id` and `kind` are required; a state,
+    /// kind or launch reason this build does not know does not fail it (a kind is kept as sent, unknown
+    /// state and launch reason are dropped).
     public init(json: JSON) throws(BGTaskClientError) {
         guard case .object(let o) = json else { throw .invalidReply("event is not an object") }
-        guard let id = o["id"]?.intValue else { throw .invalidReply("event without an integer id") }
-        guard let kind = o["kind"]?.stringValue, !kind.isEmpty else { throw .invalidReply("event without a kind") }
-        self.init(id: id, kind: Kind(rawValue: kind), state: o["state"]?.stringValue.flatMap(BGLifecycleState.init(rawValue:)))
-        needsAck = o["needsAck"]?.boolValue ?? false
-        if let t = o["taskId"]?.intValue, let i = Int(exactly: t) { taskID = BackgroundTaskIdentifier(rawValue: i) }
-        taskName = o["taskName"]?.stringValue
-        identifier = o["identifier"]?.stringValue
-        name = o["name"]?.stringValue
-        if let p = o["payload"], !p.isNull { payload = p }
-        launchReason = o["launchReason"]?.stringValue.flatMap(LaunchReason.init(rawValue:))
-        deadlineUSec = o["deadlineUSec"]?.intValue
+        let wire: AppWire.Event
+        do { wire = try AppWire.Event(json: o) } catch { throw .invalidReply("event with an invalid \(error.field)") }
+        try self.init(wire: wire)
+    }
+
+    init(wire: AppWire.Event) throws(BGTaskClientError) {
+        guard !wire.kind.rawValue.isEmpty else { throw .invalidReply("event without a kind") }
+        self.init(
+            id: Int64(clamping: wire.id.rawValue), kind: Kind(rawValue: wire.kind.rawValue), state: wire.state?.known, needsAck: wire.needsAck,
+            taskID: wire.taskId.flatMap { Int(exactly: $0.rawValue) }.map(BackgroundTaskIdentifier.init(rawValue:)),
+            taskName: wire.taskName, identifier: wire.identifier, name: wire.name, payload: wire.payload,
+            launchReason: wire.launchReason?.known, deadlineUSec: wire.deadlineUSec)
     }
 
     /// The event as a wire `Event` object (absent optionals left out).
@@ -150,10 +153,21 @@ struct CheckInReply: Sendable, Equatable {
         self.event = event
     }
 
+    /// Reads a reply through the contract's `AppWire.CheckInReply`; values this build does not know are nil.
     init(parameters p: [String: JSON]) throws(BGTaskClientError) {
-        state = p["state"]?.stringValue.flatMap(BGLifecycleState.init(rawValue:))
-        refreshStatus = p["refreshStatus"]?.stringValue.flatMap(BackgroundRefreshStatus.init(rawValue:))
-        if let e = p["event"], !e.isNull { event = try BGApplicationEvent(json: e) }
+        let wire: AppWire.CheckInReply
+        do {
+            wire = try AppWire.CheckInReply(json: p)
+        } catch {
+            // The event's own sentence says what is wrong with it.
+            if let e = p[AppWire.CheckInReply.fields[2]], error.field == AppWire.CheckInReply.fields[2] {
+                _ = try BGApplicationEvent(json: e)
+            }
+            throw .invalidReply("CheckIn answered with an invalid \(error.field)")
+        }
+        state = wire.state?.known
+        refreshStatus = wire.refreshStatus?.known
+        event = try wire.event.map { e throws(BGTaskClientError) in try BGApplicationEvent(wire: e) }
     }
 }
 

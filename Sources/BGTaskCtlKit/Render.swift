@@ -177,7 +177,7 @@ package enum Render {
             ],
             rows: list.map { a in
                 [
-                    .init(String(a.taskId)), .init(a.appId), .init(a.name ?? "-"), .init(remaining(a.remainingUSec)),
+                    .init(a.taskId.description), .init(a.appId), .init(a.name ?? "-"), .init(remaining(a.remainingUSec)),
                     a.expiring ? .init("yes", .red) : .init("no"),
                 ]
             }

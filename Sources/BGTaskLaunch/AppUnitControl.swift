@@ -10,7 +10,7 @@ public import BGTaskProtocol
 /// a cgroup2 directory owned by that very UID, and only these three writes. A compromised daemon gains
 /// nothing by it that it does not have already: it may SIGSTOP/SIGKILL those processes with `CAP_KILL`.
 public enum AppUnitControl: Sendable {
-    public static let method = LauncherInterface.name + ".ControlAppUnit"
+    public static let method = LauncherMethod.controlAppUnit.qualifiedName
 
     /// What to do to the unit's cgroup.
     public enum Action: String, CaseIterable, Sendable {
@@ -33,19 +33,26 @@ public enum AppUnitControl: Sendable {
 
     /// The call the daemon sends: oneway (it learns the outcome from `cgroup.events`, which it watches).
     public static func call(cgroup: String, action: Action, oneway: Bool = true) -> VarlinkCall {
-        VarlinkCall(method: method, parameters: ["cgroup": .string(cgroup), "action": .string(action.rawValue)], oneway: oneway)
+        VarlinkCall(LauncherMethod.controlAppUnit, LauncherWire.ControlAppUnit(cgroup: cgroup, action: action.rawValue), oneway: oneway)
     }
 
     /// Decodes a received call's parameters; unknown ones are refused.
     public static func decode(_ p: [String: JSON]) throws(LaunchFailure) -> (cgroup: String, action: Action) {
-        if let unknown = p.keys.sorted().first(where: { $0 != "cgroup" && $0 != "action" }) {
+        if let unknown = p.keys.sorted().first(where: { !LauncherWire.ControlAppUnit.fields.contains($0) }) {
             throw LaunchFailure(.invalidRequest, "unknown parameter \(unknown)")
         }
-        guard case .string(let cgroup)? = p["cgroup"] else { throw LaunchFailure(.invalidRequest, "cgroup must be a string") }
-        guard case .string(let raw)? = p["action"], let action = Action(rawValue: raw) else {
+        let wire: LauncherWire.ControlAppUnit
+        do {
+            wire = try LauncherWire.ControlAppUnit(json: p)
+        } catch where error.field == "cgroup" {
+            throw LaunchFailure(.invalidRequest, "cgroup must be a string")
+        } catch {
             throw LaunchFailure(.invalidRequest, "action must be one of: freeze, thaw, kill")
         }
-        return (cgroup, action)
+        guard let action = Action(rawValue: wire.action) else {
+            throw LaunchFailure(.invalidRequest, "action must be one of: freeze, thaw, kill")
+        }
+        return (wire.cgroup, action)
     }
 
     /// The uid the unit's path names, or why the path is not one the launcher may touch. `adoptRoot` is the

@@ -5,43 +5,25 @@ public import BGTaskProtocol
 /// unprivileged and tightly sandboxed, the launcher only starts apps). Varlink framing and JSON; the
 /// reply to `Spawn` carries a pidfd of the new process as SCM_RIGHTS. Pure: encoding and validation.
 public enum LauncherInterface: Sendable {
-    public static let name = "io.bgtaskd.Launcher"
-    public static let spawnMethod = name + ".Spawn"
+    public static let name = Interfaces.launcherName
+    public static let spawnMethod = LauncherMethod.spawn.qualifiedName
     /// Longest request or reply (an environment can be long, but not this long).
     public static let maxMessageSize = 256 * 1024
 
-    public static let description = """
-        # Starts bgtaskd's apps on the daemon's request (bgtaskd-launcher, privilege separation).
-        # Only root and the daemon's uid may connect. The reply carries a pidfd of the new process
-        # (SCM_RIGHTS) that stays valid however soon the app exits.
-        interface io.bgtaskd.Launcher
+    /// The interface's text: varlink/io.bgtaskd.Launcher.varlink (its structs and errors are generated from
+    /// it: `LauncherWire`, `LauncherError`).
+    public static var description: String { Interfaces.launcher }
+}
 
-        # Starts the app appId as its manifest (<config-dir>/apps.d/<appId>.app, read on every call)
-        # says: Exec=, User=, WorkingDirectory=, Environment=. The request names no command: only the
-        # app, its cgroup (a directory in the cgroup2 file system owned by the caller; none: the
-        # launcher's own cgroup), the daemon's socket (BGTASKD_SOCKET) and the session variables
-        # passed on to the app (PATH, LANG, TZ, HOME, USER, LOGNAME, XDG_RUNTIME_DIR,
-        # WAYLAND_DISPLAY, DISPLAY; any other name is refused).
-        method Spawn(
-          appId: string,
-          cgroup: ?string,
-          socket: string,
-          environment: [string]string
-        ) -> (pid: int)
-
-        # Freezes, thaws or kills (cgroup.freeze 1 / 0, cgroup.kill) a unit of an app started by others
-        # that the daemon adopted: only <adopt-root>/user-UID.slice/user@UID.service/app.slice/app-*.scope
-        # or app-*.service, a cgroup2 directory owned by that UID. action: freeze, thaw or kill.
-        method ControlAppUnit(cgroup: string, action: string) -> ()
-        error NoSuchApp (message: string)
-        error InvalidManifest (message: string)
-        error ExecutableNotFound (message: string)
-        error NoSuchUser (message: string)
-        error CgroupFailed (message: string)
-        error SpawnFailed (message: string)
-        error InvalidRequest (message: string)
-        error PermissionDenied (message: string)
-        """
+extension LauncherError {
+    /// The sentence every error of the launcher carries.
+    public var message: String {
+        switch self {
+        case .noSuchApp(let m), .invalidManifest(let m), .executableNotFound(let m), .noSuchUser(let m), .cgroupFailed(let m),
+            .spawnFailed(let m), .invalidRequest(let m), .permissionDenied(let m):
+            return m
+        }
+    }
 }
 
 /// Why an app could not be started, with the message the daemon journals; on the wire a named error
@@ -82,7 +64,11 @@ public struct LaunchFailure: Error, Equatable, Sendable, CustomStringConvertible
     public init(errorName: String, parameters: [String: JSON]) {
         let prefix = LauncherInterface.name + "."
         if errorName.hasPrefix(prefix), let kind = Kind(rawValue: String(errorName.dropFirst(prefix.count))) {
-            self.init(kind, parameters["message"]?.stringValue ?? errorName)
+            // The launcher's errors are read through the generated `LauncherError`; `LauncherUnavailable` is
+            // the daemon's own (never sent by a launcher), with the same `message`.
+            let declared = LauncherError(VarlinkError(errorName, parameters))?.message
+            let message = declared ?? ((try? WireReader(parameters).optionalString("message")) ?? nil)
+            self.init(kind, message.flatMap { $0.isEmpty ? nil : $0 } ?? errorName)
         } else {
             let detail = parameters.isEmpty ? "" : " " + JSON.object(parameters).serialized()
             self.init(.spawnFailed, "launcher replied \(errorName)\(detail)")
@@ -115,13 +101,7 @@ public struct SpawnRequest: Equatable, Sendable {
     }
 
     public var parameters: [String: JSON] {
-        var p: [String: JSON] = [
-            "appId": .string(appID),
-            "socket": .string(socketPath),
-            "environment": .object(environment.mapValues { .string($0) }),
-        ]
-        if let cgroup { p["cgroup"] = .string(cgroup) }
-        return p
+        LauncherWire.Spawn(appId: appID, cgroup: cgroup, socket: socketPath, environment: environment).json
     }
 
     /// The call as sent by the daemon.
@@ -130,29 +110,20 @@ public struct SpawnRequest: Equatable, Sendable {
     /// Decodes and validates the parameters of a received call. Unknown parameters (e.g. the `argv` of
     /// an older daemon) are refused rather than ignored: nothing but the app ID chooses what runs.
     public init(parameters p: [String: JSON]) throws(LaunchFailure) {
-        let known: Set<String> = ["appId", "cgroup", "socket", "environment"]
+        let known = Set(LauncherWire.Spawn.fields)
         if let unknown = p.keys.sorted().first(where: { !known.contains($0) }) {
             throw LaunchFailure(.invalidRequest, "unknown parameter \(unknown)")
         }
-        func string(_ key: String) throws(LaunchFailure) -> String {
-            guard case .string(let s)? = p[key] else { throw LaunchFailure(.invalidRequest, "\(key) must be a string") }
-            return s
+        let wire: LauncherWire.Spawn
+        do {
+            wire = try LauncherWire.Spawn(json: p)
+        } catch {
+            // The environment is the one field that is not a string.
+            throw LaunchFailure(
+                .invalidRequest,
+                error.field == "environment" ? "environment must be an object of strings" : "\(error.field) must be a string")
         }
-        let cgroup: String?
-        switch p["cgroup"] {
-        case nil, .null?: cgroup = nil
-        case .string(let s)?: cgroup = s
-        default: throw LaunchFailure(.invalidRequest, "cgroup must be a string")
-        }
-        guard let object = p["environment"]?.objectValue else {
-            throw LaunchFailure(.invalidRequest, "environment must be an object of strings")
-        }
-        var environment: [String: String] = [:]
-        for (name, value) in object {
-            guard let v = value.stringValue else { throw LaunchFailure(.invalidRequest, "environment must be an object of strings") }
-            environment[name] = v
-        }
-        self.init(appID: try string("appId"), cgroup: cgroup, socketPath: try string("socket"), environment: environment)
+        self.init(appID: wire.appId, cgroup: wire.cgroup, socketPath: wire.socket, environment: wire.environment)
         if let problem = validationError() { throw LaunchFailure(.invalidRequest, problem) }
     }
 
@@ -175,15 +146,11 @@ public struct SpawnRequest: Equatable, Sendable {
     }
 }
 
-/// The reply to `Spawn`: the pid (its pidfd travels beside it). Its one field is spelled here only: the
+/// The reply to `Spawn`: the pid (its pidfd travels beside it); generated from the .varlink file. The
 /// launcher writes it and the daemon reads it through this struct.
-public struct SpawnReply: WireMessage {
-    public static let fields = ["pid"]
-    public var pid: Int64
-    public init(pid: Int64) { self.pid = pid }
-    public init(json: [String: JSON]) throws(WireFieldError) { pid = try WireReader(json).int("pid") }
-    public var json: [String: JSON] { ["pid": .int(pid)] }
+public typealias SpawnReply = LauncherWire.SpawnReply
 
+extension LauncherWire.SpawnReply {
     public static func reply(pid: Int32) -> VarlinkReply { VarlinkReply(parameters: SpawnReply(pid: Int64(pid)).json) }
 
     /// The pid of a reply, or the failure it reports.

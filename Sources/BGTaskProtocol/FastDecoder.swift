@@ -7,6 +7,8 @@
 // gives the same call and finds nothing wrong with it (FuzzTesting/ checks this on every input, and
 // FastDecoderTests on the cases by hand).
 
+import BGTaskModel
+
 /// Decodes the common calls of `io.bgtaskd.App` without building a `JSON` tree.
 public enum VarlinkFastDecoder: Sendable {
     /// The parameters of a call the fast path decoded.
@@ -111,11 +113,6 @@ public enum VarlinkFastDecoder: Sendable {
     }
 }
 
-/// The keys the fast path knows (envelope and parameters).
-private enum FastKey {
-    case method, parameters, more, oneway, appId, name, taskId, eventId
-}
-
 private struct Scanner {
     let buf: UnsafeBufferPointer<UInt8>
     var i = 0
@@ -160,36 +157,16 @@ private struct Scanner {
         return nil
     }
 
-    /// A known key and its colon.
+    /// A known key and its colon (the keys are generated from the .varlink files: FastKeys.generated.swift).
     mutating func key() -> FastKey? {
         guard let k = plainString(), take(UInt8(ascii: ":")) else { return nil }
-        return Self.known(k)
+        return FastKey.known(k)
     }
 
-    static func known(_ k: UnsafeBufferPointer<UInt8>) -> FastKey? {
-        func eq(_ lit: StaticString) -> Bool {
-            lit.utf8CodeUnitCount == k.count && memcmpEqual(lit.utf8Start, k.baseAddress, k.count)
-        }
-        switch k.count {
-        case 4: return eq("more") ? .more : (eq("name") ? .name : nil)
-        case 5: return eq("appId") ? .appId : nil
-        case 6: return eq("method") ? .method : (eq("oneway") ? .oneway : (eq("taskId") ? .taskId : nil))
-        case 7: return eq("eventId") ? .eventId : nil
-        case 10: return eq("parameters") ? .parameters : nil
-        default: return nil
-        }
-    }
-
+    /// The qualified name of a method the fast path decodes.
     mutating func methodName() -> AppMethod? {
         guard let m = plainString() else { return nil }
-        func eq(_ lit: StaticString) -> Bool {
-            lit.utf8CodeUnitCount == m.count && memcmpEqual(lit.utf8Start, m.baseAddress, m.count)
-        }
-        // The qualified names of the three methods (ContractTests checks them against AppMethod).
-        if eq("io.bgtaskd.App.BeginBackgroundTask") { return .beginBackgroundTask }
-        if eq("io.bgtaskd.App.EndBackgroundTask") { return .endBackgroundTask }
-        if eq("io.bgtaskd.App.Acknowledge") { return .acknowledge }
-        return nil
+        return fastMethod(named: m)
     }
 
     mutating func literal(_ word: StaticString) -> Bool {
@@ -311,7 +288,7 @@ private struct Scanner {
             }
         } while take(UInt8(ascii: ","))
         guard take(UInt8(ascii: "}")), let appId, let taskId else { return nil }
-        return AppWire.EndBackgroundTask(appId: appId, taskId: taskId)
+        return AppWire.EndBackgroundTask(appId: appId, taskId: TaskID(UInt64(taskId)))
     }
 
     /// `{"eventId": int > 0}`.
@@ -319,8 +296,14 @@ private struct Scanner {
         guard take(UInt8(ascii: "{")), key() == .eventId, let v = integer(), v > 0, take(UInt8(ascii: "}")) else {
             return nil
         }
-        return AppWire.Acknowledge(eventId: v)
+        return AppWire.Acknowledge(eventId: EventID(UInt64(v)))
     }
+}
+
+/// Whether `k` spells `lit` (the generated key and method tables compare with it).
+@inline(__always)
+func fastEqual(_ lit: StaticString, _ k: UnsafeBufferPointer<UInt8>) -> Bool {
+    lit.utf8CodeUnitCount == k.count && memcmpEqual(lit.utf8Start, k.baseAddress, k.count)
 }
 
 private func memcmpEqual(_ a: UnsafePointer<UInt8>?, _ b: UnsafePointer<UInt8>?, _ n: Int) -> Bool {

@@ -22,10 +22,15 @@ public struct VarlinkField: Sendable, Equatable {
         self.name = name
         self.type = type
     }
+
+    /// A field of the generated signature table.
+    public init(_ name: String, _ type: VarlinkType) {
+        self.init(name: name, type: type)
+    }
 }
 
 /// One interface description, parsed: its named types and the input of each method.
-public struct VarlinkInterfaceSignature: Sendable {
+public struct VarlinkInterfaceSignature: Sendable, Equatable {
     public let name: String
     public let types: [String: VarlinkType]
     /// Method name → input fields, in declaration order.
@@ -37,6 +42,18 @@ public struct VarlinkInterfaceSignature: Sendable {
 
     public struct ParseError: Error, Sendable, Equatable, CustomStringConvertible {
         public let description: String
+    }
+
+    /// A signature as the generated table declares it (Generated/Interfaces+Signatures.generated.swift).
+    public init(
+        name: String, types: [String: VarlinkType], methods: [String: [VarlinkField]], outputs: [String: [VarlinkField]],
+        errors: [String: [VarlinkField]]
+    ) {
+        self.name = name
+        self.types = types
+        self.methods = methods
+        self.outputs = outputs
+        self.errors = errors
     }
 
     /// Parses a description (`interface`, `type`, `method`, `error` declarations; `#` comments).
@@ -156,7 +173,11 @@ public struct VarlinkInterfaceRegistry: Sendable {
 
     /// Adds (or replaces) an interface; its name is the one its description declares.
     public mutating func register(description: String) throws(VarlinkInterfaceSignature.ParseError) {
-        let signature = try VarlinkInterfaceSignature(parsing: description)
+        register(try VarlinkInterfaceSignature(parsing: description))
+    }
+
+    /// Adds (or replaces) an interface from its signature (bgtaskd's: the generated table).
+    public mutating func register(_ signature: VarlinkInterfaceSignature) {
         interfaces[signature.name] = signature
         let app = interfaces[AppMethod.interface]
         func declared(_ m: AppMethod) -> Bool { app?.methods[m.rawValue]?.map(\.name) == m.parametersType.fields }

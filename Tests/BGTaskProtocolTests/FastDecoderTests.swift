@@ -157,8 +157,8 @@ import Testing
             #expect(String(decoding: fast, as: UTF8.self) == String(decoding: full, as: UTF8.self))
         }
         for i in ints {
-            same(AppWire.BeginBackgroundTaskReply(taskId: i))
-            same(AppWire.BeginActivityReply(activityId: i))
+            same(AppWire.BeginBackgroundTaskReply(taskId: TaskID(UInt64(bitPattern: i))))
+            same(AppWire.BeginActivityReply(activityId: ActivityID(UInt64(bitPattern: i))))
             same(ManagerWire.HoldReply(holdId: i))
             var out: [UInt8] = []
             JSON.writeInt(i, into: &out)
@@ -168,9 +168,9 @@ import Testing
         for _ in 0..<2_000 {
             func maybe<T>(_ v: T) -> T? { rng.below(2) == 0 ? nil : v }
             let event = AppWire.Event(
-                id: ints[rng.below(ints.count)], kind: LifecycleEventKind.allCases[rng.below(LifecycleEventKind.allCases.count)],
+                id: EventID(UInt64(bitPattern: ints[rng.below(ints.count)])), kind: LifecycleEventKind.allCases[rng.below(LifecycleEventKind.allCases.count)],
                 state: AppState.allCases[rng.below(AppState.allCases.count)], needsAck: rng.below(2) == 0,
-                taskId: maybe(ints[rng.below(ints.count)]), taskName: maybe(strings[rng.below(strings.count)]),
+                taskId: maybe(TaskID(UInt64(bitPattern: ints[rng.below(ints.count)]))), taskName: maybe(strings[rng.below(strings.count)]),
                 identifier: maybe(strings[rng.below(strings.count)]), name: maybe(strings[rng.below(strings.count)]),
                 payload: maybe(["k": .string(strings[rng.below(strings.count)]), "n": 1]),
                 launchReason: maybe(LaunchReason.allCases[rng.below(LaunchReason.allCases.count)]),

@@ -16,6 +16,8 @@ swiftc -O -wmo -parse-as-library -module-name BGTaskProtocol -emit-module -emit-
     -enable-upcoming-feature InternalImportsByDefault $(find "$src"/Sources/BGTaskProtocol -name '*.swift') -o libBGTaskProtocol.a
 flags=""
 if grep -q 'enum AppWire' -r "$src"/Sources/BGTaskProtocol; then flags="-D CONTRACT"; fi
+# The contract carries the model's identifiers (TaskID…) rather than Int64.
+if grep -q 'protocol WireIdentifier' -r "$src"/Sources/BGTaskProtocol; then flags="$flags -D TYPED_IDS"; fi
 swiftc -O -wmo -parse-as-library -I . -L . -lBGTaskProtocol -lBGTaskModel -lm $flags "$here/driver.swift" -o codec-driver
 # Two runs: N pairs and 2N pairs; the difference is the cost of N pairs without start-up.
 for k in 1 2; do

@@ -2,6 +2,9 @@
 // the inbound decoder (framing + decoding), the checks against the interface description, the few
 // parameters the handler reads, and the reply's bytes. Built and measured by build.sh.
 import BGTaskProtocol
+#if TYPED_IDS
+import BGTaskModel
+#endif
 
 @inline(never) func sink(_ x: Int) { if x == -1 { print(x) } }
 
@@ -28,7 +31,11 @@ import BGTaskProtocol
             guard let p = try? call.decode(AppWire.BeginBackgroundTask.self) else { fatalError("begin params") }
             total &+= p.appId.utf8.count &+ (p.name?.utf8.count ?? 0)
             out.removeAll(keepingCapacity: true)
+            #if TYPED_IDS
+            VarlinkReply(AppWire.BeginBackgroundTaskReply(taskId: TaskID(UInt64(taskId)))).append(to: &out)
+            #else
             VarlinkReply(AppWire.BeginBackgroundTaskReply(taskId: taskId)).append(to: &out)
+            #endif
             #else
             // As the daemon's handleApp before the contract: the interface, Acknowledge?, the app, the method.
             guard call.interface == Interfaces.appName[...], call.methodName != "Acknowledge" else { fatalError("method") }
@@ -48,7 +55,11 @@ import BGTaskProtocol
             guard AppMethod(end) == .endBackgroundTask, let endApp = try? WireAppID.of(end) else { fatalError("method") }
             total &+= endApp.utf8.count
             guard let e = try? end.decode(AppWire.EndBackgroundTask.self) else { fatalError("end params") }
+            #if TYPED_IDS
+            total &+= Int(e.taskId.rawValue)
+            #else
             total &+= Int(e.taskId)
+            #endif
             #else
             guard end.interface == Interfaces.appName[...], end.methodName != "Acknowledge",
                 case .string(let endApp)? = end.parameters["appId"], end.methodName == "EndBackgroundTask"

@@ -75,7 +75,7 @@ extension DaemonService {
         if method == .acknowledge {
             guard let call = decode(request, AppWire.Acknowledge.self) else { return }
             // The core refuses an event of an app acknowledged by another uid (issue 11).
-            return run(.eventAcknowledged(EventID(UInt64(call.eventId)), caller: peer.caller), for: request)
+            return run(.eventAcknowledged(call.eventId, caller: peer.caller), for: request)
         }
         // Every other method names the app: known, and called by its user (or root), before the rest
         // of its parameters are looked at.
@@ -94,7 +94,7 @@ extension DaemonService {
             run(.assertionRequested(app, connection: conn, name: call.name), for: request)
         case .endBackgroundTask:
             guard let call = decode(request, AppWire.EndBackgroundTask.self) else { return }
-            run(.assertionEndRequested(app, TaskID(UInt64(call.taskId))), for: request)
+            run(.assertionEndRequested(app, call.taskId), for: request)
         case .backgroundTimeRemaining:
             let remaining = machine.backgroundTimeRemaining(of: app, now: now())
             request.reply(AppWire.BackgroundTimeRemainingReply(remainingUSec: remaining?.microseconds))
@@ -103,7 +103,7 @@ extension DaemonService {
             run(.activityRequested(app, connection: conn, mode: call.mode), for: request)
         case .endActivity:
             guard let call = decode(request, AppWire.EndActivity.self) else { return }
-            run(.activityEndRequested(app, ActivityID(UInt64(call.activityId))), for: request)
+            run(.activityEndRequested(app, call.activityId), for: request)
         case .refreshStatus:
             request.reply(AppWire.RefreshStatusReply(status: refreshStatusValue(app)))
         case .submitTaskRequest, .cancelTaskRequest, .cancelAllTaskRequests, .pendingTaskRequests, .completeTask:

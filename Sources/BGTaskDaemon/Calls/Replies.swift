@@ -30,9 +30,9 @@ extension DaemonService {
                 request.reply(ManagerWire.HoldReply(holdId: Int64(id.rawValue)), continues: true)
                 return
             }
-            request.reply(AppWire.BeginBackgroundTaskReply(taskId: Int64(id.rawValue)))
+            request.reply(AppWire.BeginBackgroundTaskReply(taskId: id))
         case .activityID(let id):
-            request.reply(AppWire.BeginActivityReply(activityId: Int64(id.rawValue)))
+            request.reply(AppWire.BeginActivityReply(activityId: id))
         case .failure(let error):
             request.fail(wireError(error, for: call, state: "unknown"))
         case .invalidState(let state):
@@ -79,8 +79,8 @@ extension DaemonService {
 
     func wireEvent(_ event: Event) -> AppWire.Event {
         AppWire.Event(
-            id: Int64(event.id.rawValue), kind: event.kind, state: event.state, needsAck: event.needsAck,
-            taskId: event.taskID.map { Int64($0.rawValue) }, taskName: event.taskName, identifier: event.identifier,
+            id: event.id, kind: event.kind, state: event.state, needsAck: event.needsAck,
+            taskId: event.taskID, taskName: event.taskName, identifier: event.identifier,
             name: event.name, payload: event.payload.flatMap { try? JSON.parse($0.json) }, launchReason: event.launchReason,
             deadlineUSec: event.deadline?.microseconds)
     }
@@ -94,7 +94,7 @@ extension DaemonService {
 
     func wireAssertion(_ a: AssertionSnapshot) -> ManagerWire.Assertion {
         ManagerWire.Assertion(
-            taskId: Int64(a.taskID.rawValue), appId: a.app.rawValue, name: a.name, remainingUSec: a.remaining?.microseconds,
+            taskId: a.taskID, appId: a.app.rawValue, name: a.name, remainingUSec: a.remaining?.microseconds,
             expiring: a.expiring, managerHold: a.managerHold)
     }
 
@@ -105,7 +105,7 @@ extension DaemonService {
             uid: s.pid == nil ? nil : Int64(expectedUID(s.id)), lifecycleAware: s.lifecycleAware,
             assertions: s.assertions.map(wireAssertion),
             activities: s.activities.map {
-                ManagerWire.Activity(activityId: Int64($0.activityID.rawValue), appId: $0.app.rawValue, mode: $0.mode)
+                ManagerWire.Activity(activityId: $0.activityID, appId: $0.app.rawValue, mode: $0.mode)
             },
             refreshSetting: refreshSetting(s.id), refreshStatus: refreshStatusValue(s.id),
             backgroundTimeRemainingUSec: s.backgroundTimeRemaining?.microseconds,

@@ -1,11 +1,13 @@
+public import BGTaskModel
 
 // The typed wire contract (issue 13): every method of bgtaskd's interfaces is a case of a method enum
 // (`AppMethod`, `ManagerMethod`, `ServiceMethod`) whose raw value is its Varlink name, with a parameter
 // struct and a reply struct that encode to and decode from `JSON`; every error is a case of an error
-// enum (`AppError`, `ManagerError`). Method names and parameter keys are spelled here and nowhere else:
-// the daemon decodes calls into these structs and encodes replies from them, the client library and
-// bgtaskctl build their calls from them. `ContractTests` checks them against the interface
-// descriptions (Interfaces.swift), which stay the published source of truth.
+// enum (`AppError`, `ManagerError`). All of them are generated from the interfaces' .varlink files
+// (scripts/gen-varlink.py, Generated/): method names and parameter keys are spelled there and nowhere
+// else. The daemon decodes calls into these structs and encodes replies from them, the client library and
+// bgtaskctl build their calls and read their replies with them. This file holds what the generated code
+// stands on: the protocols, the readers and writers of fields.
 
 /// A field that does not fit its declaration: the call's `InvalidParameter`, or a reply the client
 /// cannot read.
@@ -29,6 +31,13 @@ public protocol WireMessage: Sendable, Equatable {
     /// Appends the JSON text of `json` (keys sorted, as `JSON.write`); the replies of the common calls
     /// write it from preformatted parts, without building the object.
     func write(into out: inout [UInt8])
+    /// Checks what a type cannot say (an identifier not empty, a number not negative); the generated
+    /// `init(json:)` calls it after reading every field. Hand-written in the contract's extensions.
+    func validate() throws(WireFieldError)
+}
+
+extension WireMessage {
+    public func validate() throws(WireFieldError) {}
 }
 
 extension WireMessage {
@@ -135,6 +144,44 @@ public struct WireReader: Sendable {
         }
         return out
     }
+    /// An identifier (`TaskID`, `EventID`, `ActivityID`): an int, not negative.
+    public func identifier<T: WireIdentifier>(_ key: String, as: T.Type = T.self) throws(WireFieldError) -> T {
+        guard let t = try optionalIdentifier(key, as: T.self) else { throw WireFieldError(key) }
+        return t
+    }
+    public func optionalIdentifier<T: WireIdentifier>(_ key: String, as: T.Type = T.self) throws(WireFieldError) -> T? {
+        guard let i = try optionalInt(key) else { return nil }
+        guard i >= 0 else { throw WireFieldError(key) }
+        return T(rawValue: UInt64(i))
+    }
+    /// A `[string]string` map: an object whose values are all strings.
+    public func stringMap(_ key: String) throws(WireFieldError) -> [String: String] {
+        guard let m = try optionalStringMap(key) else { throw WireFieldError(key) }
+        return m
+    }
+    public func optionalStringMap(_ key: String) throws(WireFieldError) -> [String: String]? {
+        guard let v = present(key) else { return nil }
+        guard case .object(let members) = v else { throw WireFieldError(key) }
+        var out: [String: String] = [:]
+        for (name, value) in members {
+            guard case .string(let s) = value else { throw WireFieldError(key) }
+            out[name] = s
+        }
+        return out
+    }
+    /// A Bool sent as `on` or `off` (`AppInfo.refreshSetting`).
+    public func onOff(_ key: String) throws(WireFieldError) -> Bool {
+        guard let b = try optionalOnOff(key) else { throw WireFieldError(key) }
+        return b
+    }
+    public func optionalOnOff(_ key: String) throws(WireFieldError) -> Bool? {
+        switch try optionalString(key) {
+        case nil: return nil
+        case "on"?: return true
+        case "off"?: return false
+        default: throw WireFieldError(key)
+        }
+    }
     public func optionalStrings(_ key: String) throws(WireFieldError) -> [String]? {
         guard let v = present(key) else { return nil }
         guard case .array(let items) = v else { throw WireFieldError(key) }
@@ -160,7 +207,18 @@ public struct WireEnum<Value: RawRepresentable<String> & Sendable & Equatable>: 
     public var known: Value? { Value(rawValue: rawValue) }
 }
 
+/// An identifier of the model carried by the wire as an int (`TaskID`, `EventID`, `ActivityID`).
+public protocol WireIdentifier: RawRepresentable<UInt64>, Sendable, Equatable {
+    init(rawValue: UInt64)
+}
+
+extension TaskID: WireIdentifier {}
+extension EventID: WireIdentifier {}
+extension ActivityID: WireIdentifier {}
+
 extension JSON {
+    /// `.int(identifier)`.
+    @inlinable public static func id<T: WireIdentifier>(_ value: T) -> JSON { .int(Int64(clamping: value.rawValue)) }
     /// `.string(raw value)`.
     @inlinable public static func raw<T: RawRepresentable<String>>(_ value: T) -> JSON { .string(value.rawValue) }
     /// The value or null.

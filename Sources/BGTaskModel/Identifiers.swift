@@ -34,13 +34,15 @@ public struct AppID: Hashable, Comparable, Sendable, CustomStringConvertible {
 }
 
 /// A background-task assertion's identifier (`taskId` on the wire). `0` is ``invalid``: a denied request.
-public struct TaskID: RawRepresentable, Hashable, Comparable, Sendable, CustomStringConvertible {
+public struct TaskID: RawRepresentable, Hashable, Comparable, Sendable, CustomStringConvertible, ExpressibleByIntegerLiteral {
     /// The number on the wire.
     public let rawValue: UInt64
     /// Wraps a wire number.
     public init(rawValue: UInt64) { self.rawValue = rawValue }
     /// Wraps a wire number.
     public init(_ rawValue: UInt64) { self.rawValue = rawValue }
+    /// A literal identifier (tests, examples).
+    public init(integerLiteral value: UInt64) { self.rawValue = value }
     /// The invalid identifier `0`, returned when a begin request is denied (UIKit's `.invalid`).
     public static let invalid = TaskID(0)
     /// Whether this is a real identifier (not ``invalid``).
@@ -52,13 +54,15 @@ public struct TaskID: RawRepresentable, Hashable, Comparable, Sendable, CustomSt
 }
 
 /// A background-mode activity's identifier (`activityId` on the wire). Issued from 1 upwards.
-public struct ActivityID: RawRepresentable, Hashable, Comparable, Sendable, CustomStringConvertible {
+public struct ActivityID: RawRepresentable, Hashable, Comparable, Sendable, CustomStringConvertible, ExpressibleByIntegerLiteral {
     /// The number on the wire.
     public let rawValue: UInt64
     /// Wraps a wire number.
     public init(rawValue: UInt64) { self.rawValue = rawValue }
     /// Wraps a wire number.
     public init(_ rawValue: UInt64) { self.rawValue = rawValue }
+    /// A literal identifier (tests, examples).
+    public init(integerLiteral value: UInt64) { self.rawValue = value }
     /// Orders by issue order.
     public static func < (lhs: ActivityID, rhs: ActivityID) -> Bool { lhs.rawValue < rhs.rawValue }
     /// The number as text.
@@ -80,13 +84,15 @@ public struct ConnectionID: RawRepresentable, Hashable, Comparable, Sendable, Cu
 }
 
 /// An event delivered to an app (`Event.id` on the wire, the argument of `Acknowledge`). Issued from 1 upwards.
-public struct EventID: RawRepresentable, Hashable, Comparable, Sendable, CustomStringConvertible {
+public struct EventID: RawRepresentable, Hashable, Comparable, Sendable, CustomStringConvertible, ExpressibleByIntegerLiteral {
     /// The number on the wire.
     public let rawValue: UInt64
     /// Wraps a wire number.
     public init(rawValue: UInt64) { self.rawValue = rawValue }
     /// Wraps a wire number.
     public init(_ rawValue: UInt64) { self.rawValue = rawValue }
+    /// A literal identifier (tests, examples).
+    public init(integerLiteral value: UInt64) { self.rawValue = value }
     /// Orders by issue order.
     public static func < (lhs: EventID, rhs: EventID) -> Bool { lhs.rawValue < rhs.rawValue }
     /// The number as text.
