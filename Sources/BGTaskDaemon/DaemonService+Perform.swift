@@ -12,16 +12,38 @@ import Glibc
 // Performing the core's actions, and answering the calls they reply to.
 extension DaemonService {
     /// Performs one action of the core. Every case is spelled out (no `default:`): a new action does not
-    /// compile until the shell knows how to perform it.
-    func perform(_ action: Action) -> Input? {
-        if let d = action.decision { record(d, peer: feeding?.peer) }
+    /// compile until the shell knows how to perform it. Returns the input it causes, if any.
+    func perform(_ action: CoreAction) -> Input? {
+        switch action {
+        case .perform(let action, let journaled, let peer):
+            if let d = action.decision { record(d, journaled: journaled, peerPID: peer?.pid) }
+            return performLifecycle(action)
+        case .journalSummaries(let summaries):
+            JournalBudgetMessages.journal(summaries, limits: core.journalLimits, sink: journal)
+        case .pauseConnection(let origin, let pause):
+            // The connection may have closed meanwhile: nothing to hold then.
+            guard let connection = server?.connection(origin.connection.rawValue) else { return nil }
+            server?.hold(
+                connection, newConnectionsOfProcess: pause.holdNewConnections == .caller,
+                newConnectionsOfUID: pause.holdNewConnections == .uid)
+            if pause.firstOfUID {
+                DenialBudgetMessages.journal(pause, caller: origin.caller, limits: core.denialLimits, now: now(), sink: journal)
+            }
+        case .releasePausedConnections:
+            server?.releaseHeld()
+        }
+        return nil
+    }
+
+    /// Performs one action of the lifecycle machine (its decision is journaled already).
+    private func performLifecycle(_ action: Action) -> Input? {
         switch action {
         case .deliver(_, let conn, let event):
             guard let stream = streams[conn] else { return nil }
             stream.reply(checkInReply(app: nil, state: event.state, event: event), continues: true)
             return nil
         case .launch(let app, _, _):
-            if let (id, _) = feeding, let request = openRequests[id], let method = ManagerMethod(request.call),
+            if let id = feedingRequest, let request = openRequests[id], let method = ManagerMethod(request.call),
                 [.launch, .foreground].contains(method), WireAppID.optional(request.call.parameters) == app.rawValue
             {
                 // The reply says whether the program could start (issue 12): it comes with the spawn's result.
@@ -50,7 +72,7 @@ extension DaemonService {
             // The core records the suspension once the freeze is done (SPEC §9: suspended only once the
             // processes are stopped): now, or when the parts not done yet report it (`freezePartDone`).
             var awaited = 0
-            if ownsProcess(app, pid: processes.pid), !freezer.freeze(app: app, pid: processes.pid) { awaited += 1 }
+            if processes.own, !freezer.freeze(app: app, pid: processes.pid) { awaited += 1 }
             if !processes.instances.isEmpty, let adoption {
                 switch adoption.freeze(app) {
                 case .done: break
@@ -68,14 +90,14 @@ extension DaemonService {
             freezesAwaited[app] = awaited
         case .thaw(let app, let processes, _):
             freezesAwaited[app] = nil
-            if ownsProcess(app, pid: processes.pid) { freezer.thaw(app: app, pid: processes.pid) }
+            if processes.own { freezer.thaw(app: app, pid: processes.pid) }
             if !processes.instances.isEmpty { adoption?.thaw(app) }
         case .terminate(let app, let processes, _):
-            if ownsProcess(app, pid: processes.pid) { freezer.signal(app: app, pid: processes.pid, SIGTERM) }
+            if processes.own { freezer.signal(app: app, pid: processes.pid, SIGTERM) }
             if !processes.instances.isEmpty { adoption?.signal(app, SIGTERM) }
         case .kill(let app, let processes, _):
             freezesAwaited[app] = nil
-            if ownsProcess(app, pid: processes.pid) { freezer.kill(app: app, pid: processes.pid) }
+            if processes.own { freezer.kill(app: app, pid: processes.pid) }
             if !processes.instances.isEmpty { adoption?.kill(app) }
         case .reply(let reply, let id):
             answer(reply, to: id)
