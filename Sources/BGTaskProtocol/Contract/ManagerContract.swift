@@ -24,6 +24,7 @@ public enum ManagerMethod: String, CaseIterable, Sendable, WireMethod {
     case reload = "Reload"
     case hold = "Hold"
     case wakeForBusCall = "WakeForBusCall"
+    case getRecording = "GetRecording"
 
     public static let interface = Interfaces.managerName
     public var qualifiedName: String { Self.interface + "." + rawValue }
@@ -44,7 +45,7 @@ public enum ManagerMethod: String, CaseIterable, Sendable, WireMethod {
 
     public var parametersType: any WireMessage.Type {
         switch self {
-        case .listApps, .listAssertions, .getSettings, .monitor, .stats, .reload: return WireEmpty.self
+        case .listApps, .listAssertions, .getSettings, .monitor, .stats, .reload, .getRecording: return WireEmpty.self
         case .getApp: return ManagerWire.GetApp.self
         case .explain: return ManagerWire.ExplainCall.self
         case .launch: return ManagerWire.Launch.self
@@ -77,6 +78,7 @@ public enum ManagerMethod: String, CaseIterable, Sendable, WireMethod {
         case .stats: return ManagerWire.StatsReply.self
         case .hold: return ManagerWire.HoldReply.self
         case .reload: return ManagerWire.ReloadReply.self
+        case .getRecording: return ManagerWire.GetRecordingReply.self
         case .launch, .foreground, .background, .setFocus, .interrupt, .endInterruption, .terminate, .setRefreshPolicy,
             .setGlobalRefresh, .setLowPowerMode, .setConditions, .postNotification, .wakeForRemoteNotification,
             .runTaskNow, .wakeForBusCall:
