@@ -60,6 +60,16 @@ extension DaemonService {
 
     /// The same for the input of a request: the core's reply names `request`.
     func feed(_ first: Input, request: RequestID?) {
+        let origin = request.flatMap { openRequests[$0] }.map(Self.origin(of:))
+        take(.lifecycle(first, request: request, from: origin), request: request)
+    }
+
+    /// Feeds an input of the core that is no call's (budgets, deadlines, a refresh decision, a freeze's
+    /// parts), performs its actions; the inputs they cause follow.
+    func feedCore(_ input: CoreInput) { take(input, request: nil) }
+
+    /// Feeds `first` (and the inputs its actions cause), performs the actions, re-arms the timer.
+    private func take(_ first: CoreInput, request: RequestID?) {
         let outer = feedingRequest
         feedingRequest = request
         feedDepth += 1
@@ -69,46 +79,30 @@ extension DaemonService {
             if feedDepth == 0, !factsAfterFeed.isEmpty {
                 let facts = factsAfterFeed
                 factsAfterFeed.removeAll()
-                for fact in facts { feed(fact) }
+                for fact in facts { feedCore(fact) }
             }
         }
         // The inputs the actions cause (a spawn's result) follow the first; no array for the common case
         // of none (issue 15: nothing allocated per call that is not needed).
-        var follows: [Input] = []
+        var follows: [CoreInput] = []
         var next = 0
         var input = first
-        let origin = request.flatMap { openRequests[$0] }.map(Self.origin(of:))
         while true {
-            let isFirst = next == 0
-            for action in takeCore(.lifecycle(input, request: isFirst ? request : nil, from: isFirst ? origin : nil)) {
+            for action in takeCore(input) {
                 if let follow = perform(action) { follows.append(follow) }
             }
-            switch input {
-            case .appLaunched(let app, _): answerLaunch(app, failure: nil)
-            case .launchFailed(let app, let message): answerLaunch(app, failure: message)
-            default: break
+            if case .lifecycle(let fact, _, _) = input {
+                switch fact {
+                case .appLaunched(let app, _): answerLaunch(app, failure: nil)
+                case .launchFailed(let app, let message): answerLaunch(app, failure: message)
+                default: break
+                }
             }
             guard next < follows.count else { break }
             input = follows[next]
             next += 1
         }
         if let request { deferredLaunches[request] = nil }
-        armTimer()
-    }
-
-    /// Feeds an input of the core that is no lifecycle input (budgets, deadlines, a refresh decision),
-    /// performs its actions; the inputs they cause follow.
-    func feedCore(_ input: CoreInput) {
-        feedDepth += 1
-        for action in takeCore(input) {
-            if let follow = perform(action) { factsAfterFeed.append(follow) }
-        }
-        feedDepth -= 1
-        if feedDepth == 0, !factsAfterFeed.isEmpty {
-            let facts = factsAfterFeed
-            factsAfterFeed.removeAll()
-            for fact in facts { feed(fact) }
-        }
         armTimer()
     }
 
@@ -184,23 +178,20 @@ extension DaemonService {
     func deadlineReached() { feedCore(.deadlineReached) }
 
     /// A part of an app's freeze (the freezer, the adopted instances) reports it done after `perform`
-    /// found it not done; the last one tells the core.
+    /// found it not done; the core counts the parts (``CoreInput/freezePartDone(_:)``).
     func freezePartDone(_ app: AppID) {
-        guard let left = freezesAwaited[app] else { return }
-        if left > 1 {
-            freezesAwaited[app] = left - 1
-            return
-        }
-        freezesAwaited[app] = nil
-        feedFact(.freezeConfirmed(app))
+        feedFact(.freezePartDone(app))
     }
 
     /// Feeds a fact a component reported: now, or after the feed under way (no feed inside a feed).
-    func feedFact(_ input: Input) {
+    func feedFact(_ input: Input) { feedFact(.lifecycle(input, request: nil, from: nil)) }
+
+    /// The same for an input of the core.
+    func feedFact(_ input: CoreInput) {
         if feedDepth > 0 {
             factsAfterFeed.append(input)
         } else {
-            feed(input)
+            feedCore(input)
         }
     }
 

@@ -44,10 +44,7 @@ extension DaemonService {
     /// None: the freeze is done after all.
     func inspectFreeze(_ app: AppID, _ processes: Processes) -> Input {
         let stalled = appProcesses(app, processes).compactMap(Self.stalledProcess)
-        if stalled.isEmpty {
-            freezesAwaited[app] = nil
-            return .freezeConfirmed(app)
-        }
+        if stalled.isEmpty { return .freezeConfirmed(app) }
         return .freezeStalled(app, stalled)
     }
 

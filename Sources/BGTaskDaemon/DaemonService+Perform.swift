@@ -13,7 +13,7 @@ import Glibc
 extension DaemonService {
     /// Performs one action of the core. Every case is spelled out (no `default:`): a new action does not
     /// compile until the shell knows how to perform it. Returns the input it causes, if any.
-    func perform(_ action: CoreAction) -> Input? {
+    func perform(_ action: CoreAction) -> CoreInput? {
         switch action {
         case .perform(let action, let journaled, let peer):
             if let d = action.decision { record(d, journaled: journaled, peerPID: peer?.pid) }
@@ -36,7 +36,7 @@ extension DaemonService {
     }
 
     /// Performs one action of the lifecycle machine (its decision is journaled already).
-    private func performLifecycle(_ action: Action) -> Input? {
+    private func performLifecycle(_ action: Action) -> CoreInput? {
         switch action {
         case .deliver(_, let conn, let event):
             guard let stream = streams[conn] else { return nil }
@@ -49,7 +49,7 @@ extension DaemonService {
                 // The reply says whether the program could start (issue 12): it comes with the spawn's result.
                 deferredLaunches[id] = app
             }
-            guard let manifest = config.manifests[app] else { return .launchFailed(app, message: "no manifest") }
+            guard let manifest = config.manifests[app] else { return fact(.launchFailed(app, message: "no manifest")) }
             let cgroupFD = freezer.prepareLaunch(app: app)
             defer { if let cgroupFD { close(cgroupFD) } }
             if let launcherSocket = config.launcherSocketPath {
@@ -64,13 +64,14 @@ extension DaemonService {
             switch launcher.spawn(manifest, socketPath: config.socketPath, cgroupProcsFD: cgroupFD) {
             case .success(let pid):
                 appByPid[pid] = app
-                return .appLaunched(app, pid: pid)
+                return fact(.appLaunched(app, pid: pid))
             case .failure(let error):
-                return .launchFailed(app, message: error.description)
+                return fact(.launchFailed(app, message: error.description))
             }
         case .freeze(let app, let processes, _):
             // The core records the suspension once the freeze is done (SPEC §9: suspended only once the
-            // processes are stopped): now, or when the parts not done yet report it (`freezePartDone`).
+            // processes are stopped): now, or when the parts not done yet have reported it (the core
+            // counts them: `freezeStarted`, then `freezePartDone` from each).
             var awaited = 0
             if processes.own, !freezer.freeze(app: app, pid: processes.pid) { awaited += 1 }
             if !processes.instances.isEmpty, let adoption {
@@ -79,24 +80,17 @@ extension DaemonService {
                 case .pending: awaited += 1
                 case .failed(let error):
                     // A write that failed is a failed freeze: the core thaws what did freeze (never suspended).
-                    freezesAwaited[app] = nil
-                    return .freezeFailed(app, error: error)
+                    return fact(.freezeFailed(app, error: error))
                 }
             }
-            if awaited == 0 {
-                freezesAwaited[app] = nil
-                return .freezeConfirmed(app)
-            }
-            freezesAwaited[app] = awaited
+            return awaited == 0 ? fact(.freezeConfirmed(app)) : .freezeStarted(app, partsAwaited: awaited)
         case .thaw(let app, let processes, _):
-            freezesAwaited[app] = nil
             if processes.own { freezer.thaw(app: app, pid: processes.pid) }
             if !processes.instances.isEmpty { adoption?.thaw(app) }
         case .terminate(let app, let processes, _):
             if processes.own { freezer.signal(app: app, pid: processes.pid, SIGTERM) }
             if !processes.instances.isEmpty { adoption?.signal(app, SIGTERM) }
         case .kill(let app, let processes, _):
-            freezesAwaited[app] = nil
             if processes.own { freezer.kill(app: app, pid: processes.pid) }
             if !processes.instances.isEmpty { adoption?.kill(app) }
         case .reply(let reply, let id):
@@ -104,7 +98,6 @@ extension DaemonService {
         case .record:
             break
         case .release(let app):
-            freezesAwaited[app] = nil
             freezer.released(app: app)
         case .stopFinished(let unexited):
             let completion = stopCompletion
@@ -123,12 +116,15 @@ extension DaemonService {
         case .verifyFrozen(let app, let processes):
             verifyFrozen(app, processes)
         case .observeLocks(let app, let processes):
-            return observeLocks(app, processes)
+            return observeLocks(app, processes).map(fact)
         case .inspectFreeze(let app, let processes):
-            return inspectFreeze(app, processes)
+            return fact(inspectFreeze(app, processes))
         }
         return nil
     }
+
+    /// A fact for the lifecycle machine, caused by performing an action (no call's).
+    func fact(_ input: Input) -> CoreInput { .lifecycle(input, request: nil, from: nil) }
 
     /// Sends the core's reply to the request it names (none: a fact's, or an input fed without a request).
     func answer(_ reply: Reply, to id: RequestID?) {

@@ -74,16 +74,13 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
 
     /// The clocks (tests step them by hand).
     let clock: DaemonClock
-    /// Freezes performed and not yet done, by app: how many parts (the daemon's own freezer, the adopted
-    /// instances) have still to report it. The core hears `freezeConfirmed` when none has.
-    var freezesAwaited: [AppID: Int] = [:]
     /// SPEC §14: `/proc/locks` is read off this queue (a read can wait for an RCU grace period: the kernel
     /// takes `file_rwsem` for writing; tens of ms on a loaded machine) and the answer fed back. False: read
     /// on the queue, at once (the service tests, which step it synchronously).
     var lockReadsOffQueue = true
     /// Inputs facts cause while a feed is under way: fed when it is over (no feed inside a feed).
     var feedDepth = 0
-    var factsAfterFeed: [Input] = []
+    var factsAfterFeed: [CoreInput] = []
     /// SPEC §14, system sleep (DaemonService+SystemSleep.swift): logind's inhibitors, the kernel wake lock,
     /// and what Stats says of them.
     var systemSleep: SystemSleepWatch?

@@ -29,6 +29,12 @@ public enum CoreInput: Hashable, Sendable, Codable {
     case budgetsConfigured(journal: JournalBudget.Limits, denial: DenialBudget.Limits)
     /// The daemon stops: the journal budget's current interval is summarised now rather than lost.
     case stopping
+    /// The shell performed a `.freeze` and `partsAwaited` of its parts (the daemon's own freezer, the adopted
+    /// cgroups) have not reported it done yet: the freeze is confirmed once they all have
+    /// (``freezePartDone(_:)``), unless a thaw, kill or release of the app calls it off first.
+    case freezeStarted(AppID, partsAwaited: Int)
+    /// One part of the app's freeze under way reports it done (the freezer's only other report is a failure).
+    case freezePartDone(AppID)
 }
 
 /// Imperatives for the shell, in the order it must perform them: one type for every machine the

@@ -15,6 +15,8 @@ public struct DaemonCore: Sendable {
     /// `coalesced` summaries, since start (Stats).
     public private(set) var summaries = 0
     private var out: [CoreAction] = []
+    /// Freezes performed and not yet done, by app: how many parts have still to report it.
+    private var freezesAwaited: [AppID: Int] = [:]
 
     /// A core with no apps, with the lifecycle configuration and the budgets' limits of the first load.
     public init(lifecycle config: LifecycleConfig, journal: JournalBudget.Limits, denial: DenialBudget.Limits) {
@@ -52,6 +54,10 @@ public struct DaemonCore: Sendable {
         out = []
         switch input {
         case .lifecycle(let input, let request, let origin):
+            switch input {
+            case .freezeConfirmed(let app), .freezeStalled(let app, _), .freezeFailed(let app, _): freezesAwaited[app] = nil
+            default: break
+            }
             for action in lifecycle.handle(input, now: now, request: request) {
                 take(action, from: origin, now: now)
             }
@@ -68,6 +74,16 @@ public struct DaemonCore: Sendable {
         case .stopping:
             let ended = journalBudget.closeWindow(now: now)
             if !ended.isEmpty { summarise(ended) }
+        case .freezeStarted(let app, let parts):
+            freezesAwaited[app] = parts
+        case .freezePartDone(let app):
+            guard let left = freezesAwaited[app] else { break }
+            if left > 1 {
+                freezesAwaited[app] = left - 1
+                break
+            }
+            freezesAwaited[app] = nil
+            for action in lifecycle.handle(.freezeConfirmed(app), now: now) { take(action, from: nil, now: now) }
         }
         let actions = out
         out = []
@@ -77,6 +93,13 @@ public struct DaemonCore: Sendable {
     /// One lifecycle action: its entry's fate (the journal budget), then the action, then, for a refusal of
     /// a call, the denial budget's verdict on the caller.
     private mutating func take(_ action: Action, from origin: CallOrigin?, now: Instant) {
+        switch action {
+        case .freeze(let app, _, _), .thaw(let app, _, _), .kill(let app, _, _), .release(let app):
+            // A new freeze counts its parts afresh; a thaw, kill or release calls the one under way off.
+            freezesAwaited[app] = nil
+        default:
+            break
+        }
         guard let d = action.decision else {
             out.append(.perform(action, journaled: true, peer: origin?.caller))
             return
