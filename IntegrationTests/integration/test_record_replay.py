@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import varlink
 
-from support import AppLog
+from support import AppLog, as_user, open_to_others
 
 HERE = Path(__file__).resolve().parent
 PYAPP = HERE / "apps" / "pyapp.py"
@@ -116,7 +116,18 @@ def test_a_lifecycle_recorded_on_the_daemon_replays_equal_and_a_tampered_one_dif
     assert f"decisions differ at input {k} of {len(inputs)}" in r.stderr, r.stderr
 
 
-def test_record_is_a_control_method_and_off_says_so(daemon, bin_dir, tmp_path):
+def test_record_needs_root_or_the_control_group(daemon, bin_dir, tmp_path):
+    d = daemon()
+    open_to_others(d)
+    out = tmp_path / "nobody.json"
+    tmp_path.chmod(0o777)
+    r = as_user(65534, 65534, [], lambda: ctl(bin_dir, "record", "-o", str(out), socket=d.socket).__dict__ | {"args": []})
+    assert r["returncode"] == 1, r
+    assert "PermissionDenied" in r["stderr"], r
+    assert not out.exists()
+
+
+def test_record_off_says_so(daemon, bin_dir, tmp_path):
     d = daemon(conf="[Daemon]\nRecordInputs=no\n")
     r = ctl(bin_dir, "record", "-o", str(tmp_path / "x.json"), socket=d.socket)
     assert r.returncode == 1

@@ -55,9 +55,21 @@ struct InputRecorder {
     }
 
     /// An entry's size in memory: the values themselves plus what an input or action typically points to
-    /// (names, payloads, detail), a rough but stable bound.
+    /// (names, detail), and the payloads it carries, which may be large (a notification's, up to a message).
     private static func estimate(_ input: CoreInput, _ actions: [CoreAction]) -> Int {
-        MemoryLayout<Entry>.stride + MemoryLayout<CoreInput>.stride + 64
+        var bytes = MemoryLayout<Entry>.stride + MemoryLayout<CoreInput>.stride + 64
             + actions.count * (MemoryLayout<CoreAction>.stride + 96)
+        if case .lifecycle(let fact, _, _) = input {
+            switch fact {
+            case .notificationPosted(_, _, let payload?), .remoteNotificationReceived(_, let payload?):
+                bytes += payload.json.utf8.count
+            default:
+                break
+            }
+        }
+        for case .perform(.deliver(_, _, let event), _, _) in actions {
+            bytes += event.payload?.json.utf8.count ?? 0
+        }
+        return bytes
     }
 }

@@ -1,6 +1,7 @@
 import BGTaskCore
 import BGTaskProtocol
 import Testing
+@testable import BGTaskDaemon
 
 // SPEC §17: a recording of the core's inputs, written as JSON and read back, replays to the same decisions;
 // a recording changed in one decision or one input's time does not, and the replay names that input.
@@ -58,6 +59,25 @@ import Testing
         #expect(difference == nil)
         #expect(decisions == recording.inputs.map(\.decisions))
         #expect(decisions.joined().contains { $0.contains("suspend") })
+    }
+
+    /// `RecordMaxBytes=`: past it, inputs are counted, not kept; what is kept begins at the start, so it
+    /// still replays to the same decisions.
+    @Test func aFullRecorderKeepsTheBeginningAndCountsTheRest() throws {
+        let full = Self.record()
+        var recorder = InputRecorder(start: full.start, maxBytes: 2_000)
+        var core = full.start.makeCore()
+        for r in full.inputs {
+            let t = Instant(microseconds: r.monotonicUSec)
+            recorder.append(r.input, monotonic: t, realtime: RealtimeInstant(microsecondsSinceEpoch: r.realtimeUSec),
+                            actions: core.handle(r.input, now: t))
+        }
+        let kept = try Self.roundTrip(recorder.recording())
+        #expect(recorder.bytes <= 2_000)
+        #expect(kept.inputs.count > 0 && kept.inputs.count < full.inputs.count)
+        #expect(kept.dropped == full.inputs.count - kept.inputs.count)
+        #expect(kept.inputs == Array(full.inputs.prefix(kept.inputs.count)))
+        #expect(CoreReplay.run(kept).difference == nil)
     }
 
     @Test func aChangedDecisionIsNamed() throws {
