@@ -74,4 +74,39 @@ import Testing
         }
         #expect(own == [true])
     }
+
+    /// The core counts the parts of a freeze not done at once (the daemon's freezer, the adopted cgroups):
+    /// the suspension is recorded when the last one reports; a thaw meanwhile calls the count off.
+    @Test func aFreezeIsConfirmedWhenItsLastPartReportsAndAThawCallsItOff() {
+        var c = DaemonCore(lifecycle: .default, journal: JournalBudget.Limits(), denial: DenialBudget.Limits())
+        let app = AppID("org.example.Plain")!
+        func send(_ input: Input, at t: Instant) -> [CoreAction] { c.handle(.lifecycle(input, request: nil, from: nil), now: t) }
+        func suspends(_ actions: [CoreAction]) -> Bool {
+            actions.contains { if case .perform(.record(let d), _, _) = $0 { return d.kind == .suspend } else { return false } }
+        }
+        _ = send(.appRegistered(AppManifest(id: app, lifecycleAware: false)), at: .zero)
+        _ = send(.launchRequested(app, background: false, exclusive: true), at: .zero)
+        _ = send(.appLaunched(app, pid: 10), at: .zero)
+        _ = send(.backgroundRequested(app), at: .zero)
+        let grace = Instant.zero + LifecycleConfig.default.didEnterBackgroundTimeout
+        _ = c.handle(.deadlineReached, now: grace)
+        let freeze = send(.locksObserved(app, LockObservation()), at: grace)
+        #expect(freeze.contains { if case .perform(.freeze, _, _) = $0 { return true } else { return false } })
+        _ = c.handle(.freezeStarted(app, partsAwaited: 2), now: grace)
+        #expect(!suspends(c.handle(.freezePartDone(app), now: grace)))
+        #expect(suspends(c.handle(.freezePartDone(app), now: grace)))
+        #expect(c.lifecycle.app(app, now: grace)?.state == .suspended)
+        // A late report of a freeze already confirmed decides nothing.
+        #expect(c.handle(.freezePartDone(app), now: grace).isEmpty)
+        // Thawed (foreground), frozen again, and thawed before its one part reported: the report decides nothing.
+        _ = send(.foregroundRequested(app, exclusive: true), at: grace)
+        _ = send(.backgroundRequested(app), at: grace)
+        let again = grace + LifecycleConfig.default.didEnterBackgroundTimeout
+        _ = c.handle(.deadlineReached, now: again)
+        _ = send(.locksObserved(app, LockObservation()), at: again)
+        _ = c.handle(.freezeStarted(app, partsAwaited: 1), now: again)
+        _ = send(.foregroundRequested(app, exclusive: true), at: again)
+        #expect(c.handle(.freezePartDone(app), now: again).isEmpty)
+        #expect(c.lifecycle.app(app, now: again)?.state == .active)
+    }
 }
