@@ -70,11 +70,8 @@ extension DaemonService {
 
     /// Feeds `first` (and the inputs its actions cause), performs the actions, re-arms the timer.
     private func take(_ first: CoreInput, request: RequestID?) {
-        let outer = feedingRequest
-        feedingRequest = request
         feedDepth += 1
         defer {
-            feedingRequest = outer
             feedDepth -= 1
             if feedDepth == 0, !factsAfterFeed.isEmpty {
                 let facts = factsAfterFeed
@@ -89,7 +86,7 @@ extension DaemonService {
         var input = first
         while true {
             for action in takeCore(input) {
-                if let follow = perform(action) { follows.append(follow) }
+                if let follow = perform(action, for: request) { follows.append(follow) }
             }
             if case .lifecycle(let fact, _, _) = input {
                 switch fact {

@@ -12,12 +12,13 @@ import Glibc
 // Performing the core's actions, and answering the calls they reply to.
 extension DaemonService {
     /// Performs one action of the core. Every case is spelled out (no `default:`): a new action does not
-    /// compile until the shell knows how to perform it. Returns the input it causes, if any.
-    func perform(_ action: CoreAction) -> CoreInput? {
+    /// compile until the shell knows how to perform it. Returns the input it causes, if any. `request`: the
+    /// call whose input (or the inputs that followed it) caused the action, if any.
+    func perform(_ action: CoreAction, for request: RequestID?) -> CoreInput? {
         switch action {
         case .perform(let action, let journaled, let peer):
             if let d = action.decision { record(d, journaled: journaled, peerPID: peer?.pid) }
-            return performLifecycle(action)
+            return performLifecycle(action, for: request)
         case .journalSummaries(let summaries):
             JournalBudgetMessages.journal(summaries, limits: core.journalLimits, sink: journal)
         case .pauseConnection(let origin, let pause):
@@ -36,14 +37,14 @@ extension DaemonService {
     }
 
     /// Performs one action of the lifecycle machine (its decision is journaled already).
-    private func performLifecycle(_ action: Action) -> CoreInput? {
+    private func performLifecycle(_ action: Action, for cause: RequestID?) -> CoreInput? {
         switch action {
         case .deliver(_, let conn, let event):
             guard let stream = streams[conn] else { return nil }
             stream.reply(checkInReply(app: nil, state: event.state, event: event), continues: true)
             return nil
         case .launch(let app, _, _):
-            if let id = feedingRequest, let request = openRequests[id], let method = ManagerMethod(request.call),
+            if let id = cause, let request = openRequests[id], let method = ManagerMethod(request.call),
                 [.launch, .foreground].contains(method), WireAppID.optional(request.call.parameters) == app.rawValue
             {
                 // The reply says whether the program could start (issue 12): it comes with the spawn's result.

@@ -191,8 +191,6 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
     /// Permission checks under way (`permitted`) and the core's verdicts on them.
     var checks: Set<RequestID> = []
     var verdicts: [RequestID: Reply] = [:]
-    /// The request whose input is being fed: a `.launch` it causes answers it with the spawn's result.
-    var feedingRequest: RequestID?
 
     /// A process exited; the core says (`.release`) when its app has none left.
     private func processExited(pid: Int32, status: Int32?) {
