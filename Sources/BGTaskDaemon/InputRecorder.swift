@@ -5,8 +5,8 @@ import BGTaskCore
 /// `RecordMaxBytes=`, estimated from each entry's size in memory; once reached, later inputs are counted,
 /// not kept, so the recording always begins where the core began and stays replayable. Used on the
 /// daemon's queue.
-struct InputRecorder {
-    private struct Entry {
+struct InputRecorder: Sendable {
+    private struct Entry: Sendable {
         var input: CoreInput
         var monotonic: Int64
         var realtime: Int64

@@ -7,7 +7,8 @@ public struct JSONCodingError: Error, Sendable, CustomStringConvertible {
     public var reason: String
     public var description: String { path.isEmpty ? reason : "\(path): \(reason)" }
 
-    init(_ path: [any CodingKey], _ reason: String) {
+    /// A failure at `path` (the coding path), for `reason`.
+    public init(_ path: [any CodingKey], _ reason: String) {
         self.path = path.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
         self.reason = reason
     }

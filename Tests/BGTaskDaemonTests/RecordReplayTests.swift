@@ -80,6 +80,21 @@ import Testing
         #expect(CoreReplay.run(kept).difference == nil)
     }
 
+    /// `GetRecording`'s parts: each at most 1 MiB, none cut inside a UTF-8 sequence, together the document.
+    @Test func thePartsOfALargeRecordingAreTheDocument() throws {
+        let start = RecordingStart(lifecycle: .default, journal: JournalBudget.Limits(), denial: DenialBudget.Limits())
+        var recorder = InputRecorder(start: start, maxBytes: 64 << 20)
+        var core = start.makeCore()
+        let payload = Payload(json: "\"" + String(repeating: "é", count: 700_000) + "\"")
+        let input = CoreInput.lifecycle(.notificationPosted(name: "big", app: nil, payload: payload), request: RequestID(1), from: nil)
+        recorder.append(input, monotonic: .zero, realtime: RealtimeInstant(microsecondsSinceEpoch: 0), actions: core.handle(input, now: .zero))
+        let parts = try DaemonService.recordingParts(recorder).get()
+        #expect(parts.count == 2)
+        #expect(parts.allSatisfy { $0.utf8.count <= DaemonService.recordingPartBytes })
+        let decoded = try JSON.parse(parts.joined()).decode(CoreRecording.self)
+        #expect(decoded == recorder.recording())
+    }
+
     @Test func aChangedDecisionIsNamed() throws {
         var recording = try Self.roundTrip(Self.record())
         let k = try #require(recording.inputs.firstIndex { $0.decisions.contains { $0.contains("grant") } })
