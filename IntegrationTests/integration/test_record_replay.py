@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import varlink
 
-from support import AppLog, as_user, open_to_others
+from support import AppLog, RawClient, as_user, open_to_others
 
 HERE = Path(__file__).resolve().parent
 PYAPP = HERE / "apps" / "pyapp.py"
@@ -72,6 +72,16 @@ def test_a_lifecycle_recorded_on_the_daemon_replays_equal_and_a_tampered_one_dif
         m.Background(notes.id)                      # a background task begins and ends, then suspend
         notes.wait_state("suspended")
         assert any("ended" in line for line in notes.lines())
+        # Decisions of the refresh machine (policy), and a call refused to another uid (deny, counted
+        # for its connection by the denial budget): inputs of the same core.
+        m.SetLowPowerMode(True)
+        m.SetLowPowerMode(False)
+        open_to_others(d)
+
+        def intrude():
+            with RawClient(d.socket) as ic:
+                return ic.call("io.bgtaskd.App.BeginBackgroundTask", {"appId": notes.id, "name": "intruder"})
+        assert as_user(65534, 65534, [], intrude).get("error") == "io.bgtaskd.App.PermissionDenied"
         m.Terminate(mail.id)
         m.Terminate(notes.id)
         mail.wait_state("not-running")
@@ -87,6 +97,8 @@ def test_a_lifecycle_recorded_on_the_daemon_replays_equal_and_a_tampered_one_dif
     assert all(isinstance(i["monotonicUSec"], int) and isinstance(i["realtimeUSec"], int) for i in inputs)
     decisions = "\n".join(x for i in inputs for x in i["decisions"])
     assert "suspend" in decisions and "terminate" in decisions and "grant" in decisions
+    assert "Low Power Mode on" in decisions and "Low Power Mode off" in decisions
+    assert "permissionDenied" in decisions and "pauseConnection" not in decisions
 
     r = replay(bin_dir, record)
     assert r.returncode == 0, r.stdout + r.stderr
