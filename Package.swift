@@ -84,7 +84,7 @@ let package = Package(
         .executableTarget(
             name: "bgtaskctl",
             dependencies: [
-                "BGTaskCtlKit", "BGTaskClient", "BGTaskProtocol", "BGTaskModel",
+                "BGTaskCtlKit", "BGTaskClient", "BGTaskProtocol", "BGTaskModel", "BGTaskCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -593,6 +593,43 @@ def rows_calls(t: Table, res: dict, a):
         t.notes.append(f"row 2b: bgtaskd answered {thr_d2['errors']} errors, {thr_d2['denied']} denials")
 
 
+def row_recording(t: Table, res: dict, a):
+    """Row 1r: the call round trip of row 1 with RecordInputs=yes beside RecordInputs=no (SPEC §17)."""
+    apps = ["org.bench.R00"]
+    rounds = 3 if a.quick else 6
+    pairs = (1500 if a.quick else 6000) // rounds
+    # RecordMaxBytes= at its largest, so that the recording never fills up during the run: every input is
+    # kept, the cost measured is the cost of keeping one.
+    rec_conf = BASE_CONF.format(max=1000) + "[Daemon]\nRecordInputs=yes\nRecordMaxBytes=1GiB\n"
+    norec_conf = BASE_CONF.format(max=1000) + "[Daemon]\nRecordInputs=no\n"
+    with Daemon("record", rec_conf, apps) as rec, Daemon("norecord", norec_conf, apps) as norec:
+        launch_all(rec, apps)
+        launch_all(norec, apps)
+        samples = {"rec": [], "norec": []}
+        cpu = {"rec": [0, 0], "norec": [0, 0]}
+        for _ in range(rounds):
+            # Taking turns, as row 1 does: both see the same mix of same-CPU and cross-CPU round trips.
+            for k, d in (("rec", rec), ("norec", norec)):
+                settle_journald(3)
+                c0 = cpu_ns(d.pid)
+                r = tool("rtt", "--socket", d.socket, "--app", apps[0], "--pairs", str(pairs), "--warmup", "200")
+                cpu[k][0] += cpu_ns(d.pid) - c0
+                cpu[k][1] += 2 * (pairs + 200)
+                samples[k] += us(r["begin_ns"] + r["end_ns"])
+                if r["errors"] or r["denied"]:
+                    t.notes.append(f"row 1r: {k} answered {r['errors']} errors, {r['denied']} denials")
+        res["record_rss_kib"] = rss_kib(rec.pid)
+        res["norecord_rss_kib"] = rss_kib(norec.pid)
+    rm, nm = statistics.median(samples["rec"]), statistics.median(samples["norec"])
+    rc, nc = (cpu[k][0] / max(1, cpu[k][1]) / 1000 for k in ("rec", "norec"))
+    res["record_rtt"] = {"record": [rm, pct(samples["rec"], 99)], "no_record": [nm, pct(samples["norec"], 99)],
+                         "cpu_us_per_call": [rc, nc]}
+    t.add("1r", "call round trip, RecordInputs=yes (every input kept), median", fmt_us(rm),
+          f"RecordInputs=no: {fmt_us(nm)}", ratio(rm, nm), "≤ 1.10×", verdict(rm <= 1.1 * nm))
+    t.add("", "  daemon CPU time per call", fmt_us(rc), f"RecordInputs=no: {fmt_us(nc)}", ratio(rc, nc))
+    t.add("", "  daemon RSS after the run", fmt_kib(res["record_rss_kib"]), f"RecordInputs=no: {fmt_kib(res['norecord_rss_kib'])}")
+
+
 def helper_connections(path: str, n: int) -> tuple[int, list[int]]:
     """`n` connections to `path` made by a helper process that then becomes `sleep`: the daemon's peer
     credentials name the helper, so a termination the daemon might decide hits it, not this benchmark."""
@@ -882,10 +919,10 @@ def main():
             raise SystemExit(f"{p} is missing: `swift build -c release` first (or set BGTASKD_BIN_DIR)")
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 65536)), hard))
-    only = set(a.only.split(",")) if a.only else {"1", "2", "3", "4", "5", "6", "7"}
+    only = set(a.only.split(",")) if a.only else {"1", "r", "2", "3", "4", "5", "6", "7"}
     t, res = Table(), {"machine": machine()}
     started = time.monotonic()
-    steps = [("12", rows_calls), ("3", row_deadlines), ("4", row_scale), ("5", row_freeze), ("6", row_startup), ("7", row_locks)]
+    steps = [("12", rows_calls), ("1r", row_recording), ("3", row_deadlines), ("4", row_scale), ("5", row_freeze), ("6", row_startup), ("7", row_locks)]
     for rows, fn in steps:
         if not only & set(rows):
             continue

@@ -13,7 +13,7 @@ _bgtaskctl() {
 
     local verbs="list status launch foreground background interrupt end-interruption terminate
         assertions explain monitor log stats reload refresh low-power conditions notify wake
-        run-task hold"
+        run-task hold record replay"
     local global="--socket --json --no-legend --no-pager --help --version"
 
     local i verb="" __bgtaskctl_socket=""
@@ -54,6 +54,8 @@ _bgtaskctl() {
         conditions) opts+=" --json --power --network" ;;
         notify | wake) opts+=" --payload" ;;
         hold) opts+=" --app --name" ;;
+        record) opts+=" -o --output" ;;
+        replay) opts+=" -q --quiet" ;;
         log) opts+=" --no-pager" ;;
     esac
     if [[ $cur == -* ]]; then
@@ -87,5 +89,9 @@ _bgtaskctl() {
             ((n == 1)) && COMPREPLY=($(compgen -W "$(__bgtaskctl_apps)" -- "$cur")) ;;
         hold)
             _command_offset $cword ;;
+        record)
+            [[ $prev == -o || $prev == --output ]] && _filedir ;;
+        replay)
+            ((n == 0)) && _filedir ;;
     esac
 } && complete -F _bgtaskctl bgtaskctl

@@ -8,7 +8,7 @@ function __bgtaskctl_apps
     bgtaskctl $socket list --no-legend 2>/dev/null | string replace -r '\s.*' ''
 end
 
-set -l verbs list status launch foreground background interrupt end-interruption terminate assertions explain monitor log stats reload refresh low-power conditions notify wake run-task hold
+set -l verbs list status launch foreground background interrupt end-interruption terminate assertions explain monitor log stats reload refresh low-power conditions notify wake run-task hold record replay
 set -l app_verbs status launch foreground background interrupt end-interruption terminate explain wake run-task refresh log
 
 complete -c bgtaskctl -f
@@ -54,3 +54,7 @@ complete -c bgtaskctl -n "__fish_seen_subcommand_from conditions" -l network -x 
 complete -c bgtaskctl -n "__fish_seen_subcommand_from notify wake" -l payload -x -d 'JSON object'
 complete -c bgtaskctl -n "__fish_seen_subcommand_from hold" -l app -x -a '(__bgtaskctl_apps)'
 complete -c bgtaskctl -n "__fish_seen_subcommand_from hold" -l name -x
+complete -c bgtaskctl -n "not __fish_seen_subcommand_from $verbs" -a record -d 'save the inputs the core took to a file'
+complete -c bgtaskctl -n "not __fish_seen_subcommand_from $verbs" -a replay -d 'run a recording through the core offline'
+complete -c bgtaskctl -n "__fish_seen_subcommand_from record" -s o -l output -r -F
+complete -c bgtaskctl -n "__fish_seen_subcommand_from replay" -s q -l quiet

@@ -138,11 +138,12 @@ EXPECTED = {
     f"{MANAGER}.Reload": CONTROL,
     f"{MANAGER}.SetFocus": CONTROL,
     f"{MANAGER}.Hold": CONTROL,
+    f"{MANAGER}.GetRecording": CONTROL,
     f"{MANAGER}.WakeForBusCall": CONTROL,
 }
 
 # Streams: called with more; the first reply decides.
-MORE = {f"{APP_IFACE}.CheckIn", f"{MANAGER}.Monitor", f"{MANAGER}.Hold"}
+MORE = {f"{APP_IFACE}.CheckIn", f"{MANAGER}.Monitor", f"{MANAGER}.Hold", f"{MANAGER}.GetRecording"}
 
 # Valid values by parameter name (required parameters only; optional ones are left out).
 VALUES = {

@@ -51,6 +51,7 @@ public enum ErrorSentences: Sendable {
         case .hold: return "hold \(a)"
         case .wakeForBusCall: return "wake \(a) for a bus call"
         case .reload: return "reload the configuration"
+        case .getRecording: return "get the recording of the core's inputs"
         case .listApps, .getApp, .listAssertions, .getSettings, .explain, .monitor, .stats: return nil
         }
     }

@@ -146,6 +146,17 @@ extension DaemonConfig {
         KeyDefinition(section: "Daemon", key: "KernelWakeLock", apply: { config, value throws(ConfigError.Kind) in
             config.kernelWakeLock = value.isEmpty ? false : try parseBool(value)
         }, format: { $0.kernelWakeLock ? "yes" : "no" }),
+        KeyDefinition(section: "Daemon", key: "RecordInputs", apply: { config, value throws(ConfigError.Kind) in
+            config.recordInputs = value.isEmpty ? true : try parseBool(value)
+        }, format: { $0.recordInputs ? "yes" : "no" }),
+        KeyDefinition(section: "Daemon", key: "RecordMaxBytes", apply: { config, value throws(ConfigError.Kind) in
+            if value.isEmpty { config.recordMaxBytes = DaemonConfig().recordMaxBytes; return }
+            guard let size = ByteSize.parse(value) else { throw .invalidSize(value) }
+            guard size >= 64 * 1024, size <= 1024 * 1024 * 1024 else {
+                throw .invalid("size must be between 64KiB and 1GiB")
+            }
+            config.recordMaxBytes = Int(size)
+        }, format: { ByteSize.format(Int64($0.recordMaxBytes)) }),
 
         time("Lifecycle", "DidEnterBackgroundTimeoutSec", \.didEnterBackgroundTimeoutUSec, minimum: 1),
         time("Lifecycle", "BackgroundTimeBudgetSec", \.backgroundTimeBudgetUSec, minimum: 1),

@@ -49,6 +49,12 @@ public struct DaemonConfig: Hashable, Sendable {
     /// `KernelWakeLock=`: while live background work holds logind's idle inhibitor (SPEC §14), also hold
     /// the kernel wake lock `bgtaskd` (`/sys/power/wake_lock`), for autosleep devices.
     public var kernelWakeLock: Bool = false
+    /// `RecordInputs=` (SPEC §17): record every input the core takes, with its times and the decisions
+    /// it took, in memory (`bgtaskctl record`). Read only at start.
+    public var recordInputs: Bool = true
+    /// `RecordMaxBytes=`: how much memory the recording may take; once reached, later inputs are counted,
+    /// not kept. Read only at start.
+    public var recordMaxBytes: Int = 16 * 1024 * 1024
 
     // [Lifecycle]
     /// `DidEnterBackgroundTimeoutSec=`: time to acknowledge `did-enter-background` (and the grace window of

@@ -1,7 +1,7 @@
 /// What a decision was about, as structured facts (issue 13): the core holds no English. The shell's
 /// journal layer (`BGTaskDaemon/Journal/DecisionMessages.swift`) renders the `MESSAGE` of each from the
 /// decision's fields (app, reason, task, activity, pid) and these facts.
-public enum DecisionDetail: Hashable, Sendable {
+public enum DecisionDetail: Hashable, Sendable, Codable {
     // Launch and check-in
     /// A launch was started.
     case launching(foreground: Bool, LaunchReason)
@@ -160,7 +160,7 @@ public enum DecisionDetail: Hashable, Sendable {
 }
 
 /// Why a termination began, the detail of its decisions.
-public enum TerminationCause: Hashable, Sendable {
+public enum TerminationCause: Hashable, Sendable, Codable {
     /// `Terminate` was called.
     case requested
     /// The manifest was removed on reload.
@@ -184,7 +184,7 @@ public enum TerminationCause: Hashable, Sendable {
 }
 
 /// Who made a call, as the shell read it from the socket (`SO_PEERCRED`).
-public struct Caller: Hashable, Sendable, CustomStringConvertible {
+public struct Caller: Hashable, Sendable, Codable, CustomStringConvertible {
     /// The calling process.
     public var pid: Int32
     /// Its uid.

@@ -24,7 +24,7 @@
 /// whether the paused connections may be read again. Early or late wake-ups are harmless.
 public struct DenialBudget: Sendable {
     /// The budget's settings (`[Journal]` of bgtaskd.conf).
-    public struct Limits: Hashable, Sendable {
+    public struct Limits: Hashable, Sendable, Codable {
         /// `JournalDenialBurst=`: refusals journaled for one process per interval before it is paused.
         public var perCallerBurst: Int
         /// `JournalDenialGlobalBurst=`.
@@ -47,7 +47,7 @@ public struct DenialBudget: Sendable {
     }
 
     /// The client a connection belongs to: its peer's uid and pid (SO_PEERCRED).
-    public struct Caller: Hashable, Sendable {
+    public struct Caller: Hashable, Sendable, Codable {
         public var uid: UInt32
         public var pid: Int32
 
@@ -58,7 +58,7 @@ public struct DenialBudget: Sendable {
     }
 
     /// Whose new connections are held until the interval ends.
-    public enum NewConnections: Hashable, Sendable {
+    public enum NewConnections: Hashable, Sendable, Codable {
         /// Nobody's: only the connection just refused is paused.
         case none
         /// Those of the refused connection's process (it reconnects to get round its pauses).
@@ -76,7 +76,7 @@ public struct DenialBudget: Sendable {
     }
 
     /// A connection paused.
-    public struct Pause: Hashable, Sendable {
+    public struct Pause: Hashable, Sendable, Codable {
         /// When its interval ends (the connection is read again then).
         public var until: Instant
         /// The first pause of this uid in the interval (the shell journals one entry for it).

@@ -2,7 +2,7 @@
 
 /// One lock an app's process holds that a process outside the app waits for (a `->` line of
 /// `/proc/locks` under the app's lock).
-public struct LockContention: Hashable, Sendable, CustomStringConvertible {
+public struct LockContention: Hashable, Sendable, Codable, CustomStringConvertible {
     /// `POSIX`, `FLOCK`, `OFDLCK`, `LEASE`, … as `/proc/locks` names it.
     public var kind: String
     /// The locked file's device, `MAJ:MIN` as `/proc/locks` writes it (hexadecimal).
@@ -32,7 +32,7 @@ public struct LockContention: Hashable, Sendable, CustomStringConvertible {
 }
 
 /// What the shell saw in `/proc/locks` for an app's processes (``Input/locksObserved(_:_:)``).
-public struct LockObservation: Hashable, Sendable {
+public struct LockObservation: Hashable, Sendable, Codable {
     /// How many locks the app's processes hold (contended or not).
     public var held: Int
     /// The held locks others wait for, in `/proc/locks` order.
@@ -46,7 +46,7 @@ public struct LockObservation: Hashable, Sendable {
 }
 
 /// A process of an app that did not stop when its freeze was due (``Input/freezeStalled(_:_:)``).
-public struct StalledProcess: Hashable, Sendable, CustomStringConvertible {
+public struct StalledProcess: Hashable, Sendable, Codable, CustomStringConvertible {
     /// Its pid.
     public var pid: Int32
     /// Its name (`/proc/PID/comm`).

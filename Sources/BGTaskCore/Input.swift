@@ -2,7 +2,7 @@
 ///
 /// Requests (`…Requested`, `appCheckedIn`, `eventAcknowledged`, `taskCompleted`, …) produce exactly one
 /// ``Action/reply(_:)``; facts about processes and connections produce none.
-public enum Input: Hashable, Sendable {
+public enum Input: Hashable, Sendable, Codable {
     /// A manifest was loaded (or reloaded: the app's state is kept). Replies `.ok`.
     case appRegistered(AppManifest)
     /// A manifest disappeared on reload. A running app is terminated (`manifest-removed`) and forgotten at exit.
@@ -17,8 +17,9 @@ public enum Input: Hashable, Sendable {
     /// The shell could not start the process (`message`: the launcher's text). The app's own cgroup is
     /// killed (a launcher that answered too late may have started something there).
     case launchFailed(AppID, message: String)
-    /// `CheckIn(appId)` on `connection`, which becomes the app's event stream.
-    case appCheckedIn(AppID, connection: ConnectionID, pid: Int32?)
+    /// `CheckIn(appId)` on `connection`, which becomes the app's event stream. `inAdoptedCgroup`: the process
+    /// `pid` lives in a cgroup started by others (SPEC §13), so the daemon's own freezer does not act on it.
+    case appCheckedIn(AppID, connection: ConnectionID, pid: Int32?, inAdoptedCgroup: Bool = false)
     /// `Acknowledge(eventId)` from `caller`. Unknown or stale identifiers are ignored; an event of an app
     /// acknowledged by a uid that is neither the app's nor root is refused (`permissionDenied`, journaled).
     case eventAcknowledged(EventID, caller: Caller = .trusted)
@@ -125,7 +126,7 @@ public enum Input: Hashable, Sendable {
 
 /// What keeps the system from idling into sleep (SPEC §14): the apps with live background work and how
 /// much of it each kind there is, as of the change that made the set of apps what it is.
-public struct IdleInhibition: Hashable, Sendable {
+public struct IdleInhibition: Hashable, Sendable, Codable {
     /// The apps with live work, in app-id order.
     public var apps: [AppID]
     /// Live background tasks and manager holds.

@@ -12,7 +12,7 @@
 /// timer for ``nextDeadline`` and feeds ``deadlineReached(now:)``. Early or late wake-ups are harmless.
 public struct JournalBudget: Sendable {
     /// The budget's settings (`[Journal]` of bgtaskd.conf).
-    public struct Limits: Hashable, Sendable {
+    public struct Limits: Hashable, Sendable, Codable {
         /// `JournalAssertionBurst=`.
         public var perAppBurst: Int
         /// `JournalAssertionGlobalBurst=`.

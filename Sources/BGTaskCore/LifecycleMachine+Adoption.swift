@@ -39,6 +39,7 @@ extension LifecycleMachine {
             guard records[i].launch == nil else { return }
             records[i].state = .active
             records[i].pid = pid
+            records[i].pidIsOwn = false
             records[i].launchedByDaemon = false
             records[i].lastUsed = now
             record(.launch, .adopted, i, previous: .notRunning, .adopted(instance))

@@ -93,6 +93,7 @@ extension LifecycleMachine {
                 detail: .lateLaunchKilled(pid: pid))))
         }
         records[i].pid = pid
+        records[i].pidIsOwn = true
         if !records[i].manifest.lifecycleAware { finishLaunch(i) }
     }
 
@@ -152,7 +153,7 @@ extension LifecycleMachine {
         }
     }
 
-    mutating func checkIn(_ app: AppID, connection: ConnectionID, pid: Int32?) {
+    mutating func checkIn(_ app: AppID, connection: ConnectionID, pid: Int32?, inAdoptedCgroup: Bool) {
         guard let i = slots[app] else { return reply(.failure(.noSuchApp)) }
         guard records[i].connection == nil, connections.stream(connection) == nil else {
             return reply(.failure(.alreadyCheckedIn))
@@ -160,7 +161,10 @@ extension LifecycleMachine {
         guard records[i].termination == nil else { return refuseInState(i) }
         records[i].connection = connection
         connections.setStream(connection, app)
-        if let pid { records[i].pid = pid }
+        if let pid {
+            records[i].pid = pid
+            records[i].pidIsOwn = !inAdoptedCgroup
+        }
         // The first reply of the stream carries the state before the launch events that follow it.
         reply(.checkedIn(state: records[i].state))
         if records[i].launch != nil {

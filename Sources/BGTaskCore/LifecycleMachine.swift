@@ -112,7 +112,8 @@ public struct LifecycleMachine: Sendable {
             launchRequested(app, background: background, exclusive: exclusive)
         case .appLaunched(let app, let pid): appLaunched(app, pid: pid)
         case .launchFailed(let app, let message): launchFailed(app, message: message)
-        case .appCheckedIn(let app, let connection, let pid): checkIn(app, connection: connection, pid: pid)
+        case .appCheckedIn(let app, let connection, let pid, let adopted):
+            checkIn(app, connection: connection, pid: pid, inAdoptedCgroup: adopted)
         case .eventAcknowledged(let event, let caller): acknowledge(event, caller: caller)
         case .appCallReceived(let app, let method, let caller): appCallReceived(app, method: method, caller: caller)
         case .controlCallReceived(let caller, let groups): controlCallReceived(caller: caller, groups: groups)
@@ -328,7 +329,9 @@ public struct LifecycleMachine: Sendable {
 
     /// What a freeze, thaw, terminate or kill of the app acts on.
     func processes(_ i: Int) -> Processes {
-        Processes(pid: records[i].pid, instances: records[i].instances)
+        Processes(
+            pid: records[i].pid, instances: records[i].instances,
+            own: records[i].instances.isEmpty || (records[i].pid != nil && records[i].pidIsOwn))
     }
 }
 

@@ -1,6 +1,6 @@
 /// Every timing and limit of SPEC §3 (`[Lifecycle]` and `[Refresh]` keys), with the SPEC's defaults.
 /// Negative spans are treated as zero.
-public struct LifecycleConfig: Hashable, Sendable {
+public struct LifecycleConfig: Hashable, Sendable, Codable {
     /// `DidEnterBackgroundTimeoutSec=5s`: time to acknowledge `did-enter-background` (the grace window).
     public var didEnterBackgroundTimeout: TimeSpan
     /// `BackgroundTimeBudgetSec=30s`: background execution time per app, from entering the background.
@@ -83,7 +83,7 @@ public struct LifecycleConfig: Hashable, Sendable {
 }
 
 /// What the core needs from an app manifest (`apps.d/<id>.app`).
-public struct AppManifest: Hashable, Sendable {
+public struct AppManifest: Hashable, Sendable, Codable {
     /// `ID=`.
     public var id: AppID
     /// `LifecycleAware=` (default yes). `false`: no events, no launch timeout, frozen after the grace window.
@@ -110,7 +110,7 @@ public struct AppManifest: Hashable, Sendable {
 }
 
 /// A notification payload: JSON text the core carries without reading (`payload: ?object` on the wire).
-public struct Payload: Hashable, Sendable, CustomStringConvertible {
+public struct Payload: Hashable, Sendable, Codable, CustomStringConvertible {
     /// The JSON text of the object.
     public var json: String
     /// Wraps JSON text; the core never parses it.
@@ -166,7 +166,7 @@ public struct Event: Hashable, Sendable {
 }
 
 /// One decision, one journal entry (SPEC §11). The shell adds the realtime stamp, uid and peer fields.
-public struct Decision: Hashable, Sendable {
+public struct Decision: Hashable, Sendable, Codable {
     /// `BGTASKD_DECISION`.
     public var kind: DecisionKind
     /// `BGTASKD_REASON`.
@@ -257,11 +257,16 @@ public struct Processes: Hashable, Sendable {
     public var pid: Int32?
     /// The app's cgroups started by others (SPEC §13, adopted); empty: none.
     public var instances: [InstanceID]
+    /// Whether the daemon's own freezer acts (on the app's own cgroup and `pid`): the app has no adopted
+    /// cgroup, or its `pid` is one the daemon spawned or that checked in from outside them. False: only the
+    /// adopted cgroups (`instances`) are acted on.
+    public var own: Bool
 
     /// The processes of an action.
-    public init(pid: Int32?, instances: [InstanceID] = []) {
+    public init(pid: Int32?, instances: [InstanceID] = [], own: Bool = true) {
         self.pid = pid
         self.instances = instances
+        self.own = own
     }
 }
 

@@ -50,6 +50,9 @@ struct AppRecord: Sendable {
     var manifest: AppManifest
     var state: AppState = .notRunning
     var pid: Int32?
+    /// `pid` is the daemon's to freeze and signal: it spawned it, or it checked in from outside the cgroups
+    /// others started (SPEC §13). A pid found in an adopted cgroup is that cgroup's.
+    var pidIsOwn = false
     var connection: ConnectionID?
     var launchedByDaemon = false
     var launch: PendingLaunch?

@@ -47,11 +47,4 @@ extension DaemonService {
         }
         startAdoption()
     }
-
-    /// Whether the daemon's own freezer acts on the app: it has no adopted cgroup, or its process is one
-    /// the daemon started or took in itself.
-    func ownsProcess(_ app: AppID, pid: Int32?) -> Bool {
-        guard let adoption, adoption.hasInstances(app) else { return true }
-        return pid.map { appByPid[$0] == app } ?? false
-    }
 }

@@ -24,7 +24,15 @@ extension DaemonService {
         return message
     }
 
-    func record(_ decision: Decision, peer: PeerCredentials?) {
+    /// A decision of the refresh machine, taken for `call` if given: the core decides its journal entry
+    /// (and counts a refusal for the caller) like its own.
+    func record(_ decision: Decision, call: VarlinkRequest?) {
+        feedCore(.decisionTaken(decision, from: call.map(Self.origin(of:))))
+    }
+
+    /// Journals a decision of the core (one by one when `journaled`, else the journal budget counted it),
+    /// shows it on Monitor and keeps it for Explain; `peerPID`: the process whose call it answers.
+    func record(_ decision: Decision, journaled: Bool, peerPID: Int32?) {
         let d = decision
         let message = journalMessage(d)
         decisionCount += 1
@@ -46,20 +54,11 @@ extension DaemonService {
         let priority: JournalPriority = d.severity == .warning ? .warning : (d.severity == .notice ? .notice : .info)
         // The fields are formatted by the journal's writer, off this queue; the uid is looked up only for
         // an entry that is journaled (issue 15: most grants and ends are counted by the budget instead).
-        if journalBudget.admit(d.kind, app: d.app) {
+        if journaled {
             let uid = d.app.map { expectedUID($0) }
-            let peerPID = peer?.pid
             journal.send(message, priority: priority, essential: JournalBudget.isAlwaysJournaled(d.kind)) {
                 Self.journalFields(d, uid: uid, peerPID: peerPID)
             }
-        }
-        // The budget's interval end is a deadline of the one monotonic timer.
-        if JournalBudget.isBudgeted(d.kind) { armTimer() }
-        // A refusal journaled for a caller counts for its connection (issue 11: one client looping a
-        // refused call is slowed, not the journal flooded); the pause's end is a deadline of the timer.
-        if d.kind == .deny, let connection = currentCall?.connection, !connection.isClosed {
-            denialBudget.denied(connection)
-            armTimer()
         }
         if !monitors.isEmpty {
             let reply = ManagerWire.MonitorReply(decision: wireDecision(

@@ -29,7 +29,7 @@ extension DaemonService {
     /// Every process of the app: the daemon's own part (its cgroup or process tree) and its adopted instances.
     func appProcesses(_ app: AppID, _ processes: Processes) -> [Int32] {
         var pids: [Int32] = []
-        if ownsProcess(app, pid: processes.pid) {
+        if processes.own {
             if let cgroup = freezer as? CgroupFreezer {
                 pids = cgroup.processes(app: app, pid: processes.pid)
             } else if let pid = processes.pid {
@@ -44,10 +44,7 @@ extension DaemonService {
     /// None: the freeze is done after all.
     func inspectFreeze(_ app: AppID, _ processes: Processes) -> Input {
         let stalled = appProcesses(app, processes).compactMap(Self.stalledProcess)
-        if stalled.isEmpty {
-            freezesAwaited[app] = nil
-            return .freezeConfirmed(app)
-        }
+        if stalled.isEmpty { return .freezeConfirmed(app) }
         return .freezeStalled(app, stalled)
     }
 

@@ -12,22 +12,45 @@ import Glibc
 // Performing the core's actions, and answering the calls they reply to.
 extension DaemonService {
     /// Performs one action of the core. Every case is spelled out (no `default:`): a new action does not
-    /// compile until the shell knows how to perform it.
-    func perform(_ action: Action) -> Input? {
-        if let d = action.decision { record(d, peer: feeding?.peer) }
+    /// compile until the shell knows how to perform it. Returns the input it causes, if any. `request`: the
+    /// call whose input (or the inputs that followed it) caused the action, if any.
+    func perform(_ action: CoreAction, for request: RequestID?) -> CoreInput? {
+        switch action {
+        case .perform(let action, let journaled, let peer):
+            if let d = action.decision { record(d, journaled: journaled, peerPID: peer?.pid) }
+            return performLifecycle(action, for: request)
+        case .journalSummaries(let summaries):
+            JournalBudgetMessages.journal(summaries, limits: core.journalLimits, sink: journal)
+        case .pauseConnection(let origin, let pause):
+            // The connection may have closed meanwhile: nothing to hold then.
+            guard let connection = server?.connection(origin.connection.rawValue) else { return nil }
+            server?.hold(
+                connection, newConnectionsOfProcess: pause.holdNewConnections == .caller,
+                newConnectionsOfUID: pause.holdNewConnections == .uid)
+            if pause.firstOfUID {
+                DenialBudgetMessages.journal(pause, caller: origin.caller, limits: core.denialLimits, now: now(), sink: journal)
+            }
+        case .releasePausedConnections:
+            server?.releaseHeld()
+        }
+        return nil
+    }
+
+    /// Performs one action of the lifecycle machine (its decision is journaled already).
+    private func performLifecycle(_ action: Action, for cause: RequestID?) -> CoreInput? {
         switch action {
         case .deliver(_, let conn, let event):
             guard let stream = streams[conn] else { return nil }
             stream.reply(checkInReply(app: nil, state: event.state, event: event), continues: true)
             return nil
         case .launch(let app, _, _):
-            if let (id, _) = feeding, let request = openRequests[id], let method = ManagerMethod(request.call),
+            if let id = cause, let request = openRequests[id], let method = ManagerMethod(request.call),
                 [.launch, .foreground].contains(method), WireAppID.optional(request.call.parameters) == app.rawValue
             {
                 // The reply says whether the program could start (issue 12): it comes with the spawn's result.
                 deferredLaunches[id] = app
             }
-            guard let manifest = config.manifests[app] else { return .launchFailed(app, message: "no manifest") }
+            guard let manifest = config.manifests[app] else { return fact(.launchFailed(app, message: "no manifest")) }
             let cgroupFD = freezer.prepareLaunch(app: app)
             defer { if let cgroupFD { close(cgroupFD) } }
             if let launcherSocket = config.launcherSocketPath {
@@ -42,47 +65,40 @@ extension DaemonService {
             switch launcher.spawn(manifest, socketPath: config.socketPath, cgroupProcsFD: cgroupFD) {
             case .success(let pid):
                 appByPid[pid] = app
-                return .appLaunched(app, pid: pid)
+                return fact(.appLaunched(app, pid: pid))
             case .failure(let error):
-                return .launchFailed(app, message: error.description)
+                return fact(.launchFailed(app, message: error.description))
             }
         case .freeze(let app, let processes, _):
             // The core records the suspension once the freeze is done (SPEC §9: suspended only once the
-            // processes are stopped): now, or when the parts not done yet report it (`freezePartDone`).
+            // processes are stopped): now, or when the parts not done yet have reported it (the core
+            // counts them: `freezeStarted`, then `freezePartDone` from each).
             var awaited = 0
-            if ownsProcess(app, pid: processes.pid), !freezer.freeze(app: app, pid: processes.pid) { awaited += 1 }
+            if processes.own, !freezer.freeze(app: app, pid: processes.pid) { awaited += 1 }
             if !processes.instances.isEmpty, let adoption {
                 switch adoption.freeze(app) {
                 case .done: break
                 case .pending: awaited += 1
                 case .failed(let error):
                     // A write that failed is a failed freeze: the core thaws what did freeze (never suspended).
-                    freezesAwaited[app] = nil
-                    return .freezeFailed(app, error: error)
+                    return fact(.freezeFailed(app, error: error))
                 }
             }
-            if awaited == 0 {
-                freezesAwaited[app] = nil
-                return .freezeConfirmed(app)
-            }
-            freezesAwaited[app] = awaited
+            return awaited == 0 ? fact(.freezeConfirmed(app)) : .freezeStarted(app, partsAwaited: awaited)
         case .thaw(let app, let processes, _):
-            freezesAwaited[app] = nil
-            if ownsProcess(app, pid: processes.pid) { freezer.thaw(app: app, pid: processes.pid) }
+            if processes.own { freezer.thaw(app: app, pid: processes.pid) }
             if !processes.instances.isEmpty { adoption?.thaw(app) }
         case .terminate(let app, let processes, _):
-            if ownsProcess(app, pid: processes.pid) { freezer.signal(app: app, pid: processes.pid, SIGTERM) }
+            if processes.own { freezer.signal(app: app, pid: processes.pid, SIGTERM) }
             if !processes.instances.isEmpty { adoption?.signal(app, SIGTERM) }
         case .kill(let app, let processes, _):
-            freezesAwaited[app] = nil
-            if ownsProcess(app, pid: processes.pid) { freezer.kill(app: app, pid: processes.pid) }
+            if processes.own { freezer.kill(app: app, pid: processes.pid) }
             if !processes.instances.isEmpty { adoption?.kill(app) }
         case .reply(let reply, let id):
             answer(reply, to: id)
         case .record:
             break
         case .release(let app):
-            freezesAwaited[app] = nil
             freezer.released(app: app)
         case .stopFinished(let unexited):
             let completion = stopCompletion
@@ -101,12 +117,15 @@ extension DaemonService {
         case .verifyFrozen(let app, let processes):
             verifyFrozen(app, processes)
         case .observeLocks(let app, let processes):
-            return observeLocks(app, processes)
+            return observeLocks(app, processes).map(fact)
         case .inspectFreeze(let app, let processes):
-            return inspectFreeze(app, processes)
+            return fact(inspectFreeze(app, processes))
         }
         return nil
     }
+
+    /// A fact for the lifecycle machine, caused by performing an action (no call's).
+    func fact(_ input: Input) -> CoreInput { .lifecycle(input, request: nil, from: nil) }
 
     /// Sends the core's reply to the request it names (none: a fact's, or an input fed without a request).
     func answer(_ reply: Reply, to id: RequestID?) {

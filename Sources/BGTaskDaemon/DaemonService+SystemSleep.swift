@@ -105,7 +105,7 @@ extension DaemonService {
     /// The core's `.verifyFrozen` after a resume: the freeze is applied again (idempotent for a frozen
     /// cgroup or a stopped process; it stops what something thawed around the sleep).
     func verifyFrozen(_ app: AppID, _ processes: Processes) {
-        if ownsProcess(app, pid: processes.pid) { _ = freezer.freeze(app: app, pid: processes.pid) }
+        if processes.own { _ = freezer.freeze(app: app, pid: processes.pid) }
         if !processes.instances.isEmpty { _ = adoption?.freeze(app) }
     }
 

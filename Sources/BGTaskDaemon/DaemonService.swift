@@ -19,7 +19,7 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
     let journal: JournalSink
     let logger: Logger
     let options: DaemonOptions
-    weak var server: VarlinkServer? { didSet { denialBudget?.server = server } }
+    weak var server: VarlinkServer?
     var reloadHandler: (() -> Result<ReloadReport, LoadedConfiguration.LoadError>)?
     /// Why `freezer` is the backend in force (issue 12: said at start-up, in GetSettings and Stats).
     var freezerReason = ""
@@ -27,9 +27,14 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
     var dryRun: Bool { freezer.name == "none" }
     let startedUSec = Monotonic.nowUSec()
 
-    var machine: LifecycleMachine
-    private var timer: (any DispatchSourceTimer)?
-    private var armedDeadline: Instant?
+    /// The one core (SPEC §17: every input it takes can be recorded): lifecycle, journal and denial budgets.
+    var core: DaemonCore
+    /// The lifecycle machine, to read (a copy: not on the per-call path).
+    var machine: LifecycleMachine { core.lifecycle }
+    var timer: (any DispatchSourceTimer)?
+    var armedDeadline: Instant?
+    /// SPEC §17: the inputs the core took and its decisions, when `RecordInputs=yes`.
+    var recording: InputRecorder?
     let freezer: any Freezer
     let launcher: any AppLauncher
     /// Background App Refresh: policy, scheduled tasks, persistence (SPEC §5, §6).
@@ -62,25 +67,20 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
     var adoption: AppAdoption?
     /// The uid of each app's `User=`, resolved at (re)registration: shown and journaled (`BGTASKD_UID`).
     var uidByApp: [AppID: UInt32] = [:]
-    /// SPEC §11's journal budget (issue 11): which grant/end entries are journaled, which are counted.
-    private(set) var journalBudget: JournalBudgetGate!
-    /// The denial budget (issue 11): a caller refused too often is not read until the interval ends.
-    private(set) var denialBudget: DenialBudgetGate!
-    /// The call being handled (`handle(_:)`): a `deny` recorded meanwhile counts for its connection.
-    var currentCall: VarlinkRequest?
+    /// SPEC §11's journal budget (issue 11) as Stats and the tests see it (the core decides).
+    var journalBudget: JournalBudgetView {
+        JournalBudgetView(coalesced: core.coalesced, summaries: core.summaries, nextDeadline: core.journalDeadline)
+    }
 
     /// The clocks (tests step them by hand).
     let clock: DaemonClock
-    /// Freezes performed and not yet done, by app: how many parts (the daemon's own freezer, the adopted
-    /// instances) have still to report it. The core hears `freezeConfirmed` when none has.
-    var freezesAwaited: [AppID: Int] = [:]
     /// SPEC §14: `/proc/locks` is read off this queue (a read can wait for an RCU grace period: the kernel
     /// takes `file_rwsem` for writing; tens of ms on a loaded machine) and the answer fed back. False: read
     /// on the queue, at once (the service tests, which step it synchronously).
     var lockReadsOffQueue = true
     /// Inputs facts cause while a feed is under way: fed when it is over (no feed inside a feed).
-    private var feedDepth = 0
-    private var factsAfterFeed: [Input] = []
+    var feedDepth = 0
+    var factsAfterFeed: [CoreInput] = []
     /// SPEC §14, system sleep (DaemonService+SystemSleep.swift): logind's inhibitors, the kernel wake lock,
     /// and what Stats says of them.
     var systemSleep: SystemSleepWatch?
@@ -98,10 +98,15 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
         self.options = options
         self.freezer = freezer
         self.clock = clock
-        self.machine = LifecycleMachine(config: Self.lifecycleConfig(config, dryRun: freezer.name == "none"))
+        let lifecycle = Self.lifecycleConfig(config, dryRun: freezer.name == "none")
+        let (journalLimits, denialLimits) = Self.budgetLimits(config.daemon)
+        self.core = DaemonCore(lifecycle: lifecycle, journal: journalLimits, denial: denialLimits)
+        if config.daemon.recordInputs {
+            recording = InputRecorder(
+                start: RecordingStart(lifecycle: lifecycle, journal: journalLimits, denial: denialLimits),
+                maxBytes: config.daemon.recordMaxBytes)
+        }
         self.launcher = launcher ?? Launcher(queue: queue)
-        journalBudget = JournalBudgetGate(config: config.daemon, sink: journal, now: clock.monotonic)
-        denialBudget = DenialBudgetGate(config: config.daemon, sink: journal, now: clock.monotonic)
         self.launcher.onExit = { [weak self] pid, status in self?.processExited(pid: pid, status: status) }
         freezer.onFrozen = { [weak self] app in self?.freezePartDone(app) }
         (freezer as? CgroupFreezer)?.onThawedExternally = { [weak self] app in self?.thawedExternally(app) }
@@ -145,8 +150,8 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
     func apply(_ newConfig: LoadedConfiguration) {
         let old = config
         config = newConfig
-        journalBudget.update(newConfig.daemon)
-        denialBudget.update(newConfig.daemon)
+        let (journalLimits, denialLimits) = Self.budgetLimits(newConfig.daemon)
+        feedCore(.budgetsConfigured(journal: journalLimits, denial: denialLimits))
         feed(.configurationChanged(Self.lifecycleConfig(newConfig, dryRun: dryRun)))
         register(newConfig.manifests)
         for id in old.manifests.keys.sorted() where newConfig.manifests[id] == nil {
@@ -162,7 +167,7 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
 
     /// SIGTERM: thaw every frozen app so that nothing stays frozen with nobody managing it.
     func shutdown() {
-        journalBudget.close()
+        feedCore(.stopping)
         freezer.thawAll()
         adoption?.thawAll()
         timer?.cancel()
@@ -178,8 +183,6 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
         feed(.connectionClosed(id))
     }
 
-    // MARK: - Driving the core
-
     var nextRequestNumber: UInt64 = 0
     /// Requests fed to the core and not yet answered, by the ID its `.reply` echoes.
     var openRequests: [RequestID: VarlinkRequest] = [:]
@@ -188,185 +191,6 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
     /// Permission checks under way (`permitted`) and the core's verdicts on them.
     var checks: Set<RequestID> = []
     var verdicts: [RequestID: Reply] = [:]
-    /// The request being fed: its caller is the peer of the decisions it causes (`BGTASKD_PEER_PID`).
-    var feeding: (id: RequestID, peer: PeerCredentials)?
-
-    func openRequest(_ request: VarlinkRequest) -> RequestID {
-        nextRequestNumber += 1
-        let id = RequestID(nextRequestNumber)
-        openRequests[id] = request
-        return id
-    }
-
-    /// Feeds a request's input and answers the request from the core's reply. `answer`, if given, gets the
-    /// reply to send when it is ready (issue 11: a RunTaskNow is answered once the state file has it).
-    func run(_ input: Input, for request: VarlinkRequest, answer gate: ((@escaping () -> Void) -> Void)? = nil) {
-        let id = openRequest(request)
-        if let gate { replyGates[id] = gate }
-        feed(input, request: id)
-        replyGates[id] = nil
-        if let still = openRequests.removeValue(forKey: id), still.isOpen, !still.call.more {
-            // Every request input yields one reply; this is a safety net for invariants.
-            still.reply()
-        }
-    }
-
-    /// Asks the core whether `request`'s caller may make it (issue 13: the core decides on the credentials
-    /// and journals a denial); a refused request is failed here.
-    func permitted(_ input: Input, _ request: VarlinkRequest) -> Bool {
-        // issue 15: the common case, an App call its app's user (or root) may make, asks the core without
-        // feeding it (no request, no reply, no actions); the core still decides, and a refusal is fed in
-        // full below, so it is recorded and journaled as before.
-        if case .appCallReceived(let app, _, let caller) = input, machine.allowsAppCall(app, caller: caller) {
-            return true
-        }
-        let id = openRequest(request)
-        checks.insert(id)
-        feed(input, request: id)
-        checks.remove(id)
-        openRequests[id] = nil
-        guard let verdict = verdicts.removeValue(forKey: id) else { return false }
-        if case .ok = verdict { return true }
-        send(verdict, to: request)
-        return false
-    }
-
-    /// Feeds one input (and the inputs its actions cause), performs the actions, re-arms the timer.
-    func feed(_ first: Input) { feed(first, request: nil) }
-
-    /// The same for the input of a request: the core's reply names `request`.
-    private func feed(_ first: Input, request: RequestID?) {
-        let outer = feeding
-        feeding = request.flatMap { id in openRequests[id].map { (id, $0.peer) } }
-        feedDepth += 1
-        defer {
-            feeding = outer
-            feedDepth -= 1
-            if feedDepth == 0, !factsAfterFeed.isEmpty {
-                let facts = factsAfterFeed
-                factsAfterFeed.removeAll()
-                for fact in facts { feed(fact) }
-            }
-        }
-        // The inputs the actions cause (a spawn's result) follow the first; no array for the common case
-        // of none (issue 15: nothing allocated per call that is not needed).
-        var follows: [Input] = []
-        var next = 0
-        var input = first
-        while true {
-            let t = now()
-            for action in machine.handle(input, now: t, request: next == 0 ? request : nil) {
-                if let follow = perform(action) { follows.append(follow) }
-            }
-            switch input {
-            case .appLaunched(let app, _): answerLaunch(app, failure: nil)
-            case .launchFailed(let app, let message): answerLaunch(app, failure: message)
-            default: break
-            }
-            guard next < follows.count else { break }
-            input = follows[next]
-            next += 1
-        }
-        if let request { deferredLaunches[request] = nil }
-        armTimer()
-    }
-
-    /// Answers the Launch/Foreground calls waiting for `app`'s spawn.
-    func answerLaunch(_ app: AppID, failure: String?) {
-        guard let waiting = launchReplies.removeValue(forKey: app) else { return }
-        for request in waiting {
-            if let failure {
-                request.fail(ManagerError.launchFailed(appId: app.rawValue, message: failure))
-            } else {
-                request.reply()
-            }
-        }
-    }
-
-    /// SIGTERM (SPEC §9): terminates every app this daemon started and calls `completion` when the core
-    /// says the stop is over: all have exited, or (with those left) its time limit passed.
-    func stopApps(completion: @escaping ([AppID]) -> Void) {
-        stopCompletion = completion
-        feed(.stopRequested)
-    }
-
-    func armTimer() {
-        // In place (`peekNextDeadline` is mutating): reading `machine.nextDeadline` from this class copies
-        // the whole machine, twice per call on the hot path (issue 15). No array either.
-        let core = machine.peekNextDeadline()
-        let deadline = Self.earliest(Self.earliest(core, journalBudget.nextDeadline), denialBudget.nextDeadline)
-        guard let deadline else {
-            if armedDeadline != nil {
-                timer?.suspend()
-                armedDeadline = nil
-            }
-            return
-        }
-        if deadline == armedDeadline { return }
-        let delay = max(0, deadline.microseconds - now().microseconds)
-        if timer == nil {
-            let t = DispatchSource.makeTimerSource(flags: .strict, queue: queue)
-            t.setEventHandler { [weak self] in
-                guard let self else { return }
-                self.armedDeadline = nil
-                self.timer?.suspend()
-                self.deadlineReached()
-            }
-            timer = t
-            t.schedule(deadline: .now() + .microseconds(Int(delay)), leeway: .microseconds(50))
-            t.resume()
-        } else {
-            timer?.schedule(deadline: .now() + .microseconds(Int(delay)), leeway: .microseconds(50))
-            if armedDeadline == nil { timer?.resume() }
-        }
-        armedDeadline = deadline
-    }
-
-    /// After a system sleep (SPEC §14): the one timer is armed afresh for the next deadline, whichever
-    /// clock libdispatch's timer counted the sleep on (early or late is harmless; this makes it prompt).
-    func rearmTimer() {
-        if armedDeadline != nil {
-            timer?.suspend()
-            armedDeadline = nil
-        }
-        armTimer()
-    }
-
-    /// The monotonic timer fired (early or late is harmless to both): the journal budget's interval end and
-    /// the core's deadlines (tests call it by hand).
-    func deadlineReached() {
-        journalBudget.deadlineReached()
-        denialBudget.deadlineReached()
-        feed(.deadlineReached)
-    }
-
-    /// The earlier of two optional deadlines (no array on the per-call path).
-    private static func earliest(_ a: Instant?, _ b: Instant?) -> Instant? {
-        guard let a else { return b }
-        guard let b else { return a }
-        return min(a, b)
-    }
-
-    /// A part of an app's freeze (the freezer, the adopted instances) reports it done after `perform`
-    /// found it not done; the last one tells the core.
-    func freezePartDone(_ app: AppID) {
-        guard let left = freezesAwaited[app] else { return }
-        if left > 1 {
-            freezesAwaited[app] = left - 1
-            return
-        }
-        freezesAwaited[app] = nil
-        feedFact(.freezeConfirmed(app))
-    }
-
-    /// Feeds a fact a component reported: now, or after the feed under way (no feed inside a feed).
-    func feedFact(_ input: Input) {
-        if feedDepth > 0 {
-            factsAfterFeed.append(input)
-        } else {
-            feed(input)
-        }
-    }
 
     /// A process exited; the core says (`.release`) when its app has none left.
     private func processExited(pid: Int32, status: Int32?) {

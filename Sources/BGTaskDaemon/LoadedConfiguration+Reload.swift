@@ -23,6 +23,8 @@ extension LoadedConfiguration {
         keep("FreezerBackend", \.daemon.freezerBackend) { $0.rawValue }
         keep("CgroupRoot", \.daemon.cgroupRoot) { $0 ?? "" }
         keep("LauncherSocket", \.launcherSocketPath) { $0 ?? "" }
+        keep("RecordInputs", \.daemon.recordInputs) { $0 ? "yes" : "no" }
+        keep("RecordMaxBytes", \.daemon.recordMaxBytes) { String($0) }
         // What GetSettings shows follows what is in force.
         daemon.socket = old.daemon.socket
         daemon.launcherSocket = old.daemon.launcherSocket

@@ -4,7 +4,7 @@
 // the client library and the CLI, so no module mirrors another's enums.
 
 /// The states of an app (SPEC §2). Raw values are the wire and journal strings.
-public enum AppState: String, CaseIterable, Hashable, Sendable {
+public enum AppState: String, CaseIterable, Hashable, Sendable, Codable {
     /// No process.
     case notRunning = "not-running"
     /// In the foreground but not receiving input (launching, interrupted, or between two events of a sequence).
@@ -45,7 +45,7 @@ public enum LifecycleEventKind: String, CaseIterable, Hashable, Sendable {
 }
 
 /// What a decision did (`BGTASKD_DECISION`, SPEC §11). Each has its own `MESSAGE_ID`.
-public enum DecisionKind: String, CaseIterable, Hashable, Sendable {
+public enum DecisionKind: String, CaseIterable, Hashable, Sendable, Codable {
     /// An app was launched (or started launching).
     case launch
     /// An app came to (or changed state within) the foreground.
@@ -80,7 +80,7 @@ public enum DecisionKind: String, CaseIterable, Hashable, Sendable {
 }
 
 /// Why a decision was taken (`BGTASKD_REASON`, kebab-case, SPEC §11).
-public enum Reason: String, CaseIterable, Hashable, Sendable {
+public enum Reason: String, CaseIterable, Hashable, Sendable, Codable {
     /// Nothing holds the app in the background any more: no assertion, activity, task or wake.
     case noAssertions = "no-assertions"
     /// A user, shell or administrator asked (`bgtaskctl`, the Manager interface).
@@ -203,7 +203,7 @@ public enum Reason: String, CaseIterable, Hashable, Sendable {
 }
 
 /// Why an app was launched (`launchReason` of `did-finish-launching`).
-public enum LaunchReason: String, CaseIterable, Hashable, Sendable {
+public enum LaunchReason: String, CaseIterable, Hashable, Sendable, Codable {
     /// By the user (Launch, Foreground) or by hand.
     case user
     /// To run a scheduled task.
@@ -213,7 +213,7 @@ public enum LaunchReason: String, CaseIterable, Hashable, Sendable {
 }
 
 /// Background modes an app's manifest may declare (`BackgroundModes=`, SPEC §4).
-public enum BackgroundMode: String, CaseIterable, Hashable, Sendable {
+public enum BackgroundMode: String, CaseIterable, Hashable, Sendable, Codable {
     /// Playing audio.
     case audio
     /// Tracking location.
@@ -241,7 +241,7 @@ public enum BackgroundMode: String, CaseIterable, Hashable, Sendable {
 }
 
 /// The kind of a scheduled task (SPEC §6).
-public enum TaskKind: String, CaseIterable, Hashable, Sendable {
+public enum TaskKind: String, CaseIterable, Hashable, Sendable, Codable {
     /// A short refresh task (`RefreshTaskBudgetSec`).
     case refresh
     /// A longer processing task (`ProcessingTaskBudgetSec`).
@@ -249,7 +249,7 @@ public enum TaskKind: String, CaseIterable, Hashable, Sendable {
 }
 
 /// How loud a decision is in the journal (its `PRIORITY`).
-public enum Severity: String, CaseIterable, Hashable, Sendable, Comparable {
+public enum Severity: String, CaseIterable, Hashable, Sendable, Codable, Comparable {
     /// Routine (`LOG_INFO`).
     case info
     /// Worth noticing: terminations, denials (`LOG_NOTICE`).

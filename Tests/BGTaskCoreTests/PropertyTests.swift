@@ -282,7 +282,7 @@ struct Driver {
                 // A (re-)check-in tells the app its current state, as BGTaskClient syncs from the first
                 // reply: events after it continue from there (found by this test: a stream closed while
                 // suspended, the app foregrounded, then checked in again).
-                if case .appCheckedIn(let app, _, _) = input {
+                if case .appCheckedIn(let app, _, _, _) = input {
                     switch state {
                     case .notRunning: views[app] = .fresh
                     case .inactive: views[app] = .inactive

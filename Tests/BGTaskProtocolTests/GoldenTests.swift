@@ -169,6 +169,9 @@ import Testing
         try Self.pair(s, ManagerMethod.hold, ManagerWire.Hold(appId: a, name: "debug"), more: true,
             p + #"Hold","more":true,"parameters":{"appId":"org.example.Mail","name":"debug"}}"#,
             ManagerWire.HoldReply(holdId: 8), continues: true, #"{"continues":true,"parameters":{"holdId":8}}"#)
+        try Self.pair(s, ManagerMethod.getRecording, Self.none, more: true, p + #"GetRecording","more":true}"#,
+            ManagerWire.GetRecordingReply(part: "{\"format\":"), continues: true,
+            #"{"continues":true,"parameters":{"part":"{\"format\":"}}"#)
         #expect(s.names == Set(ManagerMethod.allCases.map(\.qualifiedName)))
     }
 

@@ -11,9 +11,6 @@ import Glibc
 // (Replies.swift). Every method of io.bgtaskd.App is a case of `AppMethod`; the switch has no default.
 extension DaemonService {
     func handle(_ request: VarlinkRequest) {
-        let outer = currentCall
-        currentCall = request
-        defer { currentCall = outer }
         if let method = AppMethod(request.call) {
             handleApp(request, method)
         } else if let method = ManagerMethod(request.call) {
@@ -88,7 +85,8 @@ extension DaemonService {
         case .checkIn:
             guard request.call.more else { return request.fail(.expectedMore) }
             // The process is taken as the app's (`checkedIn(_:peer:)`) only once the core accepts it.
-            run(.appCheckedIn(app, connection: conn, pid: peer.pid), for: request)
+            let adopted = adoption?.holds(pid: peer.pid) == true
+            run(.appCheckedIn(app, connection: conn, pid: peer.pid, inAdoptedCgroup: adopted), for: request)
         case .beginBackgroundTask:
             guard let call = decode(request, AppWire.BeginBackgroundTask.self) else { return }
             run(.assertionRequested(app, connection: conn, name: call.name), for: request)
@@ -96,7 +94,7 @@ extension DaemonService {
             guard let call = decode(request, AppWire.EndBackgroundTask.self) else { return }
             run(.assertionEndRequested(app, call.taskId), for: request)
         case .backgroundTimeRemaining:
-            let remaining = machine.backgroundTimeRemaining(of: app, now: now())
+            let remaining = core.lifecycle.backgroundTimeRemaining(of: app, now: now())
             request.reply(AppWire.BackgroundTimeRemainingReply(remainingUSec: remaining?.microseconds))
         case .beginActivity:
             guard let call = decode(request, AppWire.BeginActivity.self) else { return }

@@ -85,6 +85,8 @@ extension DaemonService {
         case .wakeForBusCall:
             guard let call = decode(request, ManagerWire.WakeForBusCall.self), let app = knownApp(call.appId, request) else { return }
             run(.busCallReceived(app, sender: call.sender, member: call.member), for: request)
+        case .getRecording:
+            sendRecording(request)
         case .setRefreshPolicy, .setGlobalRefresh, .setLowPowerMode, .setConditions, .wakeForRemoteNotification, .runTaskNow:
             // Background App Refresh (RefreshController) owns the policy and the scheduled tasks.
             let appParameter = { [unowned self] (r: VarlinkRequest) in self.appParameter(r) }

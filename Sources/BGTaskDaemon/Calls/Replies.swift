@@ -140,7 +140,7 @@ extension DaemonService {
             freezerBackendReason: freezerReason, dryRun: dryRun,
             journalCoalesced: Int64(journalBudget.coalesced), journalSummaries: Int64(journalBudget.summaries),
             connectionsRefused: Int64(server?.refusedConnections ?? 0), connectionsTimedOut: Int64(server?.timedOutConnections ?? 0),
-            connectionsOversized: Int64(server?.oversizedConnections ?? 0), connectionsPaused: Int64(denialBudget.pauses),
+            connectionsOversized: Int64(server?.oversizedConnections ?? 0), connectionsPaused: Int64(core.pauses),
             systemSleep: sleepStatus.mode, systemSleepReason: sleepStatus.reason, idleInhibited: sleepStatus.idleInhibited,
             sleepsSeen: Int64(sleepStatus.sleepsSeen))
     }

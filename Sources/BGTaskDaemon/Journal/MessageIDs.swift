@@ -20,7 +20,7 @@ public enum MessageIDs: Sendable {
     ]
 
     /// Not a decision: the notice that a uid's connections refused a call are not read until the denial
-    /// budget's interval ends (`Journal/DenialBudgetGate.swift`; `connections-paused` in message-ids.txt).
+    /// budget's interval ends (`Journal/DenialBudgetMessages.swift`; `connections-paused` in message-ids.txt).
     public static let connectionsPaused = "c7bb95a8e52e429796b92b7aca6eed32"
 
     /// Not a decision: system sleep is off (no system bus, no logind; SPEC §14), said once

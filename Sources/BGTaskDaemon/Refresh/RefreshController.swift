@@ -18,8 +18,8 @@ protocol RefreshHost: AnyObject {
     func feed(_ input: Input)
     /// Feeds the lifecycle core an input that answers `request`; `answer` holds the reply back.
     func run(_ input: Input, for request: VarlinkRequest, answer: ((@escaping () -> Void) -> Void)?)
-    /// Journals a decision (and shows it on Monitor).
-    func record(_ decision: Decision, peer: PeerCredentials?)
+    /// Journals a decision (and shows it on Monitor); `call`: the call it answers.
+    func record(_ decision: Decision, call: VarlinkRequest?)
 }
 
 /// The shell of Background App Refresh (SPEC §5, §6, §7): decodes the refresh calls, feeds the
@@ -179,7 +179,7 @@ final class RefreshController: @unchecked Sendable {
             let json = JSON.object(["status": .string(status.rawValue), "previousStatus": .string(previous.rawValue)])
             host?.feed(.notificationPosted(name: Self.statusNotification, app: app, payload: Payload(json: json.serialized())))
         case .record(let notice):
-            host?.record(RefreshMessages.decision(notice), peer: notice.byCall ? call?.peer : nil)
+            host?.record(RefreshMessages.decision(notice), call: notice.byCall ? call : nil)
         case .save(_, let reply):
             // The latest state, not the action's copy: a change made meanwhile (a task that started while
             // these actions were performed) is never overwritten by an older one.

@@ -111,6 +111,7 @@ extension Interfaces {
             "WakeForBusCall": [VarlinkField("appId", .string), VarlinkField("sender", .string), VarlinkField("member", .string)],
             "Reload": [],
             "Hold": [VarlinkField("appId", .string), VarlinkField("name", .optional(.string))],
+            "GetRecording": [],
         ],
         outputs: [
             "ListApps": [VarlinkField("apps", .array(.named("AppInfo")))],
@@ -137,6 +138,7 @@ extension Interfaces {
             "WakeForBusCall": [],
             "Reload": [VarlinkField("applied", .optional(.array(.string))), VarlinkField("notApplied", .optional(.array(.string)))],
             "Hold": [VarlinkField("holdId", .int)],
+            "GetRecording": [VarlinkField("part", .string)],
         ],
         errors: [
             "NoSuchApp": [VarlinkField("appId", .string)],

@@ -26,6 +26,7 @@ public enum ManagerMethod: String, CaseIterable, Sendable, WireMethod {
     case wakeForBusCall = "WakeForBusCall"
     case reload = "Reload"
     case hold = "Hold"
+    case getRecording = "GetRecording"
 
     public static let interface = Interfaces.managerName
     public var qualifiedName: String { Self.interface + "." + rawValue }
@@ -56,7 +57,7 @@ public enum ManagerMethod: String, CaseIterable, Sendable, WireMethod {
         case .runTaskNow: return ManagerWire.RunTaskNow.self
         case .wakeForBusCall: return ManagerWire.WakeForBusCall.self
         case .hold: return ManagerWire.Hold.self
-        case .listApps, .listAssertions, .getSettings, .monitor, .stats, .reload: return WireEmpty.self
+        case .listApps, .listAssertions, .getSettings, .monitor, .stats, .reload, .getRecording: return WireEmpty.self
         }
     }
 
@@ -71,6 +72,7 @@ public enum ManagerMethod: String, CaseIterable, Sendable, WireMethod {
         case .stats: return ManagerWire.StatsReply.self
         case .reload: return ManagerWire.ReloadReply.self
         case .hold: return ManagerWire.HoldReply.self
+        case .getRecording: return ManagerWire.GetRecordingReply.self
         case .launch, .foreground, .background, .setFocus, .interrupt, .endInterruption, .terminate, .setRefreshPolicy, .setGlobalRefresh, .setLowPowerMode, .setConditions, .postNotification, .wakeForRemoteNotification, .runTaskNow, .wakeForBusCall: return WireEmpty.self
         }
     }

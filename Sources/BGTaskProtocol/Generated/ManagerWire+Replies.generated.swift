@@ -280,4 +280,30 @@ extension ManagerWire {
             out.append(UInt8(ascii: "}"))
         }
     }
+
+    /// `GetRecording`'s reply.
+    public struct GetRecordingReply: WireMessage {
+        public static let fields = ["part"]
+        public var part: String
+
+        public init(part: String) {
+            self.part = part
+        }
+
+        public init(json: [String: JSON]) throws(WireFieldError) {
+            let r = WireReader(json)
+            part = try r.string("part")
+            try validate()
+        }
+
+        public var json: [String: JSON] {
+            ["part": .string(part)]
+        }
+
+        public func write(into out: inout [UInt8]) {
+            out.append(contentsOf: #"{"part":"#.utf8)
+            JSON.writeString(part, into: &out)
+            out.append(UInt8(ascii: "}"))
+        }
+    }
 }

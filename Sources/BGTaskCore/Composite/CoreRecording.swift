@@ -1,0 +1,111 @@
+/// What the core starts from: the configuration of the daemon's first load (SPEC §17). A recording begins
+/// with it, so that a core built from it and fed the recorded inputs is the daemon's core.
+public struct RecordingStart: Hashable, Sendable, Codable {
+    /// The lifecycle machine's configuration.
+    public var lifecycle: LifecycleConfig
+    /// The journal budget's limits.
+    public var journal: JournalBudget.Limits
+    /// The denial budget's limits.
+    public var denial: DenialBudget.Limits
+
+    /// A start.
+    public init(lifecycle: LifecycleConfig, journal: JournalBudget.Limits, denial: DenialBudget.Limits) {
+        self.lifecycle = lifecycle
+        self.journal = journal
+        self.denial = denial
+    }
+
+    /// A core in this start's state.
+    public func makeCore() -> DaemonCore {
+        DaemonCore(lifecycle: lifecycle, journal: journal, denial: denial)
+    }
+}
+
+/// One input the core took, with its times and what the core decided (its actions, as text).
+public struct RecordedInput: Hashable, Sendable, Codable {
+    /// The monotonic instant it was fed at (µs): the core's only clock.
+    public var monotonicUSec: Int64
+    /// The wall clock then (µs since the epoch), for people reading the file.
+    public var realtimeUSec: Int64
+    /// The input.
+    public var input: CoreInput
+    /// The actions the core returned for it, in order (``DaemonCore/describe(_:)``).
+    public var decisions: [String]
+
+    /// A recorded input.
+    public init(monotonicUSec: Int64, realtimeUSec: Int64, input: CoreInput, decisions: [String]) {
+        self.monotonicUSec = monotonicUSec
+        self.realtimeUSec = realtimeUSec
+        self.input = input
+        self.decisions = decisions
+    }
+}
+
+/// A recording (SPEC §17; `bgtaskctl record` writes it as one JSON document): the start and every input
+/// the core took since, in order. Versioned: a reader refuses a `version` it does not know.
+public struct CoreRecording: Hashable, Sendable, Codable {
+    /// The format's name.
+    public static let formatName = "bgtaskd-recording"
+    /// The version this build writes and reads.
+    public static let currentVersion = 1
+
+    /// ``formatName``.
+    public var format: String
+    /// ``currentVersion`` when written.
+    public var version: Int
+    /// The core's starting state.
+    public var start: RecordingStart
+    /// The inputs, in the order the core took them.
+    public var inputs: [RecordedInput]
+    /// Inputs taken after the memory limit was reached and not kept (the recording ends before them).
+    public var dropped: Int
+
+    /// A recording.
+    public init(start: RecordingStart, inputs: [RecordedInput], dropped: Int) {
+        format = Self.formatName
+        version = Self.currentVersion
+        self.start = start
+        self.inputs = inputs
+        self.dropped = dropped
+    }
+}
+
+extension DaemonCore {
+    /// An action as the recording keeps it: its full value as text (deterministic: the actions hold no
+    /// sets or dictionaries).
+    public static func describe(_ action: CoreAction) -> String {
+        String(describing: action)
+    }
+}
+
+/// The first input whose decisions differ between a recording and its replay.
+public struct ReplayDifference: Hashable, Sendable {
+    /// Its index in the recording (0-based).
+    public var index: Int
+    /// The input.
+    public var input: RecordedInput
+    /// The decisions the recording has for it.
+    public var expected: [String]
+    /// The decisions the core takes now.
+    public var got: [String]
+}
+
+/// Replays a recording through a fresh core (no clock: each input at its recorded monotonic instant).
+public enum CoreReplay: Sendable {
+    /// The decisions of every input in order, and the first difference (nil: all equal).
+    public static func run(_ recording: CoreRecording) -> (decisions: [[String]], difference: ReplayDifference?) {
+        var core = recording.start.makeCore()
+        var all: [[String]] = []
+        all.reserveCapacity(recording.inputs.count)
+        var first: ReplayDifference?
+        for (index, recorded) in recording.inputs.enumerated() {
+            let actions = core.handle(recorded.input, now: Instant(microseconds: recorded.monotonicUSec))
+            let got = actions.map(DaemonCore.describe)
+            if first == nil, got != recorded.decisions {
+                first = ReplayDifference(index: index, input: recorded, expected: recorded.decisions, got: got)
+            }
+            all.append(got)
+        }
+        return (all, first)
+    }
+}

@@ -1,0 +1,63 @@
+/// Who made a call: the connection it came on and the process behind it. A refusal journaled for the call
+/// counts for them (the denial budget, ``DenialBudget``); its journal entry names the process
+/// (`BGTASKD_PEER_PID`).
+public struct CallOrigin: Hashable, Sendable, Codable {
+    /// The connection the call came on (the one held when the caller is refused too often).
+    public var connection: ConnectionID
+    /// The calling process.
+    public var caller: DenialBudget.Caller
+
+    /// The origin of a call.
+    public init(connection: ConnectionID, caller: DenialBudget.Caller) {
+        self.connection = connection
+        self.caller = caller
+    }
+}
+
+/// Past-tense facts the shell feeds to ``DaemonCore/handle(_:now:)``: one type for every machine the
+/// composite owns.
+public enum CoreInput: Hashable, Sendable, Codable {
+    /// An input of the lifecycle machine; `request`: the call it answers (its reply names it), `from`: who
+    /// made that call (a refusal counts for them).
+    case lifecycle(Input, request: RequestID?, from: CallOrigin?)
+    /// A decision taken outside the lifecycle machine (the refresh machine's) is to be journaled; `from`: the
+    /// call it answers. The composite decides its entry (the journal budget) and counts a refusal.
+    case decisionTaken(Decision, from: CallOrigin?)
+    /// The monotonic timer armed for ``DaemonCore/nextDeadline`` fired (early or late: both harmless).
+    case deadlineReached
+    /// The configuration was (re)loaded: the budgets' limits (from their next interval on).
+    case budgetsConfigured(journal: JournalBudget.Limits, denial: DenialBudget.Limits)
+    /// The daemon stops: the journal budget's current interval is summarised now rather than lost.
+    case stopping
+    /// The shell performed a `.freeze` and `partsAwaited` of its parts (the daemon's own freezer, the adopted
+    /// cgroups) have not reported it done yet: the freeze is confirmed once they all have
+    /// (``freezePartDone(_:)``), unless a thaw, kill or release of the app calls it off first.
+    case freezeStarted(AppID, partsAwaited: Int)
+    /// One part of the app's freeze under way reports it done (the freezer's only other report is a failure).
+    case freezePartDone(AppID)
+}
+
+/// Imperatives for the shell, in the order it must perform them: one type for every machine the
+/// composite owns.
+public enum CoreAction: Hashable, Sendable {
+    /// Perform a lifecycle action. Its decision (``Action/decision``), if any, is journaled on its own when
+    /// `journaled` (false: the journal budget counts it in a summary); its entry names `peer`'s process.
+    case perform(Action, journaled: Bool, peer: DenialBudget.Caller?)
+    /// Journal the journal budget's summaries (`coalesced`) of an interval that ended.
+    case journalSummaries([JournalBudget.Summary])
+    /// The caller was refused too often: do not read `connection` until `pause.until` (its new connections
+    /// too, as `pause.holdNewConnections` says); journal it when `pause.firstOfUID`.
+    case pauseConnection(CallOrigin, DenialBudget.Pause)
+    /// The denial budget's interval ended: read the paused connections again.
+    case releasePausedConnections
+}
+
+extension CoreAction {
+    /// The decision the action carries, if any.
+    public var decision: Decision? {
+        switch self {
+        case .perform(let action, _, _): return action.decision
+        case .journalSummaries, .pauseConnection, .releasePausedConnections: return nil
+        }
+    }
+}
