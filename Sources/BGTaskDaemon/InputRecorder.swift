@@ -10,12 +10,16 @@ struct InputRecorder: Sendable {
         var input: CoreInput
         var monotonic: Int64
         var realtime: Int64
-        var actions: [CoreAction]
+        /// How many of `actions` (from where the previous entry's end) are this input's.
+        var actionCount: Int
     }
 
     let start: RecordingStart
     let maxBytes: Int
     private var entries: [Entry] = []
+    /// Every entry's actions, one after the other: the core's array for one input is not kept (it is
+    /// freed, and its memory reused, as without recording).
+    private var actions: [CoreAction] = []
     /// Estimated bytes kept.
     private(set) var bytes = 0
     /// Inputs not kept (the limit was reached).
@@ -40,25 +44,28 @@ struct InputRecorder: Sendable {
             return
         }
         bytes += size
-        entries.append(Entry(input: input, monotonic: monotonic.microseconds, realtime: realtime.microsecondsSinceEpoch, actions: actions))
+        entries.append(Entry(
+            input: input, monotonic: monotonic.microseconds, realtime: realtime.microsecondsSinceEpoch, actionCount: actions.count))
+        self.actions.append(contentsOf: actions)
     }
 
     /// The recording as the file holds it (the actions rendered now).
     func recording() -> CoreRecording {
-        CoreRecording(
-            start: start,
-            inputs: entries.map {
-                RecordedInput(
-                    monotonicUSec: $0.monotonic, realtimeUSec: $0.realtime, input: $0.input,
-                    decisions: $0.actions.map(DaemonCore.describe))
-            }, dropped: dropped)
+        var inputs: [RecordedInput] = []
+        inputs.reserveCapacity(entries.count)
+        var next = 0
+        for e in entries {
+            let decisions = actions[next..<next + e.actionCount].map(DaemonCore.describe)
+            next += e.actionCount
+            inputs.append(RecordedInput(monotonicUSec: e.monotonic, realtimeUSec: e.realtime, input: e.input, decisions: decisions))
+        }
+        return CoreRecording(start: start, inputs: inputs, dropped: dropped)
     }
 
     /// An entry's size in memory: the values themselves plus what an input or action typically points to
     /// (names, detail), and the payloads it carries, which may be large (a notification's, up to a message).
     private static func estimate(_ input: CoreInput, _ actions: [CoreAction]) -> Int {
-        var bytes = MemoryLayout<Entry>.stride + MemoryLayout<CoreInput>.stride + 64
-            + actions.count * (MemoryLayout<CoreAction>.stride + 96)
+        var bytes = MemoryLayout<Entry>.stride + 64 + actions.count * (MemoryLayout<CoreAction>.stride + 96)
         if case .lifecycle(let fact, _, _) = input {
             switch fact {
             case .notificationPosted(_, _, let payload?), .remoteNotificationReceived(_, let payload?):
