@@ -46,6 +46,7 @@ extension LifecycleMachine {
     /// Sequence 3 from a running background app: `will-enter-foreground`, `did-become-active`.
     mutating func enterForeground(_ i: Int, reason: Reason, previous: AppState) {
         let app = records[i].id
+        bringLastSceneForward(i)
         clearGrace(i)
         deadlines.cancel(.budgetWarning(app))
         deadlines.cancel(.budgetEnd(app))
@@ -80,6 +81,7 @@ extension LifecycleMachine {
         let previous = records[i].state
         switch previous {
         case .active:
+            sendScenesToBackground(i)
             records[i].state = .inactive
             deliver(i, .willResignActive)
         case .inactive:
@@ -87,6 +89,7 @@ extension LifecycleMachine {
         case .notRunning, .background, .suspended:
             return
         }
+        sendScenesToBackground(i)
         records[i].interrupted = false
         records[i].leftForeground = now
         enterBackground(i, freshBudget: true)

@@ -16,8 +16,9 @@ extension DaemonService {
     func perform(_ action: Action) -> Input? {
         if let d = action.decision { record(d, peer: feeding?.peer) }
         switch action {
-        case .deliver(_, let conn, let event):
+        case .deliver(let app, let conn, let event):
             guard let stream = streams[conn] else { return nil }
+            if event.kind == .sceneSnapshot, let scene = event.scene { prepareSnapshot(app, scene.id) }
             stream.reply(checkInReply(app: nil, state: event.state, event: event), continues: true)
             return nil
         case .launch(let app, _, _):
@@ -47,6 +48,7 @@ extension DaemonService {
                 return .launchFailed(app, message: error.description)
             }
         case .freeze(let app, let processes, _):
+            checkSnapshots(app)  // SPEC §15: what the app wrote before it stops
             // The core records the suspension once the freeze is done (SPEC §9: suspended only once the
             // processes are stopped): now, or when the parts not done yet report it (`freezePartDone`).
             var awaited = 0
@@ -82,6 +84,7 @@ extension DaemonService {
         case .record:
             break
         case .release(let app):
+            removeSnapshots(app)
             freezesAwaited[app] = nil
             freezer.released(app: app)
         case .stopFinished(let unexited):
