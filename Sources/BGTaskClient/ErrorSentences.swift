@@ -38,6 +38,7 @@ public enum ErrorSentences: Sendable {
         case .foreground: return "bring \(a) to the foreground"
         case .background: return "move \(a) to the background"
         case .setFocus: return "give \(a) the focus"
+        case .setSceneState: return "change a scene of \(a)"
         case .interrupt: return "interrupt \(a)"
         case .endInterruption: return "end the interruption of \(a)"
         case .terminate: return "terminate \(a)"

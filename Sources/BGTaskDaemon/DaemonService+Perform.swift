@@ -18,8 +18,12 @@ extension DaemonService {
         switch action {
         case .deliver(let app, let conn, let event):
             guard let stream = streams[conn] else { return nil }
-            if event.kind == .sceneSnapshot, let scene = event.scene { prepareSnapshot(app, scene.id) }
-            stream.reply(checkInReply(app: nil, state: event.state, event: event), continues: true)
+            var reply = checkInReply(app: nil, state: event.state, event: event)
+            if event.kind == .sceneSnapshot, let scene = event.scene {
+                prepareSnapshot(app, scene.id)
+                reply.event?.path = snapshotPath(app, scene.id)
+            }
+            stream.reply(reply, continues: true)
             return nil
         case .launch(let app, _, _):
             if let (id, _) = feeding, let request = openRequests[id], let method = ManagerMethod(request.call),

@@ -58,12 +58,6 @@ public enum LifecycleEventKind: String, CaseIterable, Hashable, Sendable {
     /// Write a PNG of the scene to `path`, then acknowledge (the app is about to be frozen).
     case sceneSnapshot = "scene-snapshot"
 
-    /// The app-level events of SPEC §2, which every client gets (the scene events are ``sceneCases``).
-    public static let allCases: [LifecycleEventKind] = [
-        .didFinishLaunching, .willEnterForeground, .didBecomeActive, .willResignActive, .didEnterBackground,
-        .backgroundTaskWillExpire, .willTerminate, .performTask, .notification, .memoryWarning,
-    ]
-
     /// The scene events of SPEC §15, only for apps that checked in with `scenes: true`.
     public static let sceneCases: [LifecycleEventKind] = [
         .sceneWillConnect, .sceneWillEnterForeground, .sceneDidBecomeActive, .sceneWillResignActive,

@@ -2,12 +2,24 @@ public import BGTaskModel
 
 // The parameters of the methods of `io.bgtaskd.App`.
 extension AppWire {
-    public struct CheckIn: AppOnly {
-        public static let fields = ["appId"]
+    public struct CheckIn: WireMessage {
+        public static let fields = ["appId", "scenes"]
         public var appId: String
-        public init(appId: String) { self.appId = appId }
-        public init(json: [String: JSON]) throws(WireFieldError) { appId = try WireReader(json).string("appId") }
-        public var json: [String: JSON] { ["appId": .string(appId)] }
+        /// SPEC §15: scene events and scene-snapshot too.
+        public var scenes: Bool?
+        public init(appId: String, scenes: Bool? = nil) {
+            self.appId = appId
+            self.scenes = scenes
+        }
+        public init(json: [String: JSON]) throws(WireFieldError) {
+            let r = WireReader(json)
+            self.init(appId: try r.string("appId"), scenes: try r.optionalBool("scenes"))
+        }
+        public var json: [String: JSON] {
+            var o: [String: JSON] = ["appId": .string(appId)]
+            o.put("scenes", scenes.map { .bool($0) })
+            return o
+        }
     }
 
     public struct Acknowledge: WireMessage {

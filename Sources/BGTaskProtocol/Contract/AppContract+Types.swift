@@ -6,7 +6,7 @@ extension AppWire {
     public struct Event: WireMessage {
         public static let fields = [
             "id", "kind", "state", "needsAck", "taskId", "taskName", "identifier", "name", "payload", "launchReason",
-            "deadlineUSec",
+            "deadlineUSec", "sceneId", "title", "output", "path",
         ]
         public var id: Int64
         public var kind: LifecycleEventKind
@@ -20,6 +20,11 @@ extension AppWire {
         public var payload: JSON?
         public var launchReason: LaunchReason?
         public var deadlineUSec: Int64?
+        /// SPEC §15: the scene of a scene event, its title and display; `path`: where `scene-snapshot` wants the PNG.
+        public var sceneId: String? = nil
+        public var title: String? = nil
+        public var output: String? = nil
+        public var path: String? = nil
 
         public init(
             id: Int64, kind: LifecycleEventKind, state: AppState, needsAck: Bool, taskId: Int64? = nil,
@@ -47,6 +52,10 @@ extension AppWire {
                 identifier: try r.optionalString("identifier"), name: try r.optionalString("name"),
                 payload: try r.optionalObject("payload"), launchReason: try r.optionalValue("launchReason"),
                 deadlineUSec: try r.optionalInt("deadlineUSec"))
+            sceneId = try r.optionalString("sceneId")
+            title = try r.optionalString("title")
+            output = try r.optionalString("output")
+            path = try r.optionalString("path")
         }
 
         public var json: [String: JSON] {
@@ -58,6 +67,10 @@ extension AppWire {
             o.put("payload", payload)
             o.put("launchReason", launchReason.map { .raw($0) })
             o.put("deadlineUSec", deadlineUSec.map { .int($0) })
+            o.put("sceneId", sceneId.map { .string($0) })
+            o.put("title", title.map { .string($0) })
+            o.put("output", output.map { .string($0) })
+            o.put("path", path.map { .string($0) })
             return o
         }
 
@@ -86,9 +99,21 @@ extension AppWire {
                 JSON.writeString(name, into: &out)
             }
             out.append(contentsOf: needsAck ? #","needsAck":true"#.utf8 : #","needsAck":false"#.utf8)
+            if let output {
+                out.append(contentsOf: #","output":"#.utf8)
+                JSON.writeString(output, into: &out)
+            }
+            if let path {
+                out.append(contentsOf: #","path":"#.utf8)
+                JSON.writeString(path, into: &out)
+            }
             if let payload {
                 out.append(contentsOf: #","payload":"#.utf8)
                 payload.write(into: &out)
+            }
+            if let sceneId {
+                out.append(contentsOf: #","sceneId":"#.utf8)
+                JSON.writeString(sceneId, into: &out)
             }
             out.append(contentsOf: #","state":"#.utf8)
             JSON.writeString(state.rawValue, into: &out)
@@ -99,6 +124,10 @@ extension AppWire {
             if let taskName {
                 out.append(contentsOf: #","taskName":"#.utf8)
                 JSON.writeString(taskName, into: &out)
+            }
+            if let title {
+                out.append(contentsOf: #","title":"#.utf8)
+                JSON.writeString(title, into: &out)
             }
             out.append(UInt8(ascii: "}"))
         }

@@ -92,6 +92,46 @@ extension ManagerWire {
         public var json: [String: JSON] { ["appId": .orNull(appId), "reason": .raw(reason)] }
     }
 
+    /// `SetSceneState` (SPEC §15).
+    public struct SetSceneState: WireMessage {
+        public static let fields = ["appId", "sceneId", "state", "title", "output", "reason"]
+        public var appId: String
+        /// 1–64 characters of `A-Za-z0-9._-`, not `.` or `..` (it names the scene's snapshot file).
+        public var sceneId: String
+        public var state: SceneState
+        public var title: String?
+        public var output: String?
+        /// user-request (default) or compositor-focus.
+        public var reason: Reason?
+        public init(appId: String, sceneId: String, state: SceneState, title: String? = nil, output: String? = nil, reason: Reason? = nil) {
+            self.appId = appId
+            self.sceneId = sceneId
+            self.state = state
+            self.title = title
+            self.output = output
+            self.reason = reason
+        }
+        public init(json: [String: JSON]) throws(WireFieldError) {
+            let r = WireReader(json)
+            let reason: Reason? = try r.optionalValue("reason")
+            if let reason, reason != .userRequest, reason != .compositorFocus { throw WireFieldError("reason") }
+            let title = try r.optionalString("title")
+            if let title, title.utf8.count > 1024 { throw WireFieldError("title") }
+            let output = try r.optionalString("output")
+            if let output, output.utf8.count > 255 { throw WireFieldError("output") }
+            self.init(
+                appId: try r.string("appId"), sceneId: try r.string("sceneId"), state: try r.value("state"), title: title,
+                output: output, reason: reason)
+        }
+        public var json: [String: JSON] {
+            var o: [String: JSON] = ["appId": .string(appId), "sceneId": .string(sceneId), "state": .raw(state)]
+            o.put("title", title.map { .string($0) })
+            o.put("output", output.map { .string($0) })
+            o.put("reason", reason.map { .raw($0) })
+            return o
+        }
+    }
+
     public struct Interrupt: AppOnly {
         public static let fields = ["appId"]
         public var appId: String

@@ -91,7 +91,7 @@ extension ManagerWire {
         public static let fields = [
             "appId", "name", "state", "pid", "uid", "lifecycleAware", "assertions", "activities", "refreshSetting",
             "refreshStatus", "backgroundTimeRemainingUSec", "pendingTaskRequests", "lastDecision", "refreshStatusReason",
-            "lastForegroundUSec",
+            "lastForegroundUSec", "scenes",
         ]
         public var appId: String
         public var name: String
@@ -109,6 +109,8 @@ extension ManagerWire {
         public var lastDecision: Decision?
         public var refreshStatusReason: WireEnum<Reason>?
         public var lastForegroundUSec: Int64?
+        /// SPEC §15: its scenes; `nil` (left out): none.
+        public var scenes: [Scene]? = nil
 
         public init(
             appId: String, name: String, state: AppState, pid: Int64?, uid: Int64?, lifecycleAware: Bool,
@@ -152,10 +154,11 @@ extension ManagerWire {
             lastDecision = try r.optionalMessage("lastDecision")
             refreshStatusReason = try r.optionalValue("refreshStatusReason")
             lastForegroundUSec = try r.optionalInt("lastForegroundUSec")
+            if json["scenes"] != nil, json["scenes"] != .null { scenes = try r.messages("scenes") }
         }
 
         public var json: [String: JSON] {
-            [
+            var o: [String: JSON] = [
                 "appId": .string(appId), "name": .string(name), "state": .raw(state), "pid": .orNull(pid), "uid": .orNull(uid),
                 "lifecycleAware": .bool(lifecycleAware), "assertions": .array(assertions.map { .object($0.json) }),
                 "activities": .array(activities.map { .object($0.json) }), "refreshSetting": .string(refreshSetting ? "on" : "off"),
@@ -163,6 +166,45 @@ extension ManagerWire {
                 "pendingTaskRequests": .int(pendingTaskRequests), "lastDecision": lastDecision.map { .object($0.json) } ?? .null,
                 "refreshStatusReason": refreshStatusReason.map { .raw($0) } ?? .null,
                 "lastForegroundUSec": .orNull(lastForegroundUSec),
+            ]
+            o.put("scenes", scenes.map { .array($0.map { .object($0.json) }) })
+            return o
+        }
+    }
+
+    /// `type Scene` (SPEC §15): one window of an app, with its last snapshot.
+    public struct Scene: WireMessage {
+        public static let fields = ["sceneId", "title", "output", "state", "snapshotPath", "snapshotRealtimeUSec"]
+        public var sceneId: String
+        public var title: String
+        public var output: String?
+        public var state: WireEnum<SceneState>
+        public var snapshotPath: String?
+        public var snapshotRealtimeUSec: Int64?
+        public init(
+            sceneId: String, title: String, output: String?, state: SceneState, snapshotPath: String?,
+            snapshotRealtimeUSec: Int64?
+        ) {
+            self.sceneId = sceneId
+            self.title = title
+            self.output = output
+            self.state = WireEnum(state)
+            self.snapshotPath = snapshotPath
+            self.snapshotRealtimeUSec = snapshotRealtimeUSec
+        }
+        public init(json: [String: JSON]) throws(WireFieldError) {
+            let r = WireReader(json)
+            sceneId = try r.string("sceneId")
+            title = try r.string("title")
+            output = try r.optionalString("output")
+            state = try r.value("state")
+            snapshotPath = try r.optionalString("snapshotPath")
+            snapshotRealtimeUSec = try r.optionalInt("snapshotRealtimeUSec")
+        }
+        public var json: [String: JSON] {
+            [
+                "sceneId": .string(sceneId), "title": .string(title), "output": .orNull(output), "state": .raw(state),
+                "snapshotPath": .orNull(snapshotPath), "snapshotRealtimeUSec": .orNull(snapshotRealtimeUSec),
             ]
         }
     }

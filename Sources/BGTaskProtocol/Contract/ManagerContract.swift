@@ -11,6 +11,7 @@ public enum ManagerMethod: String, CaseIterable, Sendable, WireMethod {
     case foreground = "Foreground"
     case background = "Background"
     case setFocus = "SetFocus"
+    case setSceneState = "SetSceneState"
     case interrupt = "Interrupt"
     case endInterruption = "EndInterruption"
     case terminate = "Terminate"
@@ -51,6 +52,7 @@ public enum ManagerMethod: String, CaseIterable, Sendable, WireMethod {
         case .foreground: return ManagerWire.Foreground.self
         case .background: return ManagerWire.BackgroundCall.self
         case .setFocus: return ManagerWire.SetFocus.self
+        case .setSceneState: return ManagerWire.SetSceneState.self
         case .interrupt: return ManagerWire.Interrupt.self
         case .endInterruption: return ManagerWire.EndInterruption.self
         case .terminate: return ManagerWire.Terminate.self
@@ -77,7 +79,7 @@ public enum ManagerMethod: String, CaseIterable, Sendable, WireMethod {
         case .stats: return ManagerWire.StatsReply.self
         case .hold: return ManagerWire.HoldReply.self
         case .reload: return ManagerWire.ReloadReply.self
-        case .launch, .foreground, .background, .setFocus, .interrupt, .endInterruption, .terminate, .setRefreshPolicy,
+        case .launch, .foreground, .background, .setFocus, .setSceneState, .interrupt, .endInterruption, .terminate, .setRefreshPolicy,
             .setGlobalRefresh, .setLowPowerMode, .setConditions, .postNotification, .wakeForRemoteNotification,
             .runTaskNow, .wakeForBusCall:
             return WireEmpty.self
