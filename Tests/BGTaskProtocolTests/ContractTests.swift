@@ -55,6 +55,7 @@ import Testing
             case "kind": return "refresh"
             case "reason": return "compositor-focus"
             case "network": return "metered"
+            case "state": return "background"
             default: return "org.example.App"
             }
         }
