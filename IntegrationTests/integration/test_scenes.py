@@ -117,8 +117,9 @@ def test_two_scenes_over_the_wire_and_their_snapshots(daemon, ctl, tmp_path):
     # Back by its scene: thawed, then scene-will-enter-foreground, will-enter-foreground, both active.
     ok(ctl, d, "foreground", app.id, "--scene", "inbox")
     app.wait_state("active")
-    assert scene_events(app)[-4:] == ["scene-will-enter-foreground inbox", "scene-did-become-active inbox",
-                                      "will-enter-foreground", "did-become-active"]
+    back = ["scene-will-enter-foreground inbox", "scene-did-become-active inbox", "will-enter-foreground",
+            "did-become-active"]
+    wait_for(lambda: scene_events(app)[-4:] == back, 10, lambda: f"{scene_events(app)} (expected to end in {back})")
     # Every decision a scene caused carries BGTASKD_SCENE.
     entries = journal_entries(lambda es: len(es) >= 5, BGTASKD_APP=app.id)
     by_scene = [(e.get("BGTASKD_DECISION"), e.get("BGTASKD_SCENE")) for e in entries if e.get("BGTASKD_SCENE")]
