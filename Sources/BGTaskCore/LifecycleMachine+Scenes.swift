@@ -150,7 +150,8 @@ extension LifecycleMachine {
     /// snapshot's directory as it delivers the event, and checks the files as it performs the freeze.
     mutating func awaitSnapshots(_ i: Int) -> Bool {
         let scenes = records[i].scenes
-        guard scenes.subscribed, records[i].connection != nil, !scenes.list.isEmpty else { return false }
+        guard scenes.subscribed, records[i].manifest.lifecycleAware, records[i].connection != nil, !scenes.list.isEmpty
+        else { return false }
         let app = records[i].id
         let since = records[i].backgroundSince
         if let wait = scenes.wait {
