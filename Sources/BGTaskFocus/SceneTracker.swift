@@ -45,6 +45,11 @@ public struct SceneTracker: Sendable {
     public private(set) var locked = false
     /// Apps the daemon does not manage (its answer was NoSuchApp): their toplevels are not reported.
     public private(set) var ignored: Set<String> = []
+    /// Refusals per toplevel (InvalidState: its app not running yet, a window mapped before the app
+    /// checked in): tried again every ``retryUSec``, at most ``retryLimit`` times.
+    private var refusals: [UInt32: Int] = [:]
+    public static let retryUSec: Int64 = 1_000_000
+    public static let retryLimit = 20
 
     public init(debounceUSec: Int64, unfocused: Unfocused = .background) {
         self.debounceUSec = max(0, debounceUSec)
@@ -67,6 +72,7 @@ public struct SceneTracker: Sendable {
 
     /// A toplevel was closed.
     public mutating func toplevelClosed(_ id: UInt32, nowUSec: Int64) {
+        refusals[id] = nil
         guard let t = toplevels.removeValue(forKey: id) else { return }
         if told[id] != nil {
             closed[id] = Report(appID: t.appID, sceneID: Self.sceneID(id), state: "disconnected", title: t.title, output: nil)
@@ -115,6 +121,18 @@ public struct SceneTracker: Sendable {
         guard let id = toplevels.first(where: { Self.sceneID($0.key) == report.sceneID && $0.value.appID == report.appID })?.key
         else { return }
         told[id] = report
+    }
+
+    /// The daemon refused `report` for the app's state (InvalidState: not running yet, terminating): it is
+    /// tried again after ``retryUSec``, at most ``retryLimit`` times for one toplevel; then taken as told.
+    public mutating func refused(_ report: Report, nowUSec: Int64) {
+        guard let id = toplevels.first(where: { Self.sceneID($0.key) == report.sceneID && $0.value.appID == report.appID })?.key
+        else { return }
+        let n = (refusals[id] ?? 0) + 1
+        refusals[id] = n
+        if n >= Self.retryLimit { return told(report) }
+        let retry = nowUSec + Self.retryUSec
+        dueUSec = min(dueUSec ?? retry, retry)
     }
 
     /// The daemon does not manage `appID` (NoSuchApp): its toplevels are left alone.

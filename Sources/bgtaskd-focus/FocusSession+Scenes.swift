@@ -35,8 +35,12 @@ extension FocusSession {
                 sceneMode = false
                 tracker.forget(nowUSec: monotonicUSec())
                 return
+            case .failure(let error) where error.errorName == ManagerError.invalidState(state: "").varlinkError.name:
+                // Not running yet (a window mapped before its app checked in), or terminating: again later.
+                log("SetSceneState(\(report.appID), \(report.sceneID), \(report.state)) refused: \(error); trying again")
+                scenes.refused(report, nowUSec: monotonicUSec())
             case .failure(let error) where error.errorName != nil:
-                // The daemon answered (InvalidState: not running yet…): told, not worth repeating.
+                // The daemon answered otherwise (PermissionDenied…): told, not worth repeating.
                 log("SetSceneState(\(report.appID), \(report.sceneID), \(report.state)) refused: \(error)")
                 scenes.told(report)
             case .failure(let error):

@@ -46,6 +46,29 @@ import Testing
         #expect(states(t.deadlineReached(nowUSec: 2000)) == ["A toplevel-1 foreground-active"])
     }
 
+    @Test func aWindowOfAnAppNotRunningYetIsToldAgainBoundedly() {
+        var t = SceneTracker(debounceUSec: 0)
+        t.toplevelChanged(1, appID: "A", title: "", output: nil, activated: true, minimized: false, nowUSec: 0)
+        var now: Int64 = 0
+        var sent = 0
+        while let due = t.nextDeadlineUSec, sent < 100 {
+            now = due
+            for report in t.deadlineReached(nowUSec: now) {
+                sent += 1
+                t.refused(report, nowUSec: now)  // InvalidState: the app has not checked in
+            }
+        }
+        #expect(sent == SceneTracker.retryLimit)
+        #expect(now == Int64(SceneTracker.retryLimit - 1) * SceneTracker.retryUSec)
+        // Accepted on a later try: told, nothing more.
+        var u = SceneTracker(debounceUSec: 0)
+        u.toplevelChanged(1, appID: "A", title: "", output: nil, activated: true, minimized: false, nowUSec: 0)
+        for r in u.deadlineReached(nowUSec: 0) { u.refused(r, nowUSec: 0) }
+        #expect(u.deadlineReached(nowUSec: SceneTracker.retryUSec - 1).isEmpty)
+        for r in u.deadlineReached(nowUSec: SceneTracker.retryUSec) { u.told(r) }
+        #expect(u.nextDeadlineUSec == nil)
+    }
+
     @Test func appsTheDaemonDoesNotManageAreLeftAlone() {
         var t = SceneTracker(debounceUSec: 0)
         t.toplevelChanged(1, appID: "shell", title: "", output: nil, activated: true, minimized: false, nowUSec: 0)
