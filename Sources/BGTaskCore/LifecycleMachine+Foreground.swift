@@ -28,6 +28,7 @@ extension LifecycleMachine {
         case .active:
             break
         case .inactive:
+            bringLastSceneForward(i)
             records[i].interrupted = false
             records[i].state = .active
             records[i].lastUsed = now

@@ -124,13 +124,14 @@ extension LifecycleMachine {
         }
     }
 
-    /// An app-level move to the foreground (`Foreground`, the compositor's focus): with no scene in front,
-    /// the one last active comes back active first (the App Switcher brings back the window the user left).
+    /// An app-level move to active (`Foreground`, `SetFocus`): with no scene active, one becomes active first —
+    /// a visible one if any, else the one last active (the App Switcher brings back the window the user left).
     mutating func bringLastSceneForward(_ i: Int) {
         let list = records[i].scenes.list
-        guard !list.isEmpty, !list.contains(where: { $0.state.isForeground }) else { return }
+        guard !list.isEmpty, !list.contains(where: { $0.state == .foregroundActive }) else { return }
+        func rank(_ s: SceneRecord) -> (Int, UInt64) { (s.state == .foregroundInactive ? 1 : 0, s.lastActive) }
         var best = 0
-        for k in list.indices where list[k].lastActive > list[best].lastActive { best = k }
+        for k in list.indices where rank(list[k]) > rank(list[best]) { best = k }
         moveScene(i, best, to: .foregroundActive)
     }
 
