@@ -146,6 +146,7 @@ extension LifecycleMachine {
         guard records[i].termination == nil else { return refuseInState(i) }
         switch records[i].state {
         case .active:
+            resignActiveScenes(i)
             records[i].state = .inactive
             records[i].interrupted = true
             deliver(i, .willResignActive)
@@ -163,6 +164,7 @@ extension LifecycleMachine {
         guard records[i].termination == nil else { return refuseInState(i) }
         switch records[i].state {
         case .inactive where records[i].interrupted:
+            bringLastSceneForward(i)
             records[i].interrupted = false
             records[i].state = .active
             records[i].lastUsed = now

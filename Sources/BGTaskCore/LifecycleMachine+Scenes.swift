@@ -124,6 +124,13 @@ extension LifecycleMachine {
         }
     }
 
+    /// An interruption (`Interrupt`): the active scenes resign active first, as UIKit's do.
+    mutating func resignActiveScenes(_ i: Int) {
+        for k in records[i].scenes.list.indices where records[i].scenes.list[k].state == .foregroundActive {
+            moveScene(i, k, to: .foregroundInactive)
+        }
+    }
+
     /// An app-level move to active (`Foreground`, `SetFocus`): with no scene active, one becomes active first —
     /// a visible one if any, else the one last active (the App Switcher brings back the window the user left).
     mutating func bringLastSceneForward(_ i: Int) {

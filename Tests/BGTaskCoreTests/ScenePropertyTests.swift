@@ -38,7 +38,7 @@ import Testing
             case 2:
                 let pending = h.log.events(for: app).filter(\.needsAck).map(\.id)
                 input = .eventAcknowledged(pending.isEmpty ? EventID(1) : pending[rng.below(pending.count)])
-            case 3: input = .deadlineReached
+            case 3: input = rng.below(3) == 0 ? .interruptionBegan(app) : rng.below(2) == 0 ? .interruptionEnded(app) : .deadlineReached
             default:
                 input = .sceneStateChanged(
                     app, ids[rng.below(ids.count)], states[rng.below(states.count)], title: nil, output: nil,

@@ -175,6 +175,16 @@ private let sceneB = SceneID("B")!
         #expect(h.machine.scenes(of: mail).map(\.state) == [.foregroundActive, .background])
     }
 
+    @Test func anInterruptionResignsTheActiveSceneFirstAndItsEndBringsItBack() {
+        var h = Harness()
+        sceneApp(&h)
+        set(&h, sceneA, .foregroundActive)
+        set(&h, sceneB, .foregroundInactive)
+        #expect(h.send(.interruptionBegan(mail)).kinds == ["scene-will-resign-active A", "will-resign-active"])
+        #expect(h.send(.interruptionEnded(mail)).kinds == ["scene-did-become-active A", "did-become-active"])
+        #expect(h.machine.scenes(of: mail).map(\.state) == [.foregroundActive, .foregroundInactive])
+    }
+
     @Test func appsThatDidNotAskGetNoSceneEventsButFollowTheirScenes() {
         var h = Harness()
         h.launchActive(mail)  // CheckIn without scenes
