@@ -91,6 +91,7 @@ bench: deps journald
 # The example apps (Examples/), outside the default build.
 examples: deps
 	BGTASKD_EXTRAS=1 $(SWIFT) build --product mail-sync
+	BGTASKD_EXTRAS=1 $(SWIFT) build --product notes
 
 clean:
 	rm -rf .build .build-deb man/build $(RUNDIR)

@@ -126,6 +126,12 @@ if Context.environment["BGTASKD_EXTRAS"] == "1" {
             dependencies: ["BGTaskClient"],
             path: "Examples/MailSync"
         ),
+        // Example: a two-window app (scenes, SPEC §15) that writes a snapshot of each window.
+        .executableTarget(
+            name: "notes",
+            dependencies: ["BGTaskClient"],
+            path: "Examples/Notes"
+        ),
         // `make bench`: the native baselines and clients (bench/bench.py drives it).
         .executableTarget(
             name: "bgtaskd-bench",

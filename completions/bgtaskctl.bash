@@ -13,7 +13,7 @@ _bgtaskctl() {
 
     local verbs="list status launch foreground background interrupt end-interruption terminate
         assertions explain monitor log stats reload refresh low-power conditions notify wake
-        run-task hold record replay"
+        run-task hold snapshot record replay"
     local global="--socket --json --no-legend --no-pager --help --version"
 
     local i verb="" __bgtaskctl_socket=""
@@ -33,7 +33,8 @@ _bgtaskctl() {
         --global) COMPREPLY=($(compgen -W "on unmetered off" -- "$cur")); return ;;
         --power) COMPREPLY=($(compgen -W "external battery" -- "$cur")); return ;;
         --network) COMPREPLY=($(compgen -W "none metered unmetered" -- "$cur")); return ;;
-        --lines | -l | -n | --name | --payload) return ;;
+        --lines | -l | -n | --name | --payload | --scene | --title) return ;;
+        --output | -o) [[ $verb == snapshot ]] && _filedir; return ;;
     esac
 
     if [[ -z $verb ]]; then
@@ -46,7 +47,9 @@ _bgtaskctl() {
         list) opts+=" --json --no-legend --running" ;;
         status) opts+=" --json --lines --no-pager" ;;
         launch) opts+=" --background" ;;
-        foreground) opts+=" --keep-others" ;;
+        foreground) opts+=" --keep-others --scene --inactive --title --output" ;;
+        background) opts+=" --scene --closed --title --output" ;;
+        snapshot) opts+=" --scene --output -o" ;;
         assertions) opts+=" --json --no-legend" ;;
         explain | stats) opts+=" --json" ;;
         monitor) opts+=" --json" ;;
@@ -69,14 +72,14 @@ _bgtaskctl() {
         [[ ${words[i]} == "$verb" && $seen == 0 ]] && { seen=1; continue; }
         ((seen)) || continue
         case ${words[i]} in
-            --socket | --app | --name | --payload | --global | --power | --network | --lines | -l | -n) ((i++)) ;;
+            --socket | --app | --name | --payload | --global | --power | --network | --lines | -l | -n | --scene | --title | --output | -o) ((i++)) ;;
             -*) ;;
             *) ((n++)) ;;
         esac
     done
 
     case $verb in
-        status | launch | foreground | background | interrupt | end-interruption | terminate | explain | wake | log)
+        status | launch | foreground | background | interrupt | end-interruption | terminate | explain | wake | log | snapshot)
             ((n == 0)) && COMPREPLY=($(compgen -W "$(__bgtaskctl_apps)" -- "$cur")) ;;
         run-task)
             ((n == 0)) && COMPREPLY=($(compgen -W "$(__bgtaskctl_apps)" -- "$cur")) ;;

@@ -8,8 +8,8 @@ function __bgtaskctl_apps
     bgtaskctl $socket list --no-legend 2>/dev/null | string replace -r '\s.*' ''
 end
 
-set -l verbs list status launch foreground background interrupt end-interruption terminate assertions explain monitor log stats reload refresh low-power conditions notify wake run-task hold record replay
-set -l app_verbs status launch foreground background interrupt end-interruption terminate explain wake run-task refresh log
+set -l verbs list status launch foreground background interrupt end-interruption terminate assertions explain monitor log stats reload refresh low-power conditions notify wake run-task hold snapshot record replay
+set -l app_verbs status launch foreground background interrupt end-interruption terminate explain wake run-task refresh log snapshot
 
 complete -c bgtaskctl -f
 complete -c bgtaskctl -l socket -r -F -d "the daemon's socket"
@@ -53,6 +53,13 @@ complete -c bgtaskctl -n "__fish_seen_subcommand_from conditions" -l power -x -a
 complete -c bgtaskctl -n "__fish_seen_subcommand_from conditions" -l network -x -a 'none metered unmetered'
 complete -c bgtaskctl -n "__fish_seen_subcommand_from notify wake" -l payload -x -d 'JSON object'
 complete -c bgtaskctl -n "__fish_seen_subcommand_from hold" -l app -x -a '(__bgtaskctl_apps)'
+complete -c bgtaskctl -n "not __fish_seen_subcommand_from $verbs" -a snapshot -d 'copy out an app\'s scene snapshot'
+complete -c bgtaskctl -n "__fish_seen_subcommand_from foreground background snapshot" -l scene -x -d 'one scene (window) of the app'
+complete -c bgtaskctl -n "__fish_seen_subcommand_from foreground background" -l title -x -d 'the scene\'s title'
+complete -c bgtaskctl -n "__fish_seen_subcommand_from foreground background" -l output -x -d 'the scene\'s display'
+complete -c bgtaskctl -n "__fish_seen_subcommand_from foreground" -l inactive -d 'the scene visible, not active'
+complete -c bgtaskctl -n "__fish_seen_subcommand_from background" -l closed -d 'the scene is gone'
+complete -c bgtaskctl -n "__fish_seen_subcommand_from snapshot" -s o -l output -r -d 'where to write the PNG'
 complete -c bgtaskctl -n "__fish_seen_subcommand_from hold" -l name -x
 complete -c bgtaskctl -n "not __fish_seen_subcommand_from $verbs" -a record -d 'save the inputs the core took to a file'
 complete -c bgtaskctl -n "not __fish_seen_subcommand_from $verbs" -a replay -d 'run a recording through the core offline'

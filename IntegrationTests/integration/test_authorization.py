@@ -137,6 +137,7 @@ EXPECTED = {
     f"{MANAGER}.RunTaskNow": CONTROL,
     f"{MANAGER}.Reload": CONTROL,
     f"{MANAGER}.SetFocus": CONTROL,
+    f"{MANAGER}.SetSceneState": CONTROL,
     f"{MANAGER}.Hold": CONTROL,
     f"{MANAGER}.GetRecording": CONTROL,
     f"{MANAGER}.WakeForBusCall": CONTROL,
@@ -150,6 +151,7 @@ VALUES = {
     "appId": A, "interface": APP_IFACE, "eventId": 999_999, "name": "org.test.note", "taskId": 1,
     "activityId": 1, "mode": "audio", "identifier": f"{A}.refresh", "kind": "refresh", "success": True,
     "enabled": True, "network": "unmetered", "reason": "compositor-focus", "sender": ":1.42", "member": "Activate",
+    "sceneId": "s", "state": "background",
 }
 
 IDENTITIES = {

@@ -105,7 +105,7 @@ extension BGApplication {
         case .memoryWarning:
             delegate?.applicationDidReceiveMemoryWarning(self)
         default:
-            break  // a kind from a newer daemon: acknowledged below if it asks for it
+            dispatchScene(event)  // SPEC §15; any other kind from a newer daemon: acknowledged below if it asks
         }
         acknowledgementInDelivery = outer
         if let acknowledgement, !acknowledgement.isDeferred { acknowledgement.acknowledge() }

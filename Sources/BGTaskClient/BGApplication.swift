@@ -73,6 +73,15 @@ public final class BGApplication: Sendable {
     /// Receives the lifecycle events. Held strongly. Set it before ``run()``.
     @MainActor public var delegate: (any BGApplicationDelegate)?
 
+    /// SPEC §15: receives the events of the app's scenes (windows). Set it before ``run()``: the app then
+    /// checks in with `scenes: true`. Held strongly.
+    @MainActor public var sceneDelegate: (any BGSceneDelegate)? {
+        didSet { wantsScenes.withLock { $0 = sceneDelegate != nil } }
+    }
+    let wantsScenes = Mutex(false)
+    /// The snapshot hooks per scene (``setSnapshotHook(forScene:_:)``).
+    @MainActor var snapshotHooks: [String: @MainActor (BGScene, String) -> Bool] = [:]
+
     /// Whether the process exits (status 0) once `applicationWillTerminate` returns, as an iOS app is
     /// ended after it. Default true.
     @MainActor public var exitsOnTerminate = true
@@ -147,7 +156,8 @@ public final class BGApplication: Sendable {
         }
         let stream = self.stream.withLock { current in
             if let current { return current }
-            let made = EventStream(appID: appID, path: socketPath, backoff: backoff) { [weak self] input in
+            let scenes = wantsScenes.withLock { $0 }
+            let made = EventStream(appID: appID, path: socketPath, backoff: backoff, scenes: scenes) { [weak self] input in
                 self?.streamReported(input)
             }
             current = made

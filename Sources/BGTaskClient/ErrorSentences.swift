@@ -38,6 +38,7 @@ public enum ErrorSentences: Sendable {
         case .foreground: return "bring \(a) to the foreground"
         case .background: return "move \(a) to the background"
         case .setFocus: return "give \(a) the focus"
+        case .setSceneState: return "change a scene of \(a)"
         case .interrupt: return "interrupt \(a)"
         case .endInterruption: return "end the interruption of \(a)"
         case .terminate: return "terminate \(a)"
@@ -198,6 +199,8 @@ public enum ErrorSentences: Sendable {
         case .freezeTimeout: return "\(a) could not be frozen within FreezeTimeoutSec= (a process in uninterruptible sleep)"
         case .freezeFailed: return "\(a) could not be frozen (its cgroup.freeze could not be written)"
         case .thawedExternally: return "something other than bgtaskd thawed \(a)"
+        case .snapshotRefused: return "a scene snapshot of \(a) was not a PNG or was larger than SnapshotMaxBytes="
+        case .snapshotTimeout: return "\(a) did not write its scene snapshots within SnapshotTimeoutSec="
         }
     }
 }

@@ -87,6 +87,11 @@ public struct BGApplicationEvent: Sendable, Equatable {
     public var launchReason: LaunchReason?
     /// When the time that goes with the event runs out, CLOCK_MONOTONIC microseconds.
     public var deadlineUSec: Int64?
+    /// SPEC §15: the scene of a scene event (its ID, title, display), and where `scene-snapshot` wants the PNG.
+    public var sceneID: String? = nil
+    public var title: String? = nil
+    public var output: String? = nil
+    public var path: String? = nil
 
     /// An event; optional fields default to nil.
     public init(
@@ -124,6 +129,10 @@ public struct BGApplicationEvent: Sendable, Equatable {
             taskID: wire.taskId.flatMap { Int(exactly: $0.rawValue) }.map(BackgroundTaskIdentifier.init(rawValue:)),
             taskName: wire.taskName, identifier: wire.identifier, name: wire.name, payload: wire.payload,
             launchReason: wire.launchReason?.known, deadlineUSec: wire.deadlineUSec)
+        sceneID = wire.sceneId
+        title = wire.title
+        output = wire.output
+        path = wire.path
     }
 
     /// The event as a wire `Event` object (absent optionals left out).
@@ -137,6 +146,10 @@ public struct BGApplicationEvent: Sendable, Equatable {
         if let payload { o["payload"] = payload }
         if let launchReason { o["launchReason"] = .string(launchReason.rawValue) }
         if let deadlineUSec { o["deadlineUSec"] = .int(deadlineUSec) }
+        if let sceneID { o["sceneId"] = .string(sceneID) }
+        if let title { o["title"] = .string(title) }
+        if let output { o["output"] = .string(output) }
+        if let path { o["path"] = .string(path) }
         return .object(o)
     }
 }

@@ -203,6 +203,8 @@ final class EventStream: Sendable {
     let appID: String
     let path: String
     let backoff: Backoff
+    /// SPEC §15: check in with `scenes: true`.
+    let scenes: Bool
     private let handler: @Sendable (Input) -> Void
 
     private struct State {
@@ -216,8 +218,12 @@ final class EventStream: Sendable {
     /// Signalled when the stream's thread has returned: after `stop()`, nothing can follow.
     private let finished = DispatchSemaphore(value: 0)
 
-    init(appID: String, path: String, backoff: Backoff = Backoff(), handler: @escaping @Sendable (Input) -> Void) {
+    init(
+        appID: String, path: String, backoff: Backoff = Backoff(), scenes: Bool = false,
+        handler: @escaping @Sendable (Input) -> Void
+    ) {
         self.appID = appID
+        self.scenes = scenes
         self.path = path
         self.backoff = backoff
         self.handler = handler
@@ -285,7 +291,7 @@ final class EventStream: Sendable {
                 guard registered else { break }
                 var invalid: BGTaskClientError?
                 do throws(VarlinkClientError) {
-                    try connection.connection.stream(AppMethod.checkIn.qualifiedName, AppWire.CheckIn(appId: appID).json) { parameters in
+                    try connection.connection.stream(AppMethod.checkIn.qualifiedName, AppWire.CheckIn(appId: appID, scenes: scenes ? true : nil).json) { parameters in
                         let reply: CheckInReply
                         do throws(BGTaskClientError) {
                             reply = try CheckInReply(parameters: parameters)

@@ -177,6 +177,13 @@ extension DaemonConfig {
         time("Lifecycle", "LockDeferralSec", \.lockDeferralUSec, minimum: 1000),
         time("Lifecycle", "FreezeTimeoutSec", \.freezeTimeoutUSec, minimum: 1000),
         time("Lifecycle", "FreezeRetrySec", \.freezeRetryUSec, minimum: 1000),
+        time("Lifecycle", "SnapshotTimeoutSec", \.snapshotTimeoutUSec, minimum: 0, maximum: 60 * second),
+        KeyDefinition(section: "Lifecycle", key: "SnapshotMaxBytes", apply: { config, value throws(ConfigError.Kind) in
+            if value.isEmpty { config.snapshotMaxBytes = DaemonConfig().snapshotMaxBytes; return }
+            guard let size = ByteSize.parse(value) else { throw .invalidSize(value) }
+            guard size >= 8, size <= 1 << 30 else { throw .invalid("must be between 8 bytes and 1G") }
+            config.snapshotMaxBytes = size
+        }, format: { ByteSize.format($0.snapshotMaxBytes) }),
 
         KeyDefinition(section: "Refresh", key: "BackgroundAppRefresh", apply: { config, value throws(ConfigError.Kind) in
             if value.isEmpty { config.backgroundAppRefresh = .on; return }

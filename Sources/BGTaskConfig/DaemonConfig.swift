@@ -87,6 +87,10 @@ public struct DaemonConfig: Hashable, Sendable {
     public var freezeTimeoutUSec: Int64 = 2 * second
     /// `FreezeRetrySec=`: when an abandoned freeze is tried again.
     public var freezeRetryUSec: Int64 = 30 * second
+    /// `SnapshotTimeoutSec=` (SPEC §15): how long an app's scene snapshots are waited for before its freeze.
+    public var snapshotTimeoutUSec: Int64 = 1 * second
+    /// `SnapshotMaxBytes=`: a scene snapshot larger than this is deleted.
+    public var snapshotMaxBytes: Int64 = 8 * 1024 * 1024
 
     // [Refresh]
     /// `BackgroundAppRefresh=`: the global refresh setting at start (run-time changes persist elsewhere).

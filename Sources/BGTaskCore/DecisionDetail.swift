@@ -23,6 +23,15 @@ public enum DecisionDetail: Hashable, Sendable, Codable {
     case interrupted
     /// The interruption ended.
     case interruptionEnded
+    /// SPEC §15: an active app's last active scene left it: inactive (`will-resign-active`).
+    case resignedActive
+    /// SPEC §15: a background or suspended app came to the foreground inactive (a scene of it is visible,
+    /// none active).
+    case cameToForegroundInactive
+    /// SPEC §15: one of the app's scenes changed state (`from` nil: a new scene); the app's state did not.
+    case sceneChanged(SceneID, from: SceneState?, to: SceneState)
+    /// SPEC §15: `missing` scene snapshots were not acknowledged within `within`: frozen regardless.
+    case snapshotsNotAcknowledged(missing: Int, within: TimeSpan)
 
     // Suspension
     /// Frozen: nothing holds the app.

@@ -20,6 +20,13 @@ public enum Input: Hashable, Sendable, Codable {
     /// `CheckIn(appId)` on `connection`, which becomes the app's event stream. `inAdoptedCgroup`: the process
     /// `pid` lives in a cgroup started by others (SPEC §13), so the daemon's own freezer does not act on it.
     case appCheckedIn(AppID, connection: ConnectionID, pid: Int32?, inAdoptedCgroup: Bool = false)
+    /// `CheckIn(appId, scenes: true)`: as ``appCheckedIn(_:connection:pid:inAdoptedCgroup:)``, and the app gets
+    /// scene events and `scene-snapshot` (SPEC §15).
+    case appCheckedInForScenes(AppID, connection: ConnectionID, pid: Int32?, inAdoptedCgroup: Bool = false)
+    /// `SetSceneState(appId, sceneId, state, title?, output?)` (SPEC §15; `reason`: `user-request` from
+    /// bgtaskctl, `compositor-focus` from bgtaskd-focus): the app's state follows its scenes. Replies `.ok`,
+    /// or `noSuchApp` / `invalidState` (not running, terminating, too many scenes).
+    case sceneStateChanged(AppID, SceneID, SceneState, title: String?, output: String?, reason: Reason)
     /// `Acknowledge(eventId)` from `caller`. Unknown or stale identifiers are ignored; an event of an app
     /// acknowledged by a uid that is neither the app's nor root is refused (`permissionDenied`, journaled).
     case eventAcknowledged(EventID, caller: Caller = .trusted)

@@ -28,6 +28,7 @@ extension LifecycleMachine {
         case .active:
             break
         case .inactive:
+            bringLastSceneForward(i)
             records[i].interrupted = false
             records[i].state = .active
             records[i].lastUsed = now
@@ -46,6 +47,7 @@ extension LifecycleMachine {
     /// Sequence 3 from a running background app: `will-enter-foreground`, `did-become-active`.
     mutating func enterForeground(_ i: Int, reason: Reason, previous: AppState) {
         let app = records[i].id
+        bringLastSceneForward(i)
         clearGrace(i)
         deadlines.cancel(.budgetWarning(app))
         deadlines.cancel(.budgetEnd(app))
@@ -80,6 +82,7 @@ extension LifecycleMachine {
         let previous = records[i].state
         switch previous {
         case .active:
+            sendScenesToBackground(i)
             records[i].state = .inactive
             deliver(i, .willResignActive)
         case .inactive:
@@ -87,6 +90,7 @@ extension LifecycleMachine {
         case .notRunning, .background, .suspended:
             return
         }
+        sendScenesToBackground(i)
         records[i].interrupted = false
         records[i].leftForeground = now
         enterBackground(i, freshBudget: true)
@@ -142,6 +146,7 @@ extension LifecycleMachine {
         guard records[i].termination == nil else { return refuseInState(i) }
         switch records[i].state {
         case .active:
+            resignActiveScenes(i)
             records[i].state = .inactive
             records[i].interrupted = true
             deliver(i, .willResignActive)
@@ -159,6 +164,7 @@ extension LifecycleMachine {
         guard records[i].termination == nil else { return refuseInState(i) }
         switch records[i].state {
         case .inactive where records[i].interrupted:
+            bringLastSceneForward(i)
             records[i].interrupted = false
             records[i].state = .active
             records[i].lastUsed = now

@@ -153,13 +153,14 @@ extension LifecycleMachine {
         }
     }
 
-    mutating func checkIn(_ app: AppID, connection: ConnectionID, pid: Int32?, inAdoptedCgroup: Bool) {
+    mutating func checkIn(_ app: AppID, connection: ConnectionID, pid: Int32?, inAdoptedCgroup: Bool, scenes: Bool = false) {
         guard let i = slots[app] else { return reply(.failure(.noSuchApp)) }
         guard records[i].connection == nil, connections.stream(connection) == nil else {
             return reply(.failure(.alreadyCheckedIn))
         }
         guard records[i].termination == nil else { return refuseInState(i) }
         records[i].connection = connection
+        records[i].scenes.subscribed = scenes
         connections.setStream(connection, app)
         if let pid {
             records[i].pid = pid
@@ -188,6 +189,7 @@ extension LifecycleMachine {
         }
         reply(.ok)
         guard let app = pendingAcks.removeValue(forKey: event), let i = slots[app] else { return }
+        if snapshotAcknowledged(i, event) { return }
         if records[i].grace == .awaitingAck(event) {
             records[i].grace = .none
             deadlines.cancel(.grace(app))

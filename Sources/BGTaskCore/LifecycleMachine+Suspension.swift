@@ -8,6 +8,7 @@ extension LifecycleMachine {
         if records[i].manifest.exempt { return keepExempt(i) }
         // An abandoned or failed freeze waits for its retry deadline (`FreezeRetrySec`).
         if let retryAt = records[i].device.retryAt, now < retryAt { return }
+        if awaitSnapshots(i) { return }  // SPEC §15: the scenes' snapshots first
         observeLocks(i)
     }
 

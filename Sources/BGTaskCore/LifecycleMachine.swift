@@ -50,6 +50,8 @@ public struct LifecycleMachine: Sendable {
     /// SPEC §14: the apps with live background work as last told (``Action/inhibitIdle(_:)``).
     /// Kept sorted (inserted in place), so that telling the set costs no sort per call.
     var idleApps: [AppID] = []
+    /// SPEC §15: the scene whose change is being handled; decisions taken meanwhile carry it (`BGTASKD_SCENE`).
+    var decidingScene: SceneID?
 
     /// A machine with no apps.
     public init(config: LifecycleConfig = .default) {
@@ -114,6 +116,10 @@ public struct LifecycleMachine: Sendable {
         case .launchFailed(let app, let message): launchFailed(app, message: message)
         case .appCheckedIn(let app, let connection, let pid, let adopted):
             checkIn(app, connection: connection, pid: pid, inAdoptedCgroup: adopted)
+        case .appCheckedInForScenes(let app, let connection, let pid, let adopted):
+            checkIn(app, connection: connection, pid: pid, inAdoptedCgroup: adopted, scenes: true)
+        case .sceneStateChanged(let app, let scene, let state, let title, let output, let reason):
+            sceneStateChanged(app, scene, state, title: title, output: output, reason: reason)
         case .eventAcknowledged(let event, let caller): acknowledge(event, caller: caller)
         case .appCallReceived(let app, let method, let caller): appCallReceived(app, method: method, caller: caller)
         case .controlCallReceived(let caller, let groups): controlCallReceived(caller: caller, groups: groups)
@@ -220,6 +226,8 @@ public struct LifecycleMachine: Sendable {
             if let i = slots[app] { freezeTimeoutDue(i) }
         case .freezeRetry(let app):
             if let i = slots[app] { freezeRetryDue(i) }
+        case .snapshot(let app):
+            if let i = slots[app] { snapshotWaitEnded(i, timedOut: true) }
         case .stopLimit:
             guard stopping else { return }
             stopping = false
@@ -260,14 +268,15 @@ public struct LifecycleMachine: Sendable {
     mutating func deliver(
         _ i: Int, _ kind: LifecycleEventKind, needsAck: Bool = false, taskID: TaskID? = nil, taskName: String? = nil,
         identifier: String? = nil, name: String? = nil, payload: Payload? = nil, launchReason: LaunchReason? = nil,
-        deadline: Instant? = nil
+        deadline: Instant? = nil, scene: SceneRef? = nil
     ) -> EventID? {
         guard records[i].manifest.lifecycleAware, let connection = records[i].connection else { return nil }
         let id = EventID(nextEventNumber)
         nextEventNumber += 1
-        let event = Event(
+        var event = Event(
             id: id, kind: kind, state: records[i].state, needsAck: needsAck, taskID: taskID, taskName: taskName,
             identifier: identifier, name: name, payload: payload, launchReason: launchReason, deadline: deadline)
+        event.scene = scene
         out.append(.deliver(records[i].id, connection, event))
         return id
     }
@@ -277,10 +286,12 @@ public struct LifecycleMachine: Sendable {
         taskName: String? = nil, activityID: ActivityID? = nil, remaining: TimeSpan? = nil, severity: Severity = .info,
         _ detail: DecisionDetail
     ) -> Decision {
-        Decision(
+        var d = Decision(
             kind: kind, reason: reason, app: records[i].id, state: records[i].state, previousState: previous,
             taskID: taskID, taskName: taskName, activityID: activityID, remaining: remaining, pid: records[i].pid,
             severity: severity, detail: detail)
+        d.scene = decidingScene
+        return d
     }
 
     mutating func record(

@@ -38,6 +38,9 @@ public struct LifecycleConfig: Hashable, Sendable, Codable {
     public var freezeTimeout: TimeSpan
     /// `FreezeRetrySec=30s`: when an abandoned (or failed) freeze is tried again.
     public var freezeRetry: TimeSpan
+    /// `SnapshotTimeoutSec=1s` (SPEC §15): how long the `scene-snapshot` events of an app about to be frozen
+    /// are waited for.
+    public var snapshotTimeout: TimeSpan
 
     /// The SPEC's defaults, overridable one by one.
     public init(
@@ -57,7 +60,8 @@ public struct LifecycleConfig: Hashable, Sendable, Codable {
         lockRecheck: TimeSpan = .seconds(1),
         lockDeferral: TimeSpan = .seconds(10),
         freezeTimeout: TimeSpan = .seconds(2),
-        freezeRetry: TimeSpan = .seconds(30)
+        freezeRetry: TimeSpan = .seconds(30),
+        snapshotTimeout: TimeSpan = .seconds(1)
     ) {
         self.didEnterBackgroundTimeout = didEnterBackgroundTimeout
         self.backgroundTimeBudget = backgroundTimeBudget
@@ -76,6 +80,7 @@ public struct LifecycleConfig: Hashable, Sendable, Codable {
         self.lockDeferral = lockDeferral
         self.freezeTimeout = freezeTimeout
         self.freezeRetry = freezeRetry
+        self.snapshotTimeout = snapshotTimeout
     }
 
     /// The SPEC's defaults.
@@ -144,6 +149,8 @@ public struct Event: Hashable, Sendable {
     /// When the corresponding time runs out (monotonic; `deadlineUSec`): the acknowledgement, the budget,
     /// the task, or SIGTERM for `will-terminate`.
     public var deadline: Instant?
+    /// SPEC §15: the scene a scene event is about (`sceneId`, `title`, `output`).
+    public var scene: SceneRef? = nil
 
     /// An event; the optional fields default to `nil`.
     public init(
@@ -191,6 +198,8 @@ public struct Decision: Hashable, Sendable, Codable {
     public var severity: Severity
     /// The facts the shell renders `MESSAGE` from (the core holds no English).
     public var detail: DecisionDetail
+    /// `BGTASKD_SCENE`: the scene whose change caused the decision (SPEC §15).
+    public var scene: SceneID? = nil
 
     /// A decision; optional fields default to `nil`, severity to `info`.
     public init(

@@ -84,6 +84,8 @@ struct AppRecord: Sendable {
     var heldSuspend: Decision?
     /// SPEC §14 (LifecycleMachine+Locks.swift, +FreezeTimeout.swift): what the device rules track.
     var device = DeviceRecord()
+    /// SPEC §15: its scenes (LifecycleMachine+Scenes.swift).
+    var scenes = AppScenes()
 
     var id: AppID { manifest.id }
 
@@ -143,6 +145,8 @@ enum TimerKey: Hashable, Sendable {
     case freezeTimeout(AppID)
     /// SPEC §14: try an abandoned freeze again (`FreezeRetrySec`).
     case freezeRetry(AppID)
+    /// SPEC §15: the app's `scene-snapshot` round is over (`SnapshotTimeoutSec`).
+    case snapshot(AppID)
 }
 
 /// SPEC §14: an app's locks and freeze attempts.

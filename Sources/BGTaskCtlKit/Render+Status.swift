@@ -52,6 +52,7 @@ extension Render {
                 ? "none"
                 : activities.map { "\($0.mode.rawValue) (#\($0.activityId))" }.joined(separator: ", ")
         ))
+        if !app.scenes.isEmpty { fields.append(("Scenes", sceneText(app.scenes))) }
         let refreshWhy = app.refreshStatusReason.map { ", \($0.rawValue)" } ?? ""
         fields.append(("Refresh", "\(app.refreshSetting ? "on" : "off") (status: \(app.refreshStatus.rawValue)\(refreshWhy))"))
 
@@ -86,6 +87,20 @@ extension Render {
             lines.append("Journal unavailable: \(why)")
         }
         return lines
+    }
+
+    /// SPEC §15: the app's scenes, one a line: id, title, state, display, snapshot.
+    package static func sceneText(_ scenes: [ManagerWire.Scene]) -> String {
+        var text = "\(scenes.count)"
+        for s in scenes {
+            var line = s.sceneId
+            if !s.title.isEmpty { line += " \"\(s.title)\"" }
+            line += " " + s.state.rawValue
+            if let output = s.output { line += " on \(output)" }
+            if let path = s.snapshotPath { line += ", snapshot \(path)" }
+            text += "\n" + line
+        }
+        return text
     }
 
     // MARK: stats, settings

@@ -95,11 +95,17 @@ package enum Render {
 
     package static func runningList(_ apps: [ManagerWire.AppInfo], nowUSec: Int64, width: Int?, color: Bool, legend: Bool) -> [String] {
         if apps.isEmpty { return legend ? ["No running apps."] : [] }
+        // SPEC §15 (the App Switcher): a column saying which apps have a scene snapshot, when any has.
+        let snapshots = apps.map { $0.scenes.filter { $0.snapshotPath != nil }.count }
+        let anySnapshot = snapshots.contains { $0 > 0 }
+        var columns = [
+            Table.Column(header: "APP"), Table.Column(header: "STATE"), Table.Column(header: "PID", alignRight: true),
+            Table.Column(header: "LAST FOREGROUND", alignRight: true),
+        ]
+        if anySnapshot { columns.append(Table.Column(header: "SNAPSHOT")) }
+        columns.append(Table.Column(header: "NAME", shrinkable: true))
         let table = Table(
-            columns: [
-                Table.Column(header: "APP"), Table.Column(header: "STATE"), Table.Column(header: "PID", alignRight: true),
-                Table.Column(header: "LAST FOREGROUND", alignRight: true), Table.Column(header: "NAME", shrinkable: true),
-            ],
+            columns: columns,
             rows: apps.map { a in
                 let since: String
                 if a.state.known?.isForeground == true {
@@ -109,7 +115,12 @@ package enum Render {
                 } else {
                     since = "never"
                 }
-                return [.init(a.appId), stateCell(a.state), .init(a.pid.map(String.init) ?? "-"), .init(since), .init(a.name)]
+                var row: [Table.Cell] = [.init(a.appId), stateCell(a.state), .init(a.pid.map(String.init) ?? "-"), .init(since)]
+                if anySnapshot {
+                    let n = a.scenes.filter { $0.snapshotPath != nil }.count
+                    row.append(.init(n == 0 ? "-" : n == 1 ? "yes" : "yes (\(n))"))
+                }
+                return row + [.init(a.name)]
             })
         var lines = table.render(width: width, color: color, header: legend)
         if legend { lines += ["", "\(apps.count) running app\(apps.count == 1 ? "" : "s") listed, most recently used first."] }

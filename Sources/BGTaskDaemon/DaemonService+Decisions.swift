@@ -82,6 +82,7 @@ extension DaemonService {
         add("BGTASKD_PREVIOUS_STATE", d.previousState?.rawValue)
         add("BGTASKD_TASK_ID", d.taskID.map { String($0.rawValue) })
         add("BGTASKD_TASK_NAME", d.taskName)
+        add("BGTASKD_SCENE", d.scene?.rawValue)
         add("BGTASKD_REMAINING_USEC", d.remaining.map { String($0.microseconds) })
         add("BGTASKD_PID", d.pid.map(String.init))
         add("OBJECT_PID", d.pid.map(String.init))

@@ -15,3 +15,25 @@ extension DaemonService {
         run(.focusChanged(app, reason: call.reason), for: request)
     }
 }
+
+// SPEC §15: `io.bgtaskd.Manager.SetSceneState`, from bgtaskd-focus (one scene per toplevel) and bgtaskctl.
+extension DaemonService {
+    func handleSetSceneState(_ request: VarlinkRequest) {
+        guard let call = decode(request, ManagerWire.SetSceneState.self), let app = knownApp(call.appId, request) else { return }
+        guard let scene = SceneID(call.sceneId) else {
+            return request.fail(.invalidParameter("sceneId"))
+        }
+        run(.sceneStateChanged(
+            app, scene, call.state, title: call.title, output: call.output, reason: call.reason ?? .userRequest), for: request)
+    }
+
+    /// `AppInfo.scenes`: the core's scenes with the snapshots kept; empty without scenes.
+    func wireScenes(_ app: AppID) -> [ManagerWire.Scene] {
+        machine.scenes(of: app).map {
+            let snap = snapshot(of: app, $0.id)
+            return ManagerWire.Scene(
+                sceneId: $0.id.rawValue, title: $0.title, output: $0.output, state: $0.state, snapshotPath: snap?.path,
+                snapshotRealtimeUSec: snap?.realtimeUSec)
+        }
+    }
+}

@@ -39,9 +39,14 @@ extension DaemonService {
     /// Performs one action of the lifecycle machine (its decision is journaled already).
     private func performLifecycle(_ action: Action, for cause: RequestID?) -> CoreInput? {
         switch action {
-        case .deliver(_, let conn, let event):
+        case .deliver(let app, let conn, let event):
             guard let stream = streams[conn] else { return nil }
-            stream.reply(checkInReply(app: nil, state: event.state, event: event), continues: true)
+            var reply = checkInReply(app: nil, state: event.state, event: event)
+            if event.kind == .sceneSnapshot, let scene = event.scene {
+                prepareSnapshot(app, scene.id)
+                reply.event?.path = snapshotPath(app, scene.id)
+            }
+            stream.reply(reply, continues: true)
             return nil
         case .launch(let app, _, _):
             if let id = cause, let request = openRequests[id], let method = ManagerMethod(request.call),
@@ -70,6 +75,7 @@ extension DaemonService {
                 return fact(.launchFailed(app, message: error.description))
             }
         case .freeze(let app, let processes, _):
+            checkSnapshots(app)  // SPEC §15: what the app wrote before it stops
             // The core records the suspension once the freeze is done (SPEC §9: suspended only once the
             // processes are stopped): now, or when the parts not done yet have reported it (the core
             // counts them: `freezeStarted`, then `freezePartDone` from each).
@@ -99,6 +105,7 @@ extension DaemonService {
         case .record:
             break
         case .release(let app):
+            removeSnapshots(app)
             freezer.released(app: app)
         case .stopFinished(let unexited):
             let completion = stopCompletion

@@ -74,6 +74,8 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
 
     /// The clocks (tests step them by hand).
     let clock: DaemonClock
+    /// SPEC §15: the scene snapshots kept (checked PNGs), with their modification time (DaemonService+Snapshots.swift).
+    var snapshotFiles: [AppID: [SceneID: Int64]] = [:]
     /// SPEC §14: `/proc/locks` is read off this queue (a read can wait for an RCU grace period: the kernel
     /// takes `file_rwsem` for writing; tens of ms on a loaded machine) and the answer fed back. False: read
     /// on the queue, at once (the service tests, which step it synchronously).

@@ -40,7 +40,8 @@ struct LoadedConfiguration: Sendable {
             lockRecheck: .microseconds(d.lockRecheckUSec),
             lockDeferral: .microseconds(d.lockDeferralUSec),
             freezeTimeout: .microseconds(d.freezeTimeoutUSec),
-            freezeRetry: .microseconds(d.freezeRetryUSec)
+            freezeRetry: .microseconds(d.freezeRetryUSec),
+            snapshotTimeout: .microseconds(d.snapshotTimeoutUSec)
         )
     }
 

@@ -42,6 +42,30 @@ public enum LifecycleEventKind: String, CaseIterable, Hashable, Sendable {
     case notification
     /// The system is short of memory; release what can be rebuilt.
     case memoryWarning = "memory-warning"
+    /// SPEC §15 (only to apps that checked in with `scenes: true`; each carries `sceneId`, `title`, `output`):
+    /// a scene (one window of the app) is known from now on.
+    case sceneWillConnect = "scene-will-connect"
+    /// The scene is about to come to the foreground.
+    case sceneWillEnterForeground = "scene-will-enter-foreground"
+    /// The scene is active (receives input).
+    case sceneDidBecomeActive = "scene-did-become-active"
+    /// The scene is about to lose the focus.
+    case sceneWillResignActive = "scene-will-resign-active"
+    /// The scene is in the background.
+    case sceneDidEnterBackground = "scene-did-enter-background"
+    /// The scene is gone (its window closed).
+    case sceneDidDisconnect = "scene-did-disconnect"
+    /// Write a PNG of the scene to `path`, then acknowledge (the app is about to be frozen).
+    case sceneSnapshot = "scene-snapshot"
+
+    /// The scene events of SPEC §15, only for apps that checked in with `scenes: true`.
+    public static let sceneCases: [LifecycleEventKind] = [
+        .sceneWillConnect, .sceneWillEnterForeground, .sceneDidBecomeActive, .sceneWillResignActive,
+        .sceneDidEnterBackground, .sceneDidDisconnect, .sceneSnapshot,
+    ]
+
+    /// Whether this is a scene event (SPEC §15).
+    public var isSceneEvent: Bool { Self.sceneCases.contains(self) }
 }
 
 /// What a decision did (`BGTASKD_DECISION`, SPEC §11). Each has its own `MESSAGE_ID`.
@@ -200,6 +224,10 @@ public enum Reason: String, CaseIterable, Hashable, Sendable, Codable {
     case freezeFailed = "freeze-failed"
     /// SPEC §14: the cgroup of an app held frozen was thawed by someone else: frozen again.
     case thawedExternally = "thawed-externally"
+    /// SPEC §15: not every `scene-snapshot` was acknowledged within `SnapshotTimeoutSec`: frozen regardless.
+    case snapshotTimeout = "snapshot-timeout"
+    /// SPEC §15: a scene snapshot was not a PNG or larger than `SnapshotMaxBytes`: deleted.
+    case snapshotRefused = "snapshot-refused"
 }
 
 /// Why an app was launched (`launchReason` of `did-finish-launching`).

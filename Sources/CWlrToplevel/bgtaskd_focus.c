@@ -12,6 +12,14 @@
 #include <unistd.h>
 #include <wayland-client.h>
 
+/* A display (wl_output), for the output a toplevel is on (its name: wl_output v4). */
+struct output {
+    struct wl_output *output;
+    uint32_t global;
+    char *name;
+    struct output *next;
+};
+
 struct toplevel {
     struct bgtaskd_focus *focus;
     struct zwlr_foreign_toplevel_handle_v1 *handle;
@@ -20,6 +28,11 @@ struct toplevel {
     char *pending_app_id;
     int activated;
     int pending_activated;
+    char *title;       /* as of the last done */
+    char *pending_title;
+    int minimized;
+    int pending_minimized;
+    struct wl_output *on; /* the output it entered last (NULL: none known) */
 };
 
 struct bgtaskd_focus {
@@ -41,12 +54,22 @@ struct bgtaskd_focus {
     bgtaskd_focus_session_callback session_callback;
     int locked_hint;
     int idle_hint;
+    struct output *outputs;
 };
+
+static const char *output_name(struct bgtaskd_focus *f, struct wl_output *o) {
+    for (struct output *out = f->outputs; out; out = out->next)
+        if (out->output == o) return out->name;
+    return NULL;
+}
 
 static char *dup_or_empty(const char *s) { return strdup(s ? s : ""); }
 
 static void handle_title(void *data, struct zwlr_foreign_toplevel_handle_v1 *h, const char *title) {
-    (void)data; (void)h; (void)title;
+    struct toplevel *t = data;
+    (void)h;
+    free(t->pending_title);
+    t->pending_title = dup_or_empty(title);
 }
 
 static void handle_app_id(void *data, struct zwlr_foreign_toplevel_handle_v1 *h, const char *app_id) {
@@ -57,22 +80,28 @@ static void handle_app_id(void *data, struct zwlr_foreign_toplevel_handle_v1 *h,
 }
 
 static void handle_output_enter(void *data, struct zwlr_foreign_toplevel_handle_v1 *h, struct wl_output *o) {
-    (void)data; (void)h; (void)o;
+    struct toplevel *t = data;
+    (void)h;
+    t->on = o;
 }
 
 static void handle_output_leave(void *data, struct zwlr_foreign_toplevel_handle_v1 *h, struct wl_output *o) {
-    (void)data; (void)h; (void)o;
+    struct toplevel *t = data;
+    (void)h;
+    if (t->on == o) t->on = NULL;
 }
 
 static void handle_state(void *data, struct zwlr_foreign_toplevel_handle_v1 *h, struct wl_array *state) {
     struct toplevel *t = data;
     (void)h;
-    int activated = 0;
+    int activated = 0, minimized = 0;
     uint32_t *s;
     wl_array_for_each(s, state) {
         if (*s == ZWLR_FOREIGN_TOPLEVEL_HANDLE_V1_STATE_ACTIVATED) activated = 1;
+        if (*s == ZWLR_FOREIGN_TOPLEVEL_HANDLE_V1_STATE_MINIMIZED) minimized = 1;
     }
     t->pending_activated = activated;
+    t->pending_minimized = minimized;
 }
 
 static void handle_done(void *data, struct zwlr_foreign_toplevel_handle_v1 *h) {
@@ -83,16 +112,32 @@ static void handle_done(void *data, struct zwlr_foreign_toplevel_handle_v1 *h) {
         t->app_id = t->pending_app_id;
         t->pending_app_id = NULL;
     }
+    if (t->pending_title) {
+        free(t->title);
+        t->title = t->pending_title;
+        t->pending_title = NULL;
+    }
     t->activated = t->pending_activated;
-    t->focus->callback(t->focus->context, t->id, t->app_id ? t->app_id : "", t->activated, 0);
+    t->minimized = t->pending_minimized;
+    struct bgtaskd_focus_toplevel info = {
+        .app_id = t->app_id ? t->app_id : "", .title = t->title ? t->title : "",
+        .output = t->on ? output_name(t->focus, t->on) : NULL, .activated = t->activated,
+        .minimized = t->minimized, .closed = 0,
+    };
+    t->focus->callback(t->focus->context, t->id, &info);
 }
 
 static void handle_closed(void *data, struct zwlr_foreign_toplevel_handle_v1 *h) {
     struct toplevel *t = data;
-    t->focus->callback(t->focus->context, t->id, t->app_id ? t->app_id : "", 0, 1);
+    struct bgtaskd_focus_toplevel info = {
+        .app_id = t->app_id ? t->app_id : "", .title = t->title ? t->title : "", .output = NULL, .closed = 1,
+    };
+    t->focus->callback(t->focus->context, t->id, &info);
     zwlr_foreign_toplevel_handle_v1_destroy(h);
     free(t->app_id);
     free(t->pending_app_id);
+    free(t->title);
+    free(t->pending_title);
     free(t);
 }
 
@@ -155,8 +200,40 @@ static const struct org_kde_kwin_idle_timeout_listener idle_listener = {
     .resumed = idle_resumed,
 };
 
+static void output_geometry(void *data, struct wl_output *o, int32_t x, int32_t y, int32_t pw, int32_t ph,
+                            int32_t subpixel, const char *make, const char *model, int32_t transform) {
+    (void)data; (void)o; (void)x; (void)y; (void)pw; (void)ph; (void)subpixel; (void)make; (void)model; (void)transform;
+}
+static void output_mode(void *data, struct wl_output *o, uint32_t flags, int32_t w, int32_t h, int32_t refresh) {
+    (void)data; (void)o; (void)flags; (void)w; (void)h; (void)refresh;
+}
+static void output_done(void *data, struct wl_output *o) { (void)data; (void)o; }
+static void output_scale(void *data, struct wl_output *o, int32_t factor) { (void)data; (void)o; (void)factor; }
+static void output_name_event(void *data, struct wl_output *o, const char *name) {
+    struct output *out = data;
+    (void)o;
+    free(out->name);
+    out->name = strdup(name ? name : "");
+}
+static void output_description(void *data, struct wl_output *o, const char *d) { (void)data; (void)o; (void)d; }
+
+static const struct wl_output_listener output_listener = {
+    .geometry = output_geometry, .mode = output_mode, .done = output_done, .scale = output_scale,
+    .name = output_name_event, .description = output_description,
+};
+
 static void registry_global(void *data, struct wl_registry *r, uint32_t name, const char *interface, uint32_t version) {
     struct bgtaskd_focus *f = data;
+    if (strcmp(interface, wl_output_interface.name) == 0) {
+        struct output *out = calloc(1, sizeof *out);
+        if (out) {
+            out->global = name;
+            out->output = wl_registry_bind(r, name, &wl_output_interface, version < 4 ? version : 4);
+            wl_output_add_listener(out->output, &output_listener, out);
+            out->next = f->outputs;
+            f->outputs = out;
+        }
+    }
     if (strcmp(interface, wl_seat_interface.name) == 0 && !f->seat) {
         f->seat = wl_registry_bind(r, name, &wl_seat_interface, 1);
     } else if (strcmp(interface, org_kde_kwin_idle_interface.name) == 0 && !f->idle) {
@@ -170,7 +247,17 @@ static void registry_global(void *data, struct wl_registry *r, uint32_t name, co
 }
 
 static void registry_global_remove(void *data, struct wl_registry *r, uint32_t name) {
-    (void)data; (void)r; (void)name;
+    struct bgtaskd_focus *f = data;
+    (void)r;
+    for (struct output **p = &f->outputs; *p; p = &(*p)->next) {
+        if ((*p)->global != name) continue;
+        struct output *gone = *p;
+        *p = gone->next;
+        wl_output_destroy(gone->output);
+        free(gone->name);
+        free(gone);
+        return;
+    }
 }
 
 static const struct wl_registry_listener registry_listener = {
@@ -349,7 +436,8 @@ bgtaskd_focus *bgtaskd_focus_connect(const char *name, bgtaskd_focus_callback ca
     }
     f->registry = wl_display_get_registry(f->display);
     wl_registry_add_listener(f->registry, &registry_listener, f);
-    if (wl_display_roundtrip(f->display) < 0 || !f->manager) {
+    /* Twice: the outputs' names come in answer to their binding. */
+    if (wl_display_roundtrip(f->display) < 0 || wl_display_roundtrip(f->display) < 0 || !f->manager) {
         snprintf(error, error_size, "the compositor does not offer %s",
                  zwlr_foreign_toplevel_manager_v1_interface.name);
         bgtaskd_focus_destroy(f);
@@ -396,6 +484,13 @@ int bgtaskd_focus_wait(bgtaskd_focus *f, int timeout_ms) {
 void bgtaskd_focus_destroy(bgtaskd_focus *f) {
     if (!f) return;
     session_close(f);
+    while (f->outputs) {
+        struct output *out = f->outputs;
+        f->outputs = out->next;
+        wl_output_destroy(out->output);
+        free(out->name);
+        free(out);
+    }
     if (f->idle_timeout) org_kde_kwin_idle_timeout_release(f->idle_timeout);
     if (f->idle) org_kde_kwin_idle_destroy(f->idle);
     if (f->seat) wl_seat_destroy(f->seat);

@@ -39,18 +39,41 @@ struct Foreground: ParsableCommand {
     @OptionGroup var global: GlobalOptions
     @Argument(help: "The app's ID.") var app: String
     @Flag(name: .long, help: "Leave the other active apps active (a desktop).") var keepOthers = false
+    @OptionGroup var scene: SceneOptions
+    @Flag(name: .long, help: "With --scene: the scene is visible but not active (foreground-inactive).") var inactive = false
 
     func run() throws {
+        if let id = scene.scene {
+            return try scene.set(app, id, inactive ? .foregroundInactive : .foregroundActive, global)
+        }
         try global.connect().manager(.foreground, ManagerWire.Foreground(appId: app, exclusive: !keepOthers))
     }
 }
 
-struct Background: AppVerb {
-    static let configuration = CommandConfiguration(abstract: "Send an app to the background (Background).")
-    typealias Parameters = ManagerWire.BackgroundCall
-    static let method = ManagerMethod.background
+struct Background: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Send an app, or one scene of it with --scene, to the background (Background, SetSceneState).")
     @OptionGroup var global: GlobalOptions
     @Argument(help: "The app's ID.") var app: String
+    @OptionGroup var scene: SceneOptions
+    @Flag(name: .long, help: "With --scene: the scene is gone (its window closed: disconnected).") var closed = false
+
+    func run() throws {
+        if let id = scene.scene { return try scene.set(app, id, closed ? .disconnected : .background, global) }
+        try global.connect().manager(.background, ManagerWire.BackgroundCall(appId: app))
+    }
+}
+
+/// SPEC §15: `--scene ID` makes `foreground` and `background` report one scene (window) of the app.
+struct SceneOptions: ParsableArguments {
+    @Option(name: .long, help: "One scene (window) of the app, by an ID of your choosing (SetSceneState): the app's state follows its scenes.")
+    var scene: String?
+    @Option(name: .long, help: "With --scene: the scene's title.") var title: String?
+    @Option(name: .long, help: "With --scene: the display the scene is on.") var output: String?
+
+    func set(_ app: String, _ scene: String, _ state: SceneState, _ global: GlobalOptions) throws {
+        try global.connect().manager(
+            .setSceneState, ManagerWire.SetSceneState(appId: app, sceneId: scene, state: state, title: title, output: output))
+    }
 }
 
 struct Interrupt: AppVerb {

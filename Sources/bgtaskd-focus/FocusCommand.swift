@@ -48,6 +48,12 @@ struct FocusCommand: ParsableCommand {
     @Flag(name: .customLong("no-wayland"), help: "Follow no compositor: only wake suspended apps for method calls on the session bus (a device whose compositor offers no wlr-foreign-toplevel-management).")
     var noWayland = false
 
+    @Option(name: .customLong("unfocused"), help: "How a window that is neither activated nor minimized counts: background (a phone, a tiling workspace: only the front window shows) or inactive (a desktop: it stays visible, foreground-inactive).")
+    var unfocused: String = "background"
+
+    @Flag(name: .customLong("no-scenes"), help: "Report only the front app (SetFocus), not every window as a scene (SetSceneState): for a daemon without scenes.")
+    var noScenes = false
+
     @Flag(name: .customLong("no-session-bus"), help: "Do not watch the session bus for method calls to suspended apps.")
     var noSessionBus = false
 
@@ -70,13 +76,23 @@ struct FocusCommand: ParsableCommand {
         if watching, let waker {
             DispatchQueue(label: "bgtaskd-focus.session-bus").async { waker.run() }
         }
-        let session = FocusSession(socketPath: path, debounceUSec: Int64(max(0, debounce)) * 1000)
+        guard let mode = SceneTracker.Unfocused(rawValue: unfocused) else {
+            throw ValidationError("--unfocused takes background or inactive, not '\(unfocused)'")
+        }
+        let session = FocusSession(socketPath: path, debounceUSec: Int64(max(0, debounce)) * 1000, unfocused: mode)
+        session.sceneMode = !noScenes
         var error = [CChar](repeating: 0, count: 256)
         let context = Unmanaged.passUnretained(session).toOpaque()
-        let callback: bgtaskd_focus_callback = { context, toplevel, appID, activated, closed in
-            guard let context else { return }
+        let callback: bgtaskd_focus_callback = { context, toplevel, info in
+            guard let context, let info = info?.pointee else { return }
             let session = Unmanaged<FocusSession>.fromOpaque(context).takeUnretainedValue()
-            session.toplevel(toplevel, appID: appID.map { String(cString: $0) } ?? "", activated: activated != 0, closed: closed != 0)
+            session.toplevel(
+                toplevel, appID: info.app_id.map { String(cString: $0) } ?? "", activated: info.activated != 0,
+                closed: info.closed != 0)
+            session.scene(
+                toplevel, appID: info.app_id.map { String(cString: $0) } ?? "", title: info.title.map { String(cString: $0) } ?? "",
+                output: info.output.map { String(cString: $0) }, activated: info.activated != 0, minimized: info.minimized != 0,
+                closed: info.closed != 0)
         }
         let idleCallback: bgtaskd_focus_idle_callback = { context, idle in
             guard let context else { return }
@@ -109,12 +125,14 @@ struct FocusCommand: ParsableCommand {
                                    : "the compositor offers no org_kde_kwin_idle: --idle-timeout has no effect")
         }
         while true {
-            let timeout = session.tracker.nextDeadlineUSec.map { Int32(clamping: max(0, ($0 - monotonicUSec() + 999) / 1000)) } ?? -1
+            let next = [session.tracker.nextDeadlineUSec, session.sceneMode ? session.scenes.nextDeadlineUSec : nil].compactMap { $0 }.min()
+            let timeout = next.map { Int32(clamping: max(0, ($0 - monotonicUSec() + 999) / 1000)) } ?? -1
             if bgtaskd_focus_wait(focus, timeout) < 0 {
                 log("the compositor closed the connection")
                 throw ExitCode(1)
             }
             session.deadlineReached()
+            session.scenesDue()
         }
     }
 }
@@ -123,11 +141,15 @@ struct FocusCommand: ParsableCommand {
 final class FocusSession {
     let socketPath: String
     var tracker: FocusTracker
-    private var connection: VarlinkClientConnection?
+    /// SPEC §15: every toplevel a scene (FocusSession+Scenes.swift); `sceneMode` false: only SetFocus.
+    var scenes: SceneTracker
+    var sceneMode = true
+    var connection: VarlinkClientConnection?
 
-    init(socketPath: String, debounceUSec: Int64) {
+    init(socketPath: String, debounceUSec: Int64, unfocused: SceneTracker.Unfocused = .background) {
         self.socketPath = socketPath
         tracker = FocusTracker(debounceUSec: debounceUSec)
+        scenes = SceneTracker(debounceUSec: debounceUSec, unfocused: unfocused)
     }
 
     func toplevel(_ id: UInt32, appID: String, activated: Bool, closed: Bool) {
@@ -161,6 +183,11 @@ final class FocusSession {
 
     func deadlineReached() {
         guard case .setFocus(let app, let reason)? = tracker.deadlineReached(nowUSec: monotonicUSec()) else { return }
+        // With scenes, the compositor's focus is told scene by scene; SetFocus only blanks the screen.
+        if sceneMode {
+            scenes.screen(locked: reason == .screenLocked, nowUSec: monotonicUSec())
+            if reason != .screenLocked { return }
+        }
         switch setFocus(app, reason: reason) {
         case .success:
             log((app.map { "\($0) is in front" } ?? "no app is in front") + " (\(reason.rawValue))")

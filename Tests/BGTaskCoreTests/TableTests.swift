@@ -35,7 +35,8 @@ import Testing
             LifecycleEventKind.allCases.map { $0.rawValue } == [
                 "did-finish-launching", "will-enter-foreground", "did-become-active", "will-resign-active",
                 "did-enter-background", "background-task-will-expire", "will-terminate", "perform-task", "notification",
-                "memory-warning",
+                "memory-warning", "scene-will-connect", "scene-will-enter-foreground", "scene-did-become-active",
+                "scene-will-resign-active", "scene-did-enter-background", "scene-did-disconnect", "scene-snapshot",
             ])
         #expect(
             DecisionKind.allCases.map { $0.rawValue } == [

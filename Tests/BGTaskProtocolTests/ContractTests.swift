@@ -55,6 +55,7 @@ import Testing
             case "kind": return "refresh"
             case "reason": return "compositor-focus"
             case "network": return "metered"
+            case "state": return "background"
             default: return "org.example.App"
             }
         }
@@ -87,7 +88,7 @@ import Testing
         #expect(names(manager.types["Settings"]) == ManagerWire.Settings.fields)
         #expect(names(manager.types["DaemonStats"]) == ManagerWire.DaemonStats.fields)
         #expect(Set(app.types.keys) == ["Event", "TaskRequest"])
-        #expect(Set(manager.types.keys) == ["Assertion", "Activity", "Decision", "AppInfo", "Settings", "DaemonStats"])
+        #expect(Set(manager.types.keys) == ["Assertion", "Activity", "Decision", "AppInfo", "Settings", "DaemonStats", "Scene"])
     }
 
     /// issue 11: the counters of what the journal budget and the connection limits did are optional on the wire,

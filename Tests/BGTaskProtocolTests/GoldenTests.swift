@@ -163,6 +163,10 @@ import Testing
             p + #"RunTaskNow","parameters":{"appId":"org.example.Mail","identifier":"t"}}"#, Self.none, ok)
         try Self.pair(s, ManagerMethod.wakeForBusCall, ManagerWire.WakeForBusCall(appId: a, sender: ":1.42", member: "Activate"),
             p + #"WakeForBusCall","parameters":{"appId":"org.example.Mail","member":"Activate","sender":":1.42"}}"#, Self.none, ok)
+        try Self.pair(s, ManagerMethod.setSceneState,
+            ManagerWire.SetSceneState(appId: a, sceneId: "toplevel-3", state: .foregroundInactive, title: "Inbox", reason: .compositorFocus),
+            p + #"SetSceneState","parameters":{"appId":"org.example.Mail","reason":"compositor-focus","sceneId":"toplevel-3","state":"foreground-inactive","title":"Inbox"}}"#,
+            Self.none, ok)
         try Self.pair(s, ManagerMethod.reload, Self.none, p + #"Reload"}"#,
             ManagerWire.ReloadReply(applied: ["[Lifecycle] KillTimeoutSec=2s"], notApplied: []),
             #"{"parameters":{"applied":["[Lifecycle] KillTimeoutSec=2s"],"notApplied":[]}}"#)

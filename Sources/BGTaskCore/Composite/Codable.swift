@@ -18,6 +18,23 @@ extension AppID: Codable {
     }
 }
 
+extension SceneID: Codable {
+    /// A well-formed scene identifier (``isValid(_:)``), else a coding error.
+    public init(from decoder: any Decoder) throws {
+        let text = try decoder.singleValueContainer().decode(String.self)
+        guard let id = SceneID(text) else {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not a scene ID: \(text)"))
+        }
+        self = id
+    }
+
+    /// The identifier's text.
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.singleValueContainer()
+        try c.encode(rawValue)
+    }
+}
+
 extension TaskID: Codable {}
 extension ActivityID: Codable {}
 extension ConnectionID: Codable {}

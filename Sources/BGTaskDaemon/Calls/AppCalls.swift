@@ -86,7 +86,9 @@ extension DaemonService {
             guard request.call.more else { return request.fail(.expectedMore) }
             // The process is taken as the app's (`checkedIn(_:peer:)`) only once the core accepts it.
             let adopted = adoption?.holds(pid: peer.pid) == true
-            run(.appCheckedIn(app, connection: conn, pid: peer.pid, inAdoptedCgroup: adopted), for: request)
+            let scenes = (try? AppWire.CheckIn(json: request.call.parameters))?.scenes ?? false
+            run(scenes ? .appCheckedInForScenes(app, connection: conn, pid: peer.pid, inAdoptedCgroup: adopted)
+                       : .appCheckedIn(app, connection: conn, pid: peer.pid, inAdoptedCgroup: adopted), for: request)
         case .beginBackgroundTask:
             guard let call = decode(request, AppWire.BeginBackgroundTask.self) else { return }
             run(.assertionRequested(app, connection: conn, name: call.name), for: request)

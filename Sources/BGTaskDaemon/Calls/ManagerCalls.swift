@@ -45,6 +45,8 @@ extension DaemonService {
             run(.backgroundRequested(app), for: request)
         case .setFocus:
             handleSetFocus(request)
+        case .setSceneState:
+            handleSetSceneState(request)
         case .interrupt:
             guard let call = decode(request, ManagerWire.Interrupt.self), let app = knownApp(call.appId, request) else { return }
             run(.interruptionBegan(app), for: request)

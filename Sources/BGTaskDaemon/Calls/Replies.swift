@@ -78,11 +78,17 @@ extension DaemonService {
     }
 
     func wireEvent(_ event: Event) -> AppWire.Event {
-        AppWire.Event(
+        var e = AppWire.Event(
             id: event.id, kind: event.kind, state: event.state, needsAck: event.needsAck,
             taskId: event.taskID, taskName: event.taskName, identifier: event.identifier,
             name: event.name, payload: event.payload.flatMap { try? JSON.parse($0.json) }, launchReason: event.launchReason,
             deadlineUSec: event.deadline?.microseconds)
+        if let scene = event.scene {
+            e.sceneId = scene.id.rawValue
+            e.title = scene.title
+            e.output = scene.output
+        }
+        return e
     }
 
     // MARK: - Views
@@ -100,7 +106,7 @@ extension DaemonService {
 
     func appInfo(_ s: AppSnapshot) -> ManagerWire.AppInfo {
         let manifest = config.manifests[s.id]
-        return ManagerWire.AppInfo(
+        var info = ManagerWire.AppInfo(
             appId: s.id.rawValue, name: manifest?.name ?? s.id.rawValue, state: s.state, pid: s.pid.map { Int64($0) },
             uid: s.pid == nil ? nil : Int64(expectedUID(s.id)), lifecycleAware: s.lifecycleAware,
             assertions: s.assertions.map(wireAssertion),
@@ -112,6 +118,8 @@ extension DaemonService {
             pendingTaskRequests: Int64(refresh.pendingCount(for: s.id)),
             lastDecision: (lastNonCause[s.id] ?? history[s.id]?.last(app: s.id)).map(wireDecision), refreshStatusReason: refresh.denial(s.id),
             lastForegroundUSec: s.lastForeground?.microseconds)
+        info.scenes = wireScenes(s.id)
+        return info
     }
 
     /// SPEC §5 as a value: restricted, denied or available.

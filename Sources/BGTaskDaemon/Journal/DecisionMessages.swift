@@ -38,6 +38,14 @@ enum DecisionMessages {
             return "\(app) was interrupted"
         case .interruptionEnded:
             return "\(app)'s interruption ended"
+        case .resignedActive:
+            return "\(app) is inactive: none of its scenes is active"
+        case .cameToForegroundInactive:
+            return "\(app) came to the foreground, inactive: a scene of it is visible, none active"
+        case .sceneChanged(let scene, let from, let to):
+            return "scene \(scene) of \(app) " + (from.map { "went from \($0.rawValue) to \(to.rawValue)" } ?? "connected, \(to.rawValue)")
+        case .snapshotsNotAcknowledged(let missing, let within):
+            return "\(missing) scene snapshot\(missing == 1 ? " was" : "s were") not acknowledged by \(app) within \(within): suspending it regardless"
         case .suspended:
             return "suspended \(app): no background task, activity or scheduled task holds it"
         case .resumed:

@@ -77,7 +77,8 @@ extension RefreshController {
             guard let app = appParameter(request), let call = decode(request, ManagerWire.RunTaskNow.self) else { return true }
             feed(.runNowRequested(app, identifier: call.identifier), call: request)
         case .listApps, .getApp, .listAssertions, .getSettings, .explain, .monitor, .stats, .launch, .foreground, .background,
-            .setFocus, .interrupt, .endInterruption, .terminate, .postNotification, .reload, .hold, .wakeForBusCall, .getRecording:
+            .setFocus, .setSceneState, .interrupt, .endInterruption, .terminate, .postNotification, .reload, .hold, .wakeForBusCall,
+            .getRecording:
             return false
         }
         return true

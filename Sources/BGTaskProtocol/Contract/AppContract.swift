@@ -15,7 +15,7 @@ extension AppWire {
     }
 }
 
-extension AppWire.CheckIn: AppWire.AppOnly {}
+extension AppWire.CheckIn: WireAppNamed {}
 extension AppWire.BackgroundTimeRemaining: AppWire.AppOnly {}
 extension AppWire.CancelAllTaskRequests: AppWire.AppOnly {}
 extension AppWire.PendingTaskRequests: AppWire.AppOnly {}

@@ -56,3 +56,12 @@ extension ManagerWire.RunTaskNow {
         guard !identifier.isEmpty else { throw WireFieldError("identifier") }
     }
 }
+
+extension ManagerWire.SetSceneState {
+    /// SPEC §15: the reason is the user's or the compositor's; a title and an output name are bounded.
+    public func validate() throws(WireFieldError) {
+        if let reason, reason != .userRequest, reason != .compositorFocus { throw WireFieldError("reason") }
+        if let title, title.utf8.count > 1024 { throw WireFieldError("title") }
+        if let output, output.utf8.count > 255 { throw WireFieldError("output") }
+    }
+}

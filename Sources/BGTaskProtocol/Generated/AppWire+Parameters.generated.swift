@@ -2,28 +2,37 @@
 public import BGTaskModel
 
 extension AppWire {
-    /// `CheckIn`'s parameters: Registers the calling process as the app and streams its events (call with more). The first reply carries no event; every later one carries exactly one.
+    /// `CheckIn`'s parameters: Registers the calling process as the app and streams its events (call with more). The first reply carries no event; every later one carries exactly one. scenes: true: the app also gets scene events and scene-snapshot (SPEC §15).
     public struct CheckIn: WireMessage {
-        public static let fields = ["appId"]
+        public static let fields = ["appId", "scenes"]
         public var appId: String
+        public var scenes: Bool?
 
-        public init(appId: String) {
+        public init(appId: String, scenes: Bool? = nil) {
             self.appId = appId
+            self.scenes = scenes
         }
 
         public init(json: [String: JSON]) throws(WireFieldError) {
             let r = WireReader(json)
             appId = try r.string("appId")
+            scenes = try r.optionalBool("scenes")
             try validate()
         }
 
         public var json: [String: JSON] {
-            ["appId": .string(appId)]
+            var o: [String: JSON] = ["appId": .string(appId)]
+            o.put("scenes", scenes.map { .bool($0) })
+            return o
         }
 
         public func write(into out: inout [UInt8]) {
             out.append(contentsOf: #"{"appId":"#.utf8)
             JSON.writeString(appId, into: &out)
+            if let v = scenes {
+                out.append(contentsOf: #","scenes":"#.utf8)
+                out.append(contentsOf: v ? "true".utf8 : "false".utf8)
+            }
             out.append(UInt8(ascii: "}"))
         }
     }
@@ -348,42 +357,6 @@ extension AppWire {
         public func write(into out: inout [UInt8]) {
             out.append(contentsOf: #"{"appId":"#.utf8)
             JSON.writeString(appId, into: &out)
-            out.append(UInt8(ascii: "}"))
-        }
-    }
-
-    /// `CompleteTask`'s parameters: Reports the end of a perform-task event's work.
-    public struct CompleteTask: WireMessage {
-        public static let fields = ["appId", "identifier", "success"]
-        public var appId: String
-        public var identifier: String
-        public var success: Bool
-
-        public init(appId: String, identifier: String, success: Bool) {
-            self.appId = appId
-            self.identifier = identifier
-            self.success = success
-        }
-
-        public init(json: [String: JSON]) throws(WireFieldError) {
-            let r = WireReader(json)
-            appId = try r.string("appId")
-            identifier = try r.string("identifier")
-            success = try r.bool("success")
-            try validate()
-        }
-
-        public var json: [String: JSON] {
-            ["appId": .string(appId), "identifier": .string(identifier), "success": .bool(success)]
-        }
-
-        public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"appId":"#.utf8)
-            JSON.writeString(appId, into: &out)
-            out.append(contentsOf: #","identifier":"#.utf8)
-            JSON.writeString(identifier, into: &out)
-            out.append(contentsOf: #","success":"#.utf8)
-            out.append(contentsOf: success ? "true".utf8 : "false".utf8)
             out.append(UInt8(ascii: "}"))
         }
     }

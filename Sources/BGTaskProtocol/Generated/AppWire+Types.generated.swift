@@ -4,7 +4,7 @@ public import BGTaskModel
 extension AppWire {
     /// `type Event`: A lifecycle event delivered on the CheckIn stream. Durations and times are microseconds; deadlineUSec is on CLOCK_MONOTONIC.
     public struct Event: WireMessage {
-        public static let fields = ["id", "kind", "state", "needsAck", "taskId", "taskName", "identifier", "name", "payload", "launchReason", "deadlineUSec"]
+        public static let fields = ["id", "kind", "state", "needsAck", "taskId", "taskName", "identifier", "name", "payload", "launchReason", "deadlineUSec", "sceneId", "title", "output", "path"]
         public var id: EventID
         public var kind: WireEnum<LifecycleEventKind>
         public var state: WireEnum<AppState>?
@@ -16,8 +16,13 @@ extension AppWire {
         public var payload: JSON?
         public var launchReason: WireEnum<LaunchReason>?
         public var deadlineUSec: Int64?
+        /// Scene events (SPEC §15, only after CheckIn with scenes: true): the scene, its title and display; path: where scene-snapshot wants the scene's PNG written.
+        public var sceneId: String?
+        public var title: String?
+        public var output: String?
+        public var path: String?
 
-        public init(id: EventID, kind: LifecycleEventKind, state: AppState? = nil, needsAck: Bool = false, taskId: TaskID? = nil, taskName: String? = nil, identifier: String? = nil, name: String? = nil, payload: JSON? = nil, launchReason: LaunchReason? = nil, deadlineUSec: Int64? = nil) {
+        public init(id: EventID, kind: LifecycleEventKind, state: AppState? = nil, needsAck: Bool = false, taskId: TaskID? = nil, taskName: String? = nil, identifier: String? = nil, name: String? = nil, payload: JSON? = nil, launchReason: LaunchReason? = nil, deadlineUSec: Int64? = nil, sceneId: String? = nil, title: String? = nil, output: String? = nil, path: String? = nil) {
             self.id = id
             self.kind = WireEnum(kind)
             self.state = state.map(WireEnum.init)
@@ -29,6 +34,10 @@ extension AppWire {
             self.payload = payload
             self.launchReason = launchReason.map(WireEnum.init)
             self.deadlineUSec = deadlineUSec
+            self.sceneId = sceneId
+            self.title = title
+            self.output = output
+            self.path = path
         }
 
         public init(json: [String: JSON]) throws(WireFieldError) {
@@ -44,6 +53,10 @@ extension AppWire {
             payload = try r.optionalObject("payload")
             launchReason = try r.optionalValue("launchReason")
             deadlineUSec = try r.optionalInt("deadlineUSec")
+            sceneId = try r.optionalString("sceneId")
+            title = try r.optionalString("title")
+            output = try r.optionalString("output")
+            path = try r.optionalString("path")
             try validate()
         }
 
@@ -57,6 +70,10 @@ extension AppWire {
             o.put("payload", payload)
             o.put("launchReason", launchReason.map { .raw($0) })
             o.put("deadlineUSec", deadlineUSec.map { .int($0) })
+            o.put("sceneId", sceneId.map { .string($0) })
+            o.put("title", title.map { .string($0) })
+            o.put("output", output.map { .string($0) })
+            o.put("path", path.map { .string($0) })
             return o
         }
 
@@ -85,9 +102,21 @@ extension AppWire {
             }
             out.append(contentsOf: #","needsAck":"#.utf8)
             out.append(contentsOf: needsAck ? "true".utf8 : "false".utf8)
+            if let v = output {
+                out.append(contentsOf: #","output":"#.utf8)
+                JSON.writeString(v, into: &out)
+            }
+            if let v = path {
+                out.append(contentsOf: #","path":"#.utf8)
+                JSON.writeString(v, into: &out)
+            }
             if let v = payload {
                 out.append(contentsOf: #","payload":"#.utf8)
                 v.write(into: &out)
+            }
+            if let v = sceneId {
+                out.append(contentsOf: #","sceneId":"#.utf8)
+                JSON.writeString(v, into: &out)
             }
             if let v = state {
                 out.append(contentsOf: #","state":"#.utf8)
@@ -99,6 +128,10 @@ extension AppWire {
             }
             if let v = taskName {
                 out.append(contentsOf: #","taskName":"#.utf8)
+                JSON.writeString(v, into: &out)
+            }
+            if let v = title {
+                out.append(contentsOf: #","title":"#.utf8)
                 JSON.writeString(v, into: &out)
             }
             out.append(UInt8(ascii: "}"))

@@ -65,7 +65,13 @@ extension Interfaces {
           name: ?string,
           payload: ?object,
           launchReason: ?string,
-          deadlineUSec: ?int
+          deadlineUSec: ?int,
+          # Scene events (SPEC §15, only after CheckIn with scenes: true): the scene, its title and display;
+          # path: where scene-snapshot wants the scene's PNG written.
+          sceneId: ?string,
+          title: ?string,
+          output: ?string,
+          path: ?string
         )
 
         # A pending scheduled task request (BGTaskRequest). earliestBeginUSec is wall-clock
@@ -80,7 +86,8 @@ extension Interfaces {
 
         # Registers the calling process as the app and streams its events (call with more).
         # The first reply carries no event; every later one carries exactly one.
-        method CheckIn(appId: string) -> (state: string, refreshStatus: string, event: ?Event)
+        # scenes: true: the app also gets scene events and scene-snapshot (SPEC §15).
+        method CheckIn(appId: string, scenes: ?bool) -> (state: string, refreshStatus: string, event: ?Event)
 
         # Acknowledges an event that had needsAck set (did-enter-background, will-terminate).
         method Acknowledge(eventId: int) -> ()
@@ -186,7 +193,20 @@ extension Interfaces {
           # Why refreshStatus is not available: restricted, refresh-disabled, low-power-mode, network-metered.
           refreshStatusReason: ?string,
           # When the app was last in the foreground (CLOCK_MONOTONIC; now while it is there).
-          lastForegroundUSec: ?int
+          lastForegroundUSec: ?int,
+          # Its scenes (SPEC §15), in the order they were first reported; empty: it reports none.
+          scenes: []Scene
+        )
+
+        # One window of an app (SPEC §15). state: foreground-active, foreground-inactive or background;
+        # snapshotPath: its last snapshot (a PNG), snapshotRealtimeUSec: when it was written.
+        type Scene (
+          sceneId: string,
+          title: string,
+          output: ?string,
+          state: string,
+          snapshotPath: ?string,
+          snapshotRealtimeUSec: ?int
         )
 
         type Settings (
@@ -263,6 +283,12 @@ extension Interfaces {
         # the background. reason: compositor-focus or screen-locked (the decisions' reason). An app with no
         # process known to bgtaskd is not launched for it.
         method SetFocus(appId: ?string, reason: string) -> ()
+
+        # One scene (window) of the app changed (SPEC §15): state foreground-active, foreground-inactive,
+        # background or disconnected; the app's state follows its scenes. reason: user-request (the
+        # default) or compositor-focus (bgtaskd-focus). sceneId: 1-64 characters of A-Za-z0-9._-.
+        method SetSceneState(appId: string, sceneId: string, state: string, title: ?string, output: ?string,
+                             reason: ?string) -> ()
         method Interrupt(appId: string) -> ()
         method EndInterruption(appId: string) -> ()
         method Terminate(appId: string) -> ()

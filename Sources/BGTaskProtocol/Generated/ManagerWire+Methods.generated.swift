@@ -13,6 +13,7 @@ public enum ManagerMethod: String, CaseIterable, Sendable, WireMethod {
     case foreground = "Foreground"
     case background = "Background"
     case setFocus = "SetFocus"
+    case setSceneState = "SetSceneState"
     case interrupt = "Interrupt"
     case endInterruption = "EndInterruption"
     case terminate = "Terminate"
@@ -45,6 +46,7 @@ public enum ManagerMethod: String, CaseIterable, Sendable, WireMethod {
         case .foreground: return ManagerWire.Foreground.self
         case .background: return ManagerWire.BackgroundCall.self
         case .setFocus: return ManagerWire.SetFocus.self
+        case .setSceneState: return ManagerWire.SetSceneState.self
         case .interrupt: return ManagerWire.Interrupt.self
         case .endInterruption: return ManagerWire.EndInterruption.self
         case .terminate: return ManagerWire.Terminate.self
@@ -73,7 +75,7 @@ public enum ManagerMethod: String, CaseIterable, Sendable, WireMethod {
         case .reload: return ManagerWire.ReloadReply.self
         case .hold: return ManagerWire.HoldReply.self
         case .getRecording: return ManagerWire.GetRecordingReply.self
-        case .launch, .foreground, .background, .setFocus, .interrupt, .endInterruption, .terminate, .setRefreshPolicy, .setGlobalRefresh, .setLowPowerMode, .setConditions, .postNotification, .wakeForRemoteNotification, .runTaskNow, .wakeForBusCall: return WireEmpty.self
+        case .launch, .foreground, .background, .setFocus, .setSceneState, .interrupt, .endInterruption, .terminate, .setRefreshPolicy, .setGlobalRefresh, .setLowPowerMode, .setConditions, .postNotification, .wakeForRemoteNotification, .runTaskNow, .wakeForBusCall: return WireEmpty.self
         }
     }
 }

@@ -185,6 +185,67 @@ extension ManagerWire {
         }
     }
 
+    /// `SetSceneState`'s parameters: One scene (window) of the app changed (SPEC §15): state foreground-active, foreground-inactive, background or disconnected; the app's state follows its scenes. reason: user-request (the default) or compositor-focus (bgtaskd-focus). sceneId: 1-64 characters of A-Za-z0-9._-.
+    public struct SetSceneState: WireMessage {
+        public static let fields = ["appId", "sceneId", "state", "title", "output", "reason"]
+        public var appId: String
+        public var sceneId: String
+        public var state: SceneState
+        public var title: String?
+        public var output: String?
+        public var reason: Reason?
+
+        public init(appId: String, sceneId: String, state: SceneState, title: String? = nil, output: String? = nil, reason: Reason? = nil) {
+            self.appId = appId
+            self.sceneId = sceneId
+            self.state = state
+            self.title = title
+            self.output = output
+            self.reason = reason
+        }
+
+        public init(json: [String: JSON]) throws(WireFieldError) {
+            let r = WireReader(json)
+            appId = try r.string("appId")
+            sceneId = try r.string("sceneId")
+            state = try r.value("state")
+            title = try r.optionalString("title")
+            output = try r.optionalString("output")
+            reason = try r.optionalValue("reason")
+            try validate()
+        }
+
+        public var json: [String: JSON] {
+            var o: [String: JSON] = ["appId": .string(appId), "sceneId": .string(sceneId), "state": .raw(state)]
+            o.put("title", title.map { .string($0) })
+            o.put("output", output.map { .string($0) })
+            o.put("reason", reason.map { .raw($0) })
+            return o
+        }
+
+        public func write(into out: inout [UInt8]) {
+            out.append(contentsOf: #"{"appId":"#.utf8)
+            JSON.writeString(appId, into: &out)
+            if let v = output {
+                out.append(contentsOf: #","output":"#.utf8)
+                JSON.writeString(v, into: &out)
+            }
+            if let v = reason {
+                out.append(contentsOf: #","reason":"#.utf8)
+                JSON.writeString(v.rawValue, into: &out)
+            }
+            out.append(contentsOf: #","sceneId":"#.utf8)
+            JSON.writeString(sceneId, into: &out)
+            out.append(contentsOf: #","state":"#.utf8)
+            JSON.writeString(state.rawValue, into: &out)
+            if let v = title {
+                out.append(contentsOf: #","title":"#.utf8)
+                JSON.writeString(v, into: &out)
+            }
+            out.append(UInt8(ascii: "}"))
+        }
+    }
+
     /// `Interrupt`'s parameters.
     public struct Interrupt: WireMessage {
         public static let fields = ["appId"]
@@ -316,74 +377,6 @@ extension ManagerWire {
         public func write(into out: inout [UInt8]) {
             out.append(contentsOf: #"{"mode":"#.utf8)
             JSON.writeString(mode.rawValue, into: &out)
-            out.append(UInt8(ascii: "}"))
-        }
-    }
-
-    /// `SetLowPowerMode`'s parameters.
-    public struct SetLowPowerMode: WireMessage {
-        public static let fields = ["enabled"]
-        public var enabled: Bool
-
-        public init(enabled: Bool) {
-            self.enabled = enabled
-        }
-
-        public init(json: [String: JSON]) throws(WireFieldError) {
-            let r = WireReader(json)
-            enabled = try r.bool("enabled")
-            try validate()
-        }
-
-        public var json: [String: JSON] {
-            ["enabled": .bool(enabled)]
-        }
-
-        public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"enabled":"#.utf8)
-            out.append(contentsOf: enabled ? "true".utf8 : "false".utf8)
-            out.append(UInt8(ascii: "}"))
-        }
-    }
-
-    /// `SetConditions`'s parameters: network: none, metered or unmetered.
-    public struct SetConditions: WireMessage {
-        public static let fields = ["onExternalPower", "network"]
-        public var onExternalPower: Bool?
-        public var network: NetworkCondition?
-
-        public init(onExternalPower: Bool? = nil, network: NetworkCondition? = nil) {
-            self.onExternalPower = onExternalPower
-            self.network = network
-        }
-
-        public init(json: [String: JSON]) throws(WireFieldError) {
-            let r = WireReader(json)
-            onExternalPower = try r.optionalBool("onExternalPower")
-            network = try r.optionalValue("network")
-            try validate()
-        }
-
-        public var json: [String: JSON] {
-            var o: [String: JSON] = [:]
-            o.put("onExternalPower", onExternalPower.map { .bool($0) })
-            o.put("network", network.map { .raw($0) })
-            return o
-        }
-
-        public func write(into out: inout [UInt8]) {
-            out.append(UInt8(ascii: "{"))
-            var first = true
-            if let v = network {
-                first = false
-                out.append(contentsOf: #""network":"#.utf8)
-                JSON.writeString(v.rawValue, into: &out)
-            }
-            if let v = onExternalPower {
-                if !first { out.append(UInt8(ascii: ",")) }
-                out.append(contentsOf: #""onExternalPower":"#.utf8)
-                out.append(contentsOf: v ? "true".utf8 : "false".utf8)
-            }
             out.append(UInt8(ascii: "}"))
         }
     }

@@ -150,7 +150,7 @@ extension ManagerWire {
 
     /// `type AppInfo`.
     public struct AppInfo: WireMessage {
-        public static let fields = ["appId", "name", "state", "pid", "uid", "lifecycleAware", "assertions", "activities", "refreshSetting", "refreshStatus", "backgroundTimeRemainingUSec", "pendingTaskRequests", "lastDecision", "refreshStatusReason", "lastForegroundUSec"]
+        public static let fields = ["appId", "name", "state", "pid", "uid", "lifecycleAware", "assertions", "activities", "refreshSetting", "refreshStatus", "backgroundTimeRemainingUSec", "pendingTaskRequests", "lastDecision", "refreshStatusReason", "lastForegroundUSec", "scenes"]
         public var appId: String
         public var name: String
         public var state: WireEnum<AppState>
@@ -168,8 +168,10 @@ extension ManagerWire {
         public var refreshStatusReason: WireEnum<Reason>?
         /// When the app was last in the foreground (CLOCK_MONOTONIC; now while it is there).
         public var lastForegroundUSec: Int64?
+        /// Its scenes (SPEC §15), in the order they were first reported; empty: it reports none.
+        public var scenes: [ManagerWire.Scene]
 
-        public init(appId: String, name: String, state: AppState, pid: Int64? = nil, uid: Int64? = nil, lifecycleAware: Bool, assertions: [ManagerWire.Assertion], activities: [ManagerWire.Activity], refreshSetting: Bool, refreshStatus: RefreshStatus, backgroundTimeRemainingUSec: Int64? = nil, pendingTaskRequests: Int64, lastDecision: ManagerWire.Decision? = nil, refreshStatusReason: Reason? = nil, lastForegroundUSec: Int64? = nil) {
+        public init(appId: String, name: String, state: AppState, pid: Int64? = nil, uid: Int64? = nil, lifecycleAware: Bool, assertions: [ManagerWire.Assertion], activities: [ManagerWire.Activity], refreshSetting: Bool, refreshStatus: RefreshStatus, backgroundTimeRemainingUSec: Int64? = nil, pendingTaskRequests: Int64, lastDecision: ManagerWire.Decision? = nil, refreshStatusReason: Reason? = nil, lastForegroundUSec: Int64? = nil, scenes: [ManagerWire.Scene] = []) {
             self.appId = appId
             self.name = name
             self.state = WireEnum(state)
@@ -185,6 +187,7 @@ extension ManagerWire {
             self.lastDecision = lastDecision
             self.refreshStatusReason = refreshStatusReason.map(WireEnum.init)
             self.lastForegroundUSec = lastForegroundUSec
+            self.scenes = scenes
         }
 
         public init(json: [String: JSON]) throws(WireFieldError) {
@@ -204,11 +207,12 @@ extension ManagerWire {
             lastDecision = try r.optionalMessage("lastDecision")
             refreshStatusReason = try r.optionalValue("refreshStatusReason")
             lastForegroundUSec = try r.optionalInt("lastForegroundUSec")
+            scenes = try r.messages("scenes")
             try validate()
         }
 
         public var json: [String: JSON] {
-            ["appId": .string(appId), "name": .string(name), "state": .raw(state), "pid": pid.map { .int($0) } ?? .null, "uid": uid.map { .int($0) } ?? .null, "lifecycleAware": .bool(lifecycleAware), "assertions": .array(assertions.map { .object($0.json) }), "activities": .array(activities.map { .object($0.json) }), "refreshSetting": .string(refreshSetting ? "on" : "off"), "refreshStatus": .raw(refreshStatus), "backgroundTimeRemainingUSec": backgroundTimeRemainingUSec.map { .int($0) } ?? .null, "pendingTaskRequests": .int(pendingTaskRequests), "lastDecision": lastDecision.map { .object($0.json) } ?? .null, "refreshStatusReason": refreshStatusReason.map { .raw($0) } ?? .null, "lastForegroundUSec": lastForegroundUSec.map { .int($0) } ?? .null]
+            ["appId": .string(appId), "name": .string(name), "state": .raw(state), "pid": pid.map { .int($0) } ?? .null, "uid": uid.map { .int($0) } ?? .null, "lifecycleAware": .bool(lifecycleAware), "assertions": .array(assertions.map { .object($0.json) }), "activities": .array(activities.map { .object($0.json) }), "refreshSetting": .string(refreshSetting ? "on" : "off"), "refreshStatus": .raw(refreshStatus), "backgroundTimeRemainingUSec": backgroundTimeRemainingUSec.map { .int($0) } ?? .null, "pendingTaskRequests": .int(pendingTaskRequests), "lastDecision": lastDecision.map { .object($0.json) } ?? .null, "refreshStatusReason": refreshStatusReason.map { .raw($0) } ?? .null, "lastForegroundUSec": lastForegroundUSec.map { .int($0) } ?? .null, "scenes": .array(scenes.map { .object($0.json) })]
         }
 
         public func write(into out: inout [UInt8]) {
@@ -268,6 +272,13 @@ extension ManagerWire {
             } else {
                 out.append(contentsOf: "null".utf8)
             }
+            out.append(contentsOf: #","scenes":"#.utf8)
+            out.append(UInt8(ascii: "["))
+            for (i, e) in scenes.enumerated() {
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                e.write(into: &out)
+            }
+            out.append(UInt8(ascii: "]"))
             out.append(contentsOf: #","state":"#.utf8)
             JSON.writeString(state.rawValue, into: &out)
             out.append(contentsOf: #","uid":"#.utf8)
@@ -280,101 +291,65 @@ extension ManagerWire {
         }
     }
 
-    /// `type Settings`.
-    public struct Settings: WireMessage {
-        public static let fields = ["backgroundAppRefresh", "lowPowerMode", "onExternalPower", "network", "freezerBackend", "socket", "didEnterBackgroundTimeoutUSec", "backgroundTimeBudgetUSec", "expirationWarningUSec", "maxBackgroundTasksPerApp", "launchTimeoutUSec", "killTimeoutUSec", "freezerBackendReason", "dryRun"]
-        public var backgroundAppRefresh: WireEnum<RefreshMode>
-        public var lowPowerMode: Bool
-        public var onExternalPower: Bool
-        public var network: WireEnum<NetworkCondition>
-        public var freezerBackend: String
-        public var socket: String
-        public var didEnterBackgroundTimeoutUSec: Int64
-        public var backgroundTimeBudgetUSec: Int64
-        public var expirationWarningUSec: Int64
-        public var maxBackgroundTasksPerApp: Int64
-        public var launchTimeoutUSec: Int64
-        public var killTimeoutUSec: Int64
-        /// Why this freezer backend is in force; dryRun: FreezerBackend=none, decisions are not enforced.
-        public var freezerBackendReason: String?
-        public var dryRun: Bool?
+    /// `type Scene`: One window of an app (SPEC §15). state: foreground-active, foreground-inactive or background; snapshotPath: its last snapshot (a PNG), snapshotRealtimeUSec: when it was written.
+    public struct Scene: WireMessage {
+        public static let fields = ["sceneId", "title", "output", "state", "snapshotPath", "snapshotRealtimeUSec"]
+        public var sceneId: String
+        public var title: String
+        public var output: String?
+        public var state: WireEnum<SceneState>
+        public var snapshotPath: String?
+        public var snapshotRealtimeUSec: Int64?
 
-        public init(backgroundAppRefresh: RefreshMode, lowPowerMode: Bool, onExternalPower: Bool, network: NetworkCondition, freezerBackend: String, socket: String, didEnterBackgroundTimeoutUSec: Int64, backgroundTimeBudgetUSec: Int64, expirationWarningUSec: Int64, maxBackgroundTasksPerApp: Int64, launchTimeoutUSec: Int64, killTimeoutUSec: Int64, freezerBackendReason: String? = nil, dryRun: Bool? = nil) {
-            self.backgroundAppRefresh = WireEnum(backgroundAppRefresh)
-            self.lowPowerMode = lowPowerMode
-            self.onExternalPower = onExternalPower
-            self.network = WireEnum(network)
-            self.freezerBackend = freezerBackend
-            self.socket = socket
-            self.didEnterBackgroundTimeoutUSec = didEnterBackgroundTimeoutUSec
-            self.backgroundTimeBudgetUSec = backgroundTimeBudgetUSec
-            self.expirationWarningUSec = expirationWarningUSec
-            self.maxBackgroundTasksPerApp = maxBackgroundTasksPerApp
-            self.launchTimeoutUSec = launchTimeoutUSec
-            self.killTimeoutUSec = killTimeoutUSec
-            self.freezerBackendReason = freezerBackendReason
-            self.dryRun = dryRun
+        public init(sceneId: String, title: String, output: String? = nil, state: SceneState, snapshotPath: String? = nil, snapshotRealtimeUSec: Int64? = nil) {
+            self.sceneId = sceneId
+            self.title = title
+            self.output = output
+            self.state = WireEnum(state)
+            self.snapshotPath = snapshotPath
+            self.snapshotRealtimeUSec = snapshotRealtimeUSec
         }
 
         public init(json: [String: JSON]) throws(WireFieldError) {
             let r = WireReader(json)
-            backgroundAppRefresh = try r.value("backgroundAppRefresh")
-            lowPowerMode = try r.bool("lowPowerMode")
-            onExternalPower = try r.bool("onExternalPower")
-            network = try r.value("network")
-            freezerBackend = try r.string("freezerBackend")
-            socket = try r.string("socket")
-            didEnterBackgroundTimeoutUSec = try r.int("didEnterBackgroundTimeoutUSec")
-            backgroundTimeBudgetUSec = try r.int("backgroundTimeBudgetUSec")
-            expirationWarningUSec = try r.int("expirationWarningUSec")
-            maxBackgroundTasksPerApp = try r.int("maxBackgroundTasksPerApp")
-            launchTimeoutUSec = try r.int("launchTimeoutUSec")
-            killTimeoutUSec = try r.int("killTimeoutUSec")
-            freezerBackendReason = try r.optionalString("freezerBackendReason")
-            dryRun = try r.optionalBool("dryRun")
+            sceneId = try r.string("sceneId")
+            title = try r.string("title")
+            output = try r.optionalString("output")
+            state = try r.value("state")
+            snapshotPath = try r.optionalString("snapshotPath")
+            snapshotRealtimeUSec = try r.optionalInt("snapshotRealtimeUSec")
             try validate()
         }
 
         public var json: [String: JSON] {
-            var o: [String: JSON] = ["backgroundAppRefresh": .raw(backgroundAppRefresh), "lowPowerMode": .bool(lowPowerMode), "onExternalPower": .bool(onExternalPower), "network": .raw(network), "freezerBackend": .string(freezerBackend), "socket": .string(socket), "didEnterBackgroundTimeoutUSec": .int(didEnterBackgroundTimeoutUSec), "backgroundTimeBudgetUSec": .int(backgroundTimeBudgetUSec), "expirationWarningUSec": .int(expirationWarningUSec), "maxBackgroundTasksPerApp": .int(maxBackgroundTasksPerApp), "launchTimeoutUSec": .int(launchTimeoutUSec), "killTimeoutUSec": .int(killTimeoutUSec)]
-            o.put("freezerBackendReason", freezerBackendReason.map { .string($0) })
-            o.put("dryRun", dryRun.map { .bool($0) })
-            return o
+            ["sceneId": .string(sceneId), "title": .string(title), "output": output.map { .string($0) } ?? .null, "state": .raw(state), "snapshotPath": snapshotPath.map { .string($0) } ?? .null, "snapshotRealtimeUSec": snapshotRealtimeUSec.map { .int($0) } ?? .null]
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"backgroundAppRefresh":"#.utf8)
-            JSON.writeString(backgroundAppRefresh.rawValue, into: &out)
-            out.append(contentsOf: #","backgroundTimeBudgetUSec":"#.utf8)
-            JSON.writeInt(backgroundTimeBudgetUSec, into: &out)
-            out.append(contentsOf: #","didEnterBackgroundTimeoutUSec":"#.utf8)
-            JSON.writeInt(didEnterBackgroundTimeoutUSec, into: &out)
-            if let v = dryRun {
-                out.append(contentsOf: #","dryRun":"#.utf8)
-                out.append(contentsOf: v ? "true".utf8 : "false".utf8)
-            }
-            out.append(contentsOf: #","expirationWarningUSec":"#.utf8)
-            JSON.writeInt(expirationWarningUSec, into: &out)
-            out.append(contentsOf: #","freezerBackend":"#.utf8)
-            JSON.writeString(freezerBackend, into: &out)
-            if let v = freezerBackendReason {
-                out.append(contentsOf: #","freezerBackendReason":"#.utf8)
+            out.append(contentsOf: #"{"output":"#.utf8)
+            if let v = output {
                 JSON.writeString(v, into: &out)
+            } else {
+                out.append(contentsOf: "null".utf8)
             }
-            out.append(contentsOf: #","killTimeoutUSec":"#.utf8)
-            JSON.writeInt(killTimeoutUSec, into: &out)
-            out.append(contentsOf: #","launchTimeoutUSec":"#.utf8)
-            JSON.writeInt(launchTimeoutUSec, into: &out)
-            out.append(contentsOf: #","lowPowerMode":"#.utf8)
-            out.append(contentsOf: lowPowerMode ? "true".utf8 : "false".utf8)
-            out.append(contentsOf: #","maxBackgroundTasksPerApp":"#.utf8)
-            JSON.writeInt(maxBackgroundTasksPerApp, into: &out)
-            out.append(contentsOf: #","network":"#.utf8)
-            JSON.writeString(network.rawValue, into: &out)
-            out.append(contentsOf: #","onExternalPower":"#.utf8)
-            out.append(contentsOf: onExternalPower ? "true".utf8 : "false".utf8)
-            out.append(contentsOf: #","socket":"#.utf8)
-            JSON.writeString(socket, into: &out)
+            out.append(contentsOf: #","sceneId":"#.utf8)
+            JSON.writeString(sceneId, into: &out)
+            out.append(contentsOf: #","snapshotPath":"#.utf8)
+            if let v = snapshotPath {
+                JSON.writeString(v, into: &out)
+            } else {
+                out.append(contentsOf: "null".utf8)
+            }
+            out.append(contentsOf: #","snapshotRealtimeUSec":"#.utf8)
+            if let v = snapshotRealtimeUSec {
+                JSON.writeInt(v, into: &out)
+            } else {
+                out.append(contentsOf: "null".utf8)
+            }
+            out.append(contentsOf: #","state":"#.utf8)
+            JSON.writeString(state.rawValue, into: &out)
+            out.append(contentsOf: #","title":"#.utf8)
+            JSON.writeString(title, into: &out)
             out.append(UInt8(ascii: "}"))
         }
     }

@@ -8,9 +8,20 @@
 
 typedef struct bgtaskd_focus bgtaskd_focus;
 
-/// Called after each `done` of a toplevel (its app_id and whether it is activated, as of that done) and
-/// once when it is closed (`closed` 1). `app_id` may be empty; it is valid only during the call.
-typedef void (*bgtaskd_focus_callback)(void *context, uint32_t toplevel, const char *app_id, int activated, int closed);
+/// A toplevel as of its last `done`: app_id (may be empty), title, the output it is on (its wl_output name;
+/// NULL: not known), activated and minimized; `closed` 1 once when it is closed. Strings are valid only
+/// during the callback.
+struct bgtaskd_focus_toplevel {
+    const char *app_id;
+    const char *title;
+    const char *output;
+    int activated;
+    int minimized;
+    int closed;
+};
+
+/// Called after each `done` of a toplevel and once when it is closed.
+typedef void (*bgtaskd_focus_callback)(void *context, uint32_t toplevel, const struct bgtaskd_focus_toplevel *info);
 
 /// Called with 1 when the seat has been idle for the requested time (org_kde_kwin_idle), 0 when the
 /// user is active again.
