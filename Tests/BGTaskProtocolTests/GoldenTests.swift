@@ -101,7 +101,7 @@ import Testing
             backgroundTimeRemainingUSec: 30, pendingTaskRequests: 1, lastDecision: decision, refreshStatusReason: nil, lastForegroundUSec: 5)
         let infoText = #"{"activities":[{"activityId":1,"appId":"org.example.Mail","mode":"audio"}],"appId":"org.example.Mail","assertions":["#
             + assertionText + #"],"backgroundTimeRemainingUSec":30,"lastDecision":"# + decisionText
-            + #","lastForegroundUSec":5,"lifecycleAware":true,"name":"Mail","pendingTaskRequests":1,"pid":99,"refreshSetting":"on","refreshStatus":"available","refreshStatusReason":null,"state":"background","uid":1000}"#
+            + #","lastForegroundUSec":5,"lifecycleAware":true,"name":"Mail","pendingTaskRequests":1,"pid":99,"refreshSetting":"on","refreshStatus":"available","refreshStatusReason":null,"scenes":[],"state":"background","uid":1000}"#
         try Self.pair(s, ManagerMethod.listApps, Self.none, p + #"ListApps"}"#,
             ManagerWire.ListAppsReply(apps: [info]), #"{"parameters":{"apps":["# + infoText + "]}}")
         try Self.pair(s, ManagerMethod.getApp, ManagerWire.GetApp(appId: a), p + #"GetApp","parameters":{"appId":"org.example.Mail"}}"#,
