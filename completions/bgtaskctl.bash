@@ -13,7 +13,7 @@ _bgtaskctl() {
 
     local verbs="list status launch foreground background interrupt end-interruption terminate
         assertions explain monitor log stats reload refresh low-power conditions notify wake
-        run-task hold"
+        run-task hold energy"
     local global="--socket --json --no-legend --no-pager --help --version"
 
     local i verb="" __bgtaskctl_socket=""
@@ -29,6 +29,7 @@ _bgtaskctl() {
 
     case $prev in
         --socket) _filedir; return ;;
+        --directory) _filedir -d; return ;;
         --app) COMPREPLY=($(compgen -W "$(__bgtaskctl_apps)" -- "$cur")); return ;;
         --global) COMPREPLY=($(compgen -W "on unmetered off" -- "$cur")); return ;;
         --power) COMPREPLY=($(compgen -W "external battery" -- "$cur")); return ;;
@@ -55,6 +56,7 @@ _bgtaskctl() {
         notify | wake) opts+=" --payload" ;;
         hold) opts+=" --app --name" ;;
         log) opts+=" --no-pager" ;;
+        energy) opts+=" --json --no-legend --directory" ;;
     esac
     if [[ $cur == -* ]]; then
         COMPREPLY=($(compgen -W "$opts" -- "$cur"))

@@ -181,7 +181,19 @@ public enum Interfaces: Sendable {
           # Why refreshStatus is not available: restricted, refresh-disabled, low-power-mode, network-metered.
           refreshStatusReason: ?string,
           # When the app was last in the foreground (CLOCK_MONOTONIC; now while it is there).
-          lastForegroundUSec: ?int
+          lastForegroundUSec: ?int,
+          # What its background work cost (SPEC §16).
+          energy: ?AppEnergy
+        )
+
+        # Background CPU time (while not in the foreground) and background wakes by cause (task,
+        # remote-notification, bus-call, lock, user), since accounting began (kept across restarts) and
+        # over the last 24 hours.
+        type AppEnergy (
+          backgroundCPUUSec: int,
+          backgroundCPU24hUSec: int,
+          wakes: [string]int,
+          wakes24h: [string]int
         )
 
         type Settings (

@@ -87,7 +87,8 @@ import Testing
         #expect(names(manager.types["Settings"]) == ManagerWire.Settings.fields)
         #expect(names(manager.types["DaemonStats"]) == ManagerWire.DaemonStats.fields)
         #expect(Set(app.types.keys) == ["Event", "TaskRequest"])
-        #expect(Set(manager.types.keys) == ["Assertion", "Activity", "Decision", "AppInfo", "Settings", "DaemonStats"])
+        #expect(names(manager.types["AppEnergy"]) == ManagerWire.AppEnergy.fields)
+        #expect(Set(manager.types.keys) == ["Assertion", "Activity", "Decision", "AppInfo", "Settings", "DaemonStats", "AppEnergy"])
     }
 
     /// issue 11: the counters of what the journal budget and the connection limits did are optional on the wire,

@@ -91,7 +91,7 @@ extension ManagerWire {
         public static let fields = [
             "appId", "name", "state", "pid", "uid", "lifecycleAware", "assertions", "activities", "refreshSetting",
             "refreshStatus", "backgroundTimeRemainingUSec", "pendingTaskRequests", "lastDecision", "refreshStatusReason",
-            "lastForegroundUSec",
+            "lastForegroundUSec", "energy",
         ]
         public var appId: String
         public var name: String
@@ -109,12 +109,14 @@ extension ManagerWire {
         public var lastDecision: Decision?
         public var refreshStatusReason: WireEnum<Reason>?
         public var lastForegroundUSec: Int64?
+        /// SPEC §16: background CPU and wakes (ManagerContract+Energy.swift).
+        public var energy: AppEnergy?
 
         public init(
             appId: String, name: String, state: AppState, pid: Int64?, uid: Int64?, lifecycleAware: Bool,
             assertions: [Assertion], activities: [Activity], refreshSetting: Bool, refreshStatus: RefreshStatus,
             backgroundTimeRemainingUSec: Int64?, pendingTaskRequests: Int64, lastDecision: Decision?,
-            refreshStatusReason: Reason?, lastForegroundUSec: Int64?
+            refreshStatusReason: Reason?, lastForegroundUSec: Int64?, energy: AppEnergy? = nil
         ) {
             self.appId = appId
             self.name = name
@@ -131,6 +133,7 @@ extension ManagerWire {
             self.lastDecision = lastDecision
             self.refreshStatusReason = refreshStatusReason.map(WireEnum.init)
             self.lastForegroundUSec = lastForegroundUSec
+            self.energy = energy
         }
 
         public init(json: [String: JSON]) throws(WireFieldError) {
@@ -152,9 +155,17 @@ extension ManagerWire {
             lastDecision = try r.optionalMessage("lastDecision")
             refreshStatusReason = try r.optionalValue("refreshStatusReason")
             lastForegroundUSec = try r.optionalInt("lastForegroundUSec")
+            energy = try r.optionalMessage("energy")
         }
 
         public var json: [String: JSON] {
+            var o = plainJSON
+            // Absent when unknown (a reply of a daemon without accounting reads the same as before).
+            if let energy { o["energy"] = .object(energy.json) }
+            return o
+        }
+
+        private var plainJSON: [String: JSON] {
             [
                 "appId": .string(appId), "name": .string(name), "state": .raw(state), "pid": .orNull(pid), "uid": .orNull(uid),
                 "lifecycleAware": .bool(lifecycleAware), "assertions": .array(assertions.map { .object($0.json) }),
