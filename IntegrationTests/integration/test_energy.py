@@ -144,3 +144,84 @@ def test_energy_directory_that_is_not_one_is_an_error(ctl, tmp_path):
     run = subprocess.run([ctl, "energy", "--directory", str(tmp_path / "missing")], capture_output=True, text=True,
                          timeout=30)
     assert run.returncode == 1 and "not a directory" in run.stderr, run
+
+
+# MARK: who may wake (SPEC §16): closed by the user, the remote-notification rate, standby buckets
+
+def energy_daemon(daemon, extra_conf: str = "", modes: str = "fetch remote-notification"):
+    """A daemon with one lifecycle-aware app (refresh_support.py's) whose event log lives in its directory."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+    from conftest import REPO_ROOT
+    from refresh_support import CONF, EventLog
+    from refresh_support import manifest as app_manifest
+    root = Path(tempfile.mkdtemp(prefix="bgtaskd-it-", dir="/tmp"))
+    for sub in ("state", "runtime"):
+        (root / sub).mkdir()
+    shutil.copytree(REPO_ROOT / "config", root / "config")
+    d = daemon(conf=CONF + extra_conf, apps={APP: app_manifest(APP, root / "app.events", modes=modes)}, root=root)
+    return d, EventLog(root / "app.events")
+
+
+APP = "org.test.Energy"
+
+
+def test_an_app_the_user_closed_is_not_woken_until_the_user_launches_it(daemon, ctl):
+    from refresh_support import MANAGER, call, decisions, error_of, wait_state
+    d, log = energy_daemon(daemon)
+    call(d.socket, f"{MANAGER}.Launch", appId=APP)
+    wait_state(d.socket, APP, "active")
+    # bgtaskctl terminate is the user (Terminate, userInitiated: true).
+    out = subprocess.run([ctl, "--socket", d.socket, "terminate", APP], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    wait_state(d.socket, APP, "not-running")
+    e = error_of(d.socket, f"{MANAGER}.WakeForRemoteNotification", appId=APP)
+    assert e.name == f"{MANAGER}.Unavailable" and e.parameters == {"reason": "closed-by-user"}
+    assert decisions(d.pid, APP, "deny", "closed-by-user")
+    assert log.kinds().count("did-finish-launching") == 1, "not launched for the notification"
+    # The user launches it again: it may be woken.
+    call(d.socket, f"{MANAGER}.Launch", appId=APP)
+    wait_state(d.socket, APP, "active")
+    call(d.socket, f"{MANAGER}.Background", appId=APP)
+    wait_state(d.socket, APP, "suspended")
+    call(d.socket, f"{MANAGER}.WakeForRemoteNotification", appId=APP)
+    log.wait_kind("notification")
+
+
+def test_remote_wakes_past_the_hourly_rate_are_refused(daemon):
+    from refresh_support import MANAGER, call, decisions, error_of
+    d, log = energy_daemon(daemon, "RemoteWakesPerHour=1\n")
+    call(d.socket, f"{MANAGER}.WakeForRemoteNotification", appId=APP)
+    log.wait_kind("notification")
+    e = error_of(d.socket, f"{MANAGER}.WakeForRemoteNotification", appId=APP)
+    assert e.name == f"{MANAGER}.Unavailable" and e.parameters == {"reason": "wake-rate"}
+    assert decisions(d.pid, APP, "deny", "wake-rate")
+    assert log.kinds().count("notification") == 1
+
+
+def test_in_the_rare_bucket_the_third_due_task_of_a_day_waits_and_runs_on_external_power(daemon):
+    from refresh_support import APP as APP_IFACE, MANAGER, call, decisions, wait_state
+    d, log = energy_daemon(daemon)
+    call(d.socket, f"{MANAGER}.SetConditions", onExternalPower=False)
+    assert call(d.socket, f"{MANAGER}.GetApp", appId=APP)["app"]["bucket"] == "rare"  # never used
+
+    def run_once(n: int):
+        call(d.socket, f"{APP_IFACE}.SubmitTaskRequest", appId=APP, identifier=f"{APP}.refresh", kind="refresh")
+        log.wait_kind("perform-task", count=n)
+        wait_state(d.socket, APP, "suspended")
+
+    run_once(1)  # a launch
+    run_once(2)  # a resume
+    call(d.socket, f"{APP_IFACE}.SubmitTaskRequest", appId=APP, identifier=f"{APP}.refresh", kind="refresh")
+    assert decisions(d.pid, APP, "deny", "bucket-quota")
+    assert [r["identifier"] for r in call(d.socket, f"{APP_IFACE}.PendingTaskRequests", appId=APP)["requests"]] \
+        == [f"{APP}.refresh"], "the third waits, its request pending"
+    assert log.kinds().count("perform-task") == 2
+    from refresh_support import error_of  # a remote notification is refused too
+    e = error_of(d.socket, f"{MANAGER}.WakeForRemoteNotification", appId=APP)
+    assert e.parameters == {"reason": "bucket-quota"}
+    # On external power the quotas do not apply: it runs.
+    call(d.socket, f"{MANAGER}.SetConditions", onExternalPower=True)
+    log.wait_kind("perform-task", count=3)
+    assert call(d.socket, f"{APP_IFACE}.PendingTaskRequests", appId=APP)["requests"] == []

@@ -197,6 +197,11 @@ public enum ErrorSentences: Sendable {
         case .freezeTimeout: return "\(a) could not be frozen within FreezeTimeoutSec= (a process in uninterruptible sleep)"
         case .freezeFailed: return "\(a) could not be frozen (its cgroup.freeze could not be written)"
         case .thawedExternally: return "something other than bgtaskd thawed \(a)"
+        case .closedByUser:
+            return "the user closed \(a); it is not launched in the background until it is launched again ('bgtaskctl launch \(a)')"
+        case .wakeRate: return "\(a) was woken for remote notifications as often as allowed this hour (RemoteWakesPerHour=)"
+        case .bucketQuota:
+            return "\(a) had as many background wakes in the last 24 hours as its standby bucket allows ([Buckets] in bgtaskd.conf; none apply on external power)"
         }
     }
 }

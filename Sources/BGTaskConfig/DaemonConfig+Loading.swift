@@ -180,6 +180,7 @@ extension DaemonConfig {
         }, format: { $0.defaultAppRefresh ? "on" : "off" }),
         time("Refresh", "MinimumRefreshIntervalSec", \.minimumRefreshIntervalUSec, minimum: 0),
         time("Refresh", "ProcessingIdleSec", \.processingIdleUSec, minimum: 0),
+    ] + refreshEnergyKeys + [
 
         KeyDefinition(section: "Memory", key: "PressureKill", apply: { config, value throws(ConfigError.Kind) in
             config.pressureKill = value.isEmpty ? false : try parseBool(value)
@@ -197,7 +198,7 @@ extension DaemonConfig {
         time("Journal", "JournalAssertionIntervalSec", \.journalAssertionIntervalUSec, minimum: 1_000, maximum: 3600 * second),
         count("Journal", "JournalDenialBurst", \.journalDenialBurst, minimum: 0, maximum: 1_000_000),
         count("Journal", "JournalDenialGlobalBurst", \.journalDenialGlobalBurst, minimum: 0, maximum: 1_000_000),
-    ] + appsKeys)
+    ] + appsKeys + bucketKeys)
 
     private static func count(
         _ section: String,

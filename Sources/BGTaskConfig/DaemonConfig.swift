@@ -119,6 +119,8 @@ public struct DaemonConfig: Hashable, Sendable {
     // [Apps] (AppsConfig.swift)
     /// `[Apps]`: desktop entries, exemptions, adoption (SPEC §13).
     public var apps = AppsConfig()
+    /// SPEC §16: `RemoteWakesPerHour=`, `WakeAlignmentSec=`, `[Buckets]` (EnergyConfig.swift).
+    public var energy = EnergyConfig()
 
     /// The defaults.
     public init() {}

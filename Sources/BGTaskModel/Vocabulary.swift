@@ -200,6 +200,13 @@ public enum Reason: String, CaseIterable, Hashable, Sendable {
     case freezeFailed = "freeze-failed"
     /// SPEC §14: the cgroup of an app held frozen was thawed by someone else: frozen again.
     case thawedExternally = "thawed-externally"
+    /// SPEC §16: the user closed the app (`Terminate(userInitiated: true)`): no launch into the background
+    /// for tasks or remote notifications until the user launches it again.
+    case closedByUser = "closed-by-user"
+    /// SPEC §16: more remote-notification wakes than `RemoteWakesPerHour=`.
+    case wakeRate = "wake-rate"
+    /// SPEC §16: the app's standby bucket's quota of background wakes per rolling 24 h is spent.
+    case bucketQuota = "bucket-quota"
 }
 
 /// Why an app was launched (`launchReason` of `did-finish-launching`).

@@ -183,7 +183,9 @@ public enum Interfaces: Sendable {
           # When the app was last in the foreground (CLOCK_MONOTONIC; now while it is there).
           lastForegroundUSec: ?int,
           # What its background work cost (SPEC §16).
-          energy: ?AppEnergy
+          energy: ?AppEnergy,
+          # Its standby bucket (SPEC §16): active, working-set, frequent, rare, restricted.
+          bucket: ?string
         )
 
         # Background CPU time (while not in the foreground) and background wakes by cause (task,
@@ -272,7 +274,9 @@ public enum Interfaces: Sendable {
         method SetFocus(appId: ?string, reason: string) -> ()
         method Interrupt(appId: string) -> ()
         method EndInterruption(appId: string) -> ()
-        method Terminate(appId: string) -> ()
+        # userInitiated: the user closed the app (SPEC §16): no launch into the background for tasks or
+        # remote notifications (deny, closed-by-user) until the user launches it again.
+        method Terminate(appId: string, userInitiated: ?bool) -> ()
         method SetRefreshPolicy(appId: string, enabled: bool) -> ()
 
         # on, unmetered or off.

@@ -72,11 +72,17 @@ struct EndInterruption: AppVerb {
 }
 
 struct Terminate: AppVerb {
-    static let configuration = CommandConfiguration(abstract: "Terminate an app (Terminate).")
+    static let configuration = CommandConfiguration(
+        abstract: "Terminate an app as the user closing it (Terminate, userInitiated): no background launch until launched again.")
     typealias Parameters = ManagerWire.Terminate
     static let method = ManagerMethod.terminate
     @OptionGroup var global: GlobalOptions
     @Argument(help: "The app's ID.") var app: String
+
+    /// SPEC §16: `bgtaskctl terminate` is the user.
+    func run() throws {
+        try global.connect().manager(Self.method, ManagerWire.Terminate(appId: app, userInitiated: true))
+    }
 }
 
 struct Reload: ParsableCommand {

@@ -54,6 +54,7 @@ extension DaemonService {
         case .terminate:
             guard let call = decode(request, ManagerWire.Terminate.self), let app = knownApp(call.appId, request) else { return }
             run(.terminateRequested(app), for: request)
+            if call.userInitiated == true { refresh.closedByUser(app) }
         case .postNotification:
             guard let call = decode(request, ManagerWire.PostNotification.self) else { return }
             var app: AppID?

@@ -109,11 +109,25 @@ extension ManagerWire {
     }
 
     public struct Terminate: AppOnly {
-        public static let fields = ["appId"]
+        public static let fields = ["appId", "userInitiated"]
         public var appId: String
+        /// SPEC §16: the user closed the app (the App Switcher's swipe): no launch into the background for
+        /// tasks or remote notifications until the user launches it again.
+        public var userInitiated: Bool?
         public init(appId: String) { self.appId = appId }
-        public init(json: [String: JSON]) throws(WireFieldError) { appId = try WireReader(json).string("appId") }
-        public var json: [String: JSON] { ["appId": .string(appId)] }
+        public init(appId: String, userInitiated: Bool?) {
+            self.appId = appId
+            self.userInitiated = userInitiated
+        }
+        public init(json: [String: JSON]) throws(WireFieldError) {
+            let r = WireReader(json)
+            self.init(appId: try r.string("appId"), userInitiated: try r.optionalBool("userInitiated"))
+        }
+        public var json: [String: JSON] {
+            var o: [String: JSON] = ["appId": .string(appId)]
+            if let userInitiated { o["userInitiated"] = .bool(userInitiated) }
+            return o
+        }
     }
 
     public struct SetRefreshPolicy: WireMessage {

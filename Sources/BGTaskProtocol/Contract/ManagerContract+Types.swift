@@ -91,7 +91,7 @@ extension ManagerWire {
         public static let fields = [
             "appId", "name", "state", "pid", "uid", "lifecycleAware", "assertions", "activities", "refreshSetting",
             "refreshStatus", "backgroundTimeRemainingUSec", "pendingTaskRequests", "lastDecision", "refreshStatusReason",
-            "lastForegroundUSec", "energy",
+            "lastForegroundUSec", "energy", "bucket",
         ]
         public var appId: String
         public var name: String
@@ -111,12 +111,14 @@ extension ManagerWire {
         public var lastForegroundUSec: Int64?
         /// SPEC §16: background CPU and wakes (ManagerContract+Energy.swift).
         public var energy: AppEnergy?
+        /// SPEC §16: the app's standby bucket (active, working-set, frequent, rare, restricted).
+        public var bucket: String?
 
         public init(
             appId: String, name: String, state: AppState, pid: Int64?, uid: Int64?, lifecycleAware: Bool,
             assertions: [Assertion], activities: [Activity], refreshSetting: Bool, refreshStatus: RefreshStatus,
             backgroundTimeRemainingUSec: Int64?, pendingTaskRequests: Int64, lastDecision: Decision?,
-            refreshStatusReason: Reason?, lastForegroundUSec: Int64?, energy: AppEnergy? = nil
+            refreshStatusReason: Reason?, lastForegroundUSec: Int64?, energy: AppEnergy? = nil, bucket: String? = nil
         ) {
             self.appId = appId
             self.name = name
@@ -134,6 +136,7 @@ extension ManagerWire {
             self.refreshStatusReason = refreshStatusReason.map(WireEnum.init)
             self.lastForegroundUSec = lastForegroundUSec
             self.energy = energy
+            self.bucket = bucket
         }
 
         public init(json: [String: JSON]) throws(WireFieldError) {
@@ -156,12 +159,14 @@ extension ManagerWire {
             refreshStatusReason = try r.optionalValue("refreshStatusReason")
             lastForegroundUSec = try r.optionalInt("lastForegroundUSec")
             energy = try r.optionalMessage("energy")
+            bucket = try r.optionalString("bucket")
         }
 
         public var json: [String: JSON] {
             var o = plainJSON
             // Absent when unknown (a reply of a daemon without accounting reads the same as before).
             if let energy { o["energy"] = .object(energy.json) }
+            if let bucket { o["bucket"] = .string(bucket) }
             return o
         }
 
