@@ -225,3 +225,46 @@ def test_in_the_rare_bucket_the_third_due_task_of_a_day_waits_and_runs_on_extern
     call(d.socket, f"{MANAGER}.SetConditions", onExternalPower=True)
     log.wait_kind("perform-task", count=3)
     assert call(d.socket, f"{APP_IFACE}.PendingTaskRequests", appId=APP)["requests"] == []
+
+
+# MARK: processing tasks yield to the user
+
+def test_a_running_processing_task_yields_when_another_app_becomes_active_and_a_refresh_task_does_not(daemon):
+    import shutil
+    import tempfile
+    from pathlib import Path
+    from conftest import REPO_ROOT
+    from refresh_support import APP as APP_IFACE, CONF, MANAGER, EventLog, call, decisions, wait_state
+    from refresh_support import manifest as app_manifest
+    proc, refresh, user = "org.test.Processing", "org.test.Refresh", "org.test.User"
+    root = Path(tempfile.mkdtemp(prefix="bgtaskd-it-", dir="/tmp"))
+    for sub in ("state", "runtime"):
+        (root / sub).mkdir()
+    shutil.copytree(REPO_ROOT / "config", root / "config")
+    apps = {
+        proc: app_manifest(proc, root / "p.events", modes="processing", permitted=[f"{proc}.work"], complete=False),
+        refresh: app_manifest(refresh, root / "r.events", modes="fetch", permitted=[f"{refresh}.refresh"], complete=False),
+        user: app_manifest(user, root / "u.events"),
+    }
+    # Budgets long enough that neither task's own warning comes during the test.
+    conf = CONF.replace("RefreshTaskBudgetSec=2s", "RefreshTaskBudgetSec=60s").replace(
+        "ProcessingTaskBudgetSec=2s", "ProcessingTaskBudgetSec=60s")
+    d = daemon(conf=conf, apps=apps, root=root)
+    p, r = EventLog(root / "p.events"), EventLog(root / "r.events")
+    call(d.socket, f"{APP_IFACE}.SubmitTaskRequest", appId=proc, identifier=f"{proc}.work", kind="processing")
+    call(d.socket, f"{APP_IFACE}.SubmitTaskRequest", appId=refresh, identifier=f"{refresh}.refresh", kind="refresh")
+    p.wait_kind("perform-task")
+    r.wait_kind("perform-task")
+    assert "background-task-will-expire" not in p.kinds() + r.kinds()
+
+    call(d.socket, f"{MANAGER}.Launch", appId=user)  # the user starts using the device
+    wait_state(d.socket, user, "active")
+    p.wait_kind("background-task-will-expire")
+    [expire] = decisions(d.pid, None, "expire")
+    assert expire["BGTASKD_APP"] == proc and expire["BGTASKD_REASON"] == "another-app-foreground"
+    assert expire["BGTASKD_TASK_NAME"] == f"{proc}.work"
+    # Decided together: the refresh task got nothing (its expire entry would be beside the processing one).
+    assert "background-task-will-expire" not in r.kinds()
+    # Not completed within ExpirationWarningSec: terminated (task-not-completed), the refresh app still runs.
+    assert decisions(d.pid, proc, "terminate", "task-not-completed")
+    assert call(d.socket, f"{MANAGER}.GetApp", appId=refresh)["app"]["state"] == "background"

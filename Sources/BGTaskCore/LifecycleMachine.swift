@@ -74,8 +74,17 @@ public struct LifecycleMachine: Sendable {
         out = []
         fireDueDeadlines()
         replyTo = request
+        let applied = out.count
         apply(input)
         replyTo = nil
+        // SPEC §16: an app became active: processing tasks yield (LifecycleMachine+Energy.swift).
+        if Self.someAppBecameActive(out[applied...]) {
+            // Before the request's reply, which stays the last action.
+            var reply: Action?
+            if case .reply? = out.last { reply = out.removeLast() }
+            yieldProcessingTasks()
+            if let reply { out.append(reply) }
+        }
         fireDueDeadlines()
         for app in removals.sorted() { forget(app) }
         removals = []
