@@ -200,6 +200,8 @@ public enum ErrorSentences: Sendable {
         case .closedByUser:
             return "the user closed \(a); it is not launched in the background until it is launched again ('bgtaskctl launch \(a)')"
         case .wakeRate: return "\(a) was woken for remote notifications as often as allowed this hour (RemoteWakesPerHour=)"
+        case .taskStalled: return "the continued task of \(a) reported no progress within ContinuedTaskStallSec="
+        case .userCancelled: return "the user cancelled the continued task of \(a)"
         case .bucketQuota:
             return "\(a) had as many background wakes in the last 24 hours as its standby bucket allows ([Buckets] in bgtaskd.conf; none apply on external power)"
         }

@@ -38,6 +38,8 @@ public struct LifecycleConfig: Hashable, Sendable {
     public var freezeTimeout: TimeSpan
     /// `FreezeRetrySec=30s`: when an abandoned (or failed) freeze is tried again.
     public var freezeRetry: TimeSpan
+    /// `ContinuedTaskStallSec=30s` (SPEC §16): a continued task that reports no progress this long expires.
+    public var continuedTaskStall: TimeSpan = .seconds(30)
 
     /// The SPEC's defaults, overridable one by one.
     public init(

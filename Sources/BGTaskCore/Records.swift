@@ -105,6 +105,8 @@ struct AssertionRecord: Hashable, Sendable {
     var warned: Bool
     /// A manager hold (SPEC §12): no time budget, never warned, journaled with reason `manager-hold`.
     var managerHold = false
+    /// SPEC §16: a continued task (no time budget while it reports progress; LifecycleMachine+ContinuedTasks.swift).
+    var continued = false
 }
 
 struct ActivityRecord: Hashable, Sendable {
@@ -140,6 +142,8 @@ enum TimerKey: Hashable, Sendable {
     case freezeTimeout(AppID)
     /// SPEC §14: try an abandoned freeze again (`FreezeRetrySec`).
     case freezeRetry(AppID)
+    /// SPEC §16: a continued task reported no progress for `ContinuedTaskStallSec`.
+    case continuedStall(AppID, TaskID)
 }
 
 /// SPEC §14: an app's locks and freeze attempts.

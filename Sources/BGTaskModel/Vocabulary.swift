@@ -207,6 +207,10 @@ public enum Reason: String, CaseIterable, Hashable, Sendable {
     case wakeRate = "wake-rate"
     /// SPEC §16: the app's standby bucket's quota of background wakes per rolling 24 h is spent.
     case bucketQuota = "bucket-quota"
+    /// SPEC §16: a continued task reported no progress for `ContinuedTaskStallSec`: it expired.
+    case taskStalled = "task-stalled"
+    /// SPEC §16: the user cancelled a continued task (`CancelContinuedTask`, `bgtaskctl cancel`).
+    case userCancelled = "user-cancelled"
 }
 
 /// Why an app was launched (`launchReason` of `did-finish-launching`).
