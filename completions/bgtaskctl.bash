@@ -13,7 +13,7 @@ _bgtaskctl() {
 
     local verbs="list status launch foreground background interrupt end-interruption terminate
         assertions explain monitor log stats reload refresh low-power conditions notify wake
-        run-task hold energy"
+        run-task hold energy cancel"
     local global="--socket --json --no-legend --no-pager --help --version"
 
     local i verb="" __bgtaskctl_socket=""
@@ -57,6 +57,7 @@ _bgtaskctl() {
         hold) opts+=" --app --name" ;;
         log) opts+=" --no-pager" ;;
         energy) opts+=" --json --no-legend --directory" ;;
+        cancel) opts+=" --json" ;;
     esac
     if [[ $cur == -* ]]; then
         COMPREPLY=($(compgen -W "$opts" -- "$cur"))
@@ -78,7 +79,7 @@ _bgtaskctl() {
     case $verb in
         status | launch | foreground | background | interrupt | end-interruption | terminate | explain | wake | log)
             ((n == 0)) && COMPREPLY=($(compgen -W "$(__bgtaskctl_apps)" -- "$cur")) ;;
-        run-task)
+        run-task | cancel)
             ((n == 0)) && COMPREPLY=($(compgen -W "$(__bgtaskctl_apps)" -- "$cur")) ;;
         refresh)
             if ((n == 0)); then COMPREPLY=($(compgen -W "$(__bgtaskctl_apps)" -- "$cur"));

@@ -268,3 +268,118 @@ def test_a_running_processing_task_yields_when_another_app_becomes_active_and_a_
     # Not completed within ExpirationWarningSec: terminated (task-not-completed), the refresh app still runs.
     assert decisions(d.pid, proc, "terminate", "task-not-completed")
     assert call(d.socket, f"{MANAGER}.GetApp", appId=refresh)["app"]["state"] == "background"
+
+
+# MARK: continued tasks
+
+# A lifecycle-aware app (a bare Varlink socket): on did-become-active it begins a continued task and then
+# reports progress every 0.1 s (CT_PROGRESS=no: never) until it gets background-task-will-expire for it.
+# Every event and every call's answer is a JSON line in CT_LOG.
+CONTINUED_APP = textwrap.dedent("""\
+    import json, os, sys, threading, time
+    sys.path.insert(0, os.environ["CT_SUPPORT"])
+    from support import RawClient
+    app, path, log_path = os.environ["BGTASKD_APP_ID"], os.environ["BGTASKD_SOCKET"], os.environ["CT_LOG"]
+    progress = os.environ.get("CT_PROGRESS", "yes") == "yes"
+    log = open(log_path, "a", buffering=1)
+    def note(o):
+        log.write(json.dumps(o) + "\\n")
+    stream, calls = RawClient(path, timeout=None), RawClient(path, timeout=10.0)
+    lock, state = threading.Lock(), {"task": None, "expired": False}
+    def report():
+        n = 0
+        while True:
+            time.sleep(0.1)  # the app's own pace of work, not a wait
+            with lock:
+                if state["expired"]:
+                    return
+                n += 1
+                r = calls.call("io.bgtaskd.App.UpdateTaskProgress",
+                               {"appId": app, "taskId": state["task"], "completedUnits": n, "totalUnits": 1000})
+                note({"progress": n, "error": r.get("error")})
+    stream.send_call("io.bgtaskd.App.CheckIn", {"appId": app}, more=True)
+    while True:
+        reply = stream.recv_message(timeout=3600)
+        event = reply.get("parameters", {}).get("event")
+        if not event:
+            continue
+        note({"kind": event["kind"], "taskId": event.get("taskId")})
+        if event.get("needsAck"):
+            calls.call("io.bgtaskd.App.Acknowledge", {"eventId": event["id"]})
+        if event["kind"] == "did-become-active" and state["task"] is None:
+            with lock:
+                r = calls.call("io.bgtaskd.App.BeginContinuedTask",
+                               {"appId": app, "identifier": "export", "title": "Exporting", "totalUnits": 1000})
+                state["task"] = r["parameters"]["taskId"]
+            note({"task": state["task"]})
+            if progress:
+                threading.Thread(target=report, daemon=True).start()
+        if event["kind"] == "background-task-will-expire" and event.get("taskId") == state["task"]:
+            with lock:
+                state["expired"] = True
+            note({"expired": state["task"]})
+        if event["kind"] == "will-terminate":
+            sys.exit(0)
+""")
+
+
+def continued_daemon(daemon, tmp_path, progress: bool):
+    from pathlib import Path
+    from refresh_support import CONF
+    script = write_script(tmp_path, "continued.py", CONTINUED_APP)
+    log = tmp_path / "continued.log"
+    here = Path(__file__).resolve().parent
+    text = (f"[App]\nID={APP}\nExec={sys.executable} {script}\nEnvironment=CT_LOG={log}\n"
+            f"Environment=CT_SUPPORT={here}\nEnvironment=CT_PROGRESS={'yes' if progress else 'no'}\n")
+    conf = CONF.replace("[Lifecycle]\n", "[Lifecycle]\nBackgroundTimeBudgetSec=1s\nContinuedTaskStallSec=1s\n")
+    d = daemon(conf=conf, apps={APP: text})
+
+    def lines():
+        try:
+            return [json.loads(l) for l in log.read_text().splitlines() if l.strip()]
+        except FileNotFoundError:
+            return []
+    return d, lines
+
+
+def test_a_continued_task_keeps_its_app_running_while_it_reports_progress_until_the_user_cancels_it(daemon, ctl, tmp_path):
+    from refresh_support import APP as APP_IFACE, MANAGER, call, decisions, error_of, wait_state
+    from freezer_support import wait_for
+    d, lines = continued_daemon(daemon, tmp_path, progress=True)
+    call(d.socket, f"{MANAGER}.Launch", appId=APP)
+    task = wait_for(lambda: next((l["task"] for l in lines() if "task" in l), None), 10, "the continued task")
+    assert task > 0
+    call(d.socket, f"{MANAGER}.Background", appId=APP)
+    # Only while active: begun in the background it is refused.
+    e = error_of(d.socket, f"{APP_IFACE}.BeginContinuedTask", appId=APP, identifier="x", title="x")
+    assert e.name == f"{APP_IFACE}.InvalidState" and e.parameters == {"state": "background"}
+    # Progress every 0.1 s: 30 reports later (3 s) its 1 s budget and 1 s stall limit are long past, and it runs.
+    wait_for(lambda: sum(1 for l in lines() if l.get("progress") and not l.get("error")) >= 30, 20, "30 progress reports")
+    assert call(d.socket, f"{MANAGER}.GetApp", appId=APP)["app"]["state"] == "background"
+    assert not any(l.get("kind") == "background-task-will-expire" for l in lines())
+    [listed] = call(d.socket, f"{MANAGER}.ListContinuedTasks")["tasks"]
+    assert listed["taskId"] == task and listed["appId"] == APP and listed["title"] == "Exporting"
+    assert listed["completedUnits"] >= 30 and listed["totalUnits"] == 1000
+    out = subprocess.run([ctl, "--socket", d.socket, "cancel"], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0 and f"{task}  {APP}  Exporting" in out.stdout, out.stdout
+
+    # The user cancels it: its expiration handler runs, and the app is suspended once nothing holds it.
+    out = subprocess.run([ctl, "--socket", d.socket, "cancel", APP, str(task)], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    wait_for(lambda: any(l.get("expired") == task for l in lines()), 10, "the app's expiration handler")
+    assert decisions(d.pid, APP, "expire", "user-cancelled")
+    wait_state(d.socket, APP, "suspended")
+    assert call(d.socket, f"{MANAGER}.ListContinuedTasks")["tasks"] == []
+
+
+def test_a_continued_task_that_reports_no_progress_stalls(daemon, tmp_path):
+    from refresh_support import MANAGER, call, decisions, wait_state
+    from freezer_support import wait_for
+    d, lines = continued_daemon(daemon, tmp_path, progress=False)
+    call(d.socket, f"{MANAGER}.Launch", appId=APP)
+    task = wait_for(lambda: next((l["task"] for l in lines() if "task" in l), None), 10, "the continued task")
+    call(d.socket, f"{MANAGER}.Background", appId=APP)
+    wait_for(lambda: any(l.get("expired") == task for l in lines()), 10, "background-task-will-expire for the stall")
+    assert decisions(d.pid, APP, "expire", "task-stalled")
+    assert decisions(d.pid, APP, "end", "task-stalled")
+    wait_state(d.socket, APP, "suspended")

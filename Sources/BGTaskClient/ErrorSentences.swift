@@ -51,7 +51,8 @@ public enum ErrorSentences: Sendable {
         case .hold: return "hold \(a)"
         case .wakeForBusCall: return "wake \(a) for a bus call"
         case .reload: return "reload the configuration"
-        case .listApps, .getApp, .listAssertions, .getSettings, .explain, .monitor, .stats: return nil
+        case .cancelContinuedTask: return "cancel the continued task of \(a)"
+        case .listApps, .getApp, .listAssertions, .getSettings, .explain, .monitor, .stats, .listContinuedTasks: return nil
         }
     }
 

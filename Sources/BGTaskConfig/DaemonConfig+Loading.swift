@@ -166,6 +166,7 @@ extension DaemonConfig {
         time("Lifecycle", "LockDeferralSec", \.lockDeferralUSec, minimum: 1000),
         time("Lifecycle", "FreezeTimeoutSec", \.freezeTimeoutUSec, minimum: 1000),
         time("Lifecycle", "FreezeRetrySec", \.freezeRetryUSec, minimum: 1000),
+        time("Lifecycle", "ContinuedTaskStallSec", \.continuedTaskStallUSec, minimum: 1000),
 
         KeyDefinition(section: "Refresh", key: "BackgroundAppRefresh", apply: { config, value throws(ConfigError.Kind) in
             if value.isEmpty { config.backgroundAppRefresh = .on; return }

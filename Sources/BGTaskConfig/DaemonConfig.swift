@@ -81,6 +81,8 @@ public struct DaemonConfig: Hashable, Sendable {
     public var freezeTimeoutUSec: Int64 = 2 * second
     /// `FreezeRetrySec=`: when an abandoned freeze is tried again.
     public var freezeRetryUSec: Int64 = 30 * second
+    /// `ContinuedTaskStallSec=` (SPEC §16): a continued task that reports no progress this long expires.
+    public var continuedTaskStallUSec: Int64 = 30 * second
 
     // [Refresh]
     /// `BackgroundAppRefresh=`: the global refresh setting at start (run-time changes persist elsewhere).

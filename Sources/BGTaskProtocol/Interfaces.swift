@@ -85,6 +85,12 @@ public enum Interfaces: Sendable {
         # Asks for background execution time. taskId 0 is the invalid identifier: denied.
         method BeginBackgroundTask(appId: string, name: ?string) -> (taskId: int)
 
+        # SPEC §16: a continued task, begun by the user while the app is active: the app keeps running in
+        # the background with no time budget for as long as it reports progress (UpdateTaskProgress) at
+        # least every ContinuedTaskStallSec; EndBackgroundTask ends it. InvalidState unless active.
+        method BeginContinuedTask(appId: string, identifier: string, title: string, subtitle: ?string, totalUnits: ?int) -> (taskId: int)
+        method UpdateTaskProgress(appId: string, taskId: int, completedUnits: int, totalUnits: ?int, subtitle: ?string) -> ()
+
         # Ends an assertion. Ending an unknown or ended identifier is harmless.
         method EndBackgroundTask(appId: string, taskId: int) -> ()
 
@@ -293,6 +299,12 @@ public enum Interfaces: Sendable {
         # (bgtaskd-focus): a suspended app is resumed into the background for BusCallBudgetSec (reason
         # bus-call) so that it can answer, then suspended again.
         method WakeForBusCall(appId: string, sender: string, member: string) -> ()
+
+        # SPEC §16: the live continued tasks (user-visible work with progress), and the user's cancel of
+        # one (its expiration handler runs; reason user-cancelled).
+        type ContinuedTask (taskId: int, appId: string, identifier: string, title: string, subtitle: ?string, completedUnits: int, totalUnits: ?int)
+        method ListContinuedTasks() -> (tasks: []ContinuedTask)
+        method CancelContinuedTask(appId: string, taskId: int) -> ()
 
         # Re-reads configuration and manifests without dropping clients; a bad file is InvalidConfiguration
         # (the old configuration stays). applied: the bgtaskd.conf keys and manifests that changed and

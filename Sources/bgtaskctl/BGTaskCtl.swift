@@ -23,7 +23,7 @@ struct BGTaskCtl: ParsableCommand {
             List.self, Status.self, Launch.self, Foreground.self, Background.self, Interrupt.self,
             EndInterruption.self, Terminate.self, Assertions.self, Explain.self, Monitor.self, Log.self,
             Stats.self, Reload.self, Refresh.self, LowPower.self, Conditions.self, Notify.self, Wake.self,
-            RunTask.self, Hold.self, Energy.self,
+            RunTask.self, Hold.self, Energy.self, Cancel.self,
         ]
     )
 

@@ -86,6 +86,8 @@ extension DaemonService {
         case .wakeForBusCall:
             guard let call = decode(request, ManagerWire.WakeForBusCall.self), let app = knownApp(call.appId, request) else { return }
             run(.busCallReceived(app, sender: call.sender, member: call.member), for: request)
+        case .listContinuedTasks, .cancelContinuedTask:
+            handleContinuedTasks(request, method)  // SPEC §16 (Calls/ContinuedTaskCalls.swift)
         case .setRefreshPolicy, .setGlobalRefresh, .setLowPowerMode, .setConditions, .wakeForRemoteNotification, .runTaskNow:
             // Background App Refresh (RefreshController) owns the policy and the scheduled tasks.
             let appParameter = { [unowned self] (r: VarlinkRequest) in self.appParameter(r) }

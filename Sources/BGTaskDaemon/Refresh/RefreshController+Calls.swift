@@ -27,7 +27,7 @@ extension RefreshController {
             guard let call = decode(request, AppWire.CompleteTask.self) else { return true }
             host?.run(.taskCompleted(app, identifier: call.identifier, success: call.success), for: request, answer: nil)
         case .checkIn, .acknowledge, .beginBackgroundTask, .endBackgroundTask, .backgroundTimeRemaining, .beginActivity,
-            .endActivity, .refreshStatus:
+            .endActivity, .refreshStatus, .beginContinuedTask, .updateTaskProgress:
             return false
         }
         return true
@@ -77,7 +77,8 @@ extension RefreshController {
             guard let app = appParameter(request), let call = decode(request, ManagerWire.RunTaskNow.self) else { return true }
             feed(.runNowRequested(app, identifier: call.identifier), call: request)
         case .listApps, .getApp, .listAssertions, .getSettings, .explain, .monitor, .stats, .launch, .foreground, .background,
-            .setFocus, .interrupt, .endInterruption, .terminate, .postNotification, .reload, .hold, .wakeForBusCall:
+            .setFocus, .interrupt, .endInterruption, .terminate, .postNotification, .reload, .hold, .wakeForBusCall,
+            .listContinuedTasks, .cancelContinuedTask:
             return false
         }
         return true

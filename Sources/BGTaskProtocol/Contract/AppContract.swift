@@ -13,6 +13,8 @@ public enum AppMethod: String, CaseIterable, Sendable, WireMethod {
     case pendingTaskRequests = "PendingTaskRequests"
     case completeTask = "CompleteTask"
     case refreshStatus = "RefreshStatus"
+    case beginContinuedTask = "BeginContinuedTask"
+    case updateTaskProgress = "UpdateTaskProgress"
 
     public static let interface = Interfaces.appName
     public var qualifiedName: String { Self.interface + "." + rawValue }
@@ -42,19 +44,21 @@ public enum AppMethod: String, CaseIterable, Sendable, WireMethod {
         case .pendingTaskRequests: return AppWire.PendingTaskRequests.self
         case .completeTask: return AppWire.CompleteTask.self
         case .refreshStatus: return AppWire.RefreshStatusCall.self
+        case .beginContinuedTask: return AppWire.BeginContinuedTask.self
+        case .updateTaskProgress: return AppWire.UpdateTaskProgress.self
         }
     }
 
     public var replyType: any WireMessage.Type {
         switch self {
         case .checkIn: return AppWire.CheckInReply.self
-        case .beginBackgroundTask: return AppWire.BeginBackgroundTaskReply.self
+        case .beginBackgroundTask, .beginContinuedTask: return AppWire.BeginBackgroundTaskReply.self
         case .backgroundTimeRemaining: return AppWire.BackgroundTimeRemainingReply.self
         case .beginActivity: return AppWire.BeginActivityReply.self
         case .pendingTaskRequests: return AppWire.PendingTaskRequestsReply.self
         case .refreshStatus: return AppWire.RefreshStatusReply.self
         case .acknowledge, .endBackgroundTask, .endActivity, .submitTaskRequest, .cancelTaskRequest,
-            .cancelAllTaskRequests, .completeTask:
+            .cancelAllTaskRequests, .completeTask, .updateTaskProgress:
             return WireEmpty.self
         }
     }

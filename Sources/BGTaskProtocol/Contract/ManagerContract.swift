@@ -24,6 +24,8 @@ public enum ManagerMethod: String, CaseIterable, Sendable, WireMethod {
     case reload = "Reload"
     case hold = "Hold"
     case wakeForBusCall = "WakeForBusCall"
+    case listContinuedTasks = "ListContinuedTasks"
+    case cancelContinuedTask = "CancelContinuedTask"
 
     public static let interface = Interfaces.managerName
     public var qualifiedName: String { Self.interface + "." + rawValue }
@@ -37,14 +39,15 @@ public enum ManagerMethod: String, CaseIterable, Sendable, WireMethod {
     /// Open to every local user; the others need root or `ControlGroup=` (SPEC §10).
     public var isReadOnly: Bool {
         switch self {
-        case .listApps, .getApp, .listAssertions, .getSettings, .explain, .monitor, .stats: return true
+        case .listApps, .getApp, .listAssertions, .getSettings, .explain, .monitor, .stats, .listContinuedTasks: return true
         default: return false
         }
     }
 
     public var parametersType: any WireMessage.Type {
         switch self {
-        case .listApps, .listAssertions, .getSettings, .monitor, .stats, .reload: return WireEmpty.self
+        case .listApps, .listAssertions, .getSettings, .monitor, .stats, .reload, .listContinuedTasks: return WireEmpty.self
+        case .cancelContinuedTask: return ManagerWire.CancelContinuedTask.self
         case .getApp: return ManagerWire.GetApp.self
         case .explain: return ManagerWire.ExplainCall.self
         case .launch: return ManagerWire.Launch.self
@@ -77,9 +80,10 @@ public enum ManagerMethod: String, CaseIterable, Sendable, WireMethod {
         case .stats: return ManagerWire.StatsReply.self
         case .hold: return ManagerWire.HoldReply.self
         case .reload: return ManagerWire.ReloadReply.self
+        case .listContinuedTasks: return ManagerWire.ListContinuedTasksReply.self
         case .launch, .foreground, .background, .setFocus, .interrupt, .endInterruption, .terminate, .setRefreshPolicy,
             .setGlobalRefresh, .setLowPowerMode, .setConditions, .postNotification, .wakeForRemoteNotification,
-            .runTaskNow, .wakeForBusCall:
+            .runTaskNow, .wakeForBusCall, .cancelContinuedTask:
             return WireEmpty.self
         }
     }

@@ -1,0 +1,38 @@
+import BGTaskCore
+import BGTaskProtocol
+import BGTaskVarlink
+
+// SPEC §16: the continued-task calls decoded into the core's inputs.
+extension DaemonService {
+    func handleContinuedTask(_ request: VarlinkRequest, _ method: AppMethod, app: AppID, connection: ConnectionID) {
+        switch method {
+        case .beginContinuedTask:
+            guard let call = decode(request, AppWire.BeginContinuedTask.self) else { return }
+            let task = ContinuedTaskRequest(
+                identifier: call.identifier, title: call.title, subtitle: call.subtitle, totalUnits: call.totalUnits)
+            run(.continuedTaskRequested(app, connection: connection, task), for: request)
+        case .updateTaskProgress:
+            guard let call = decode(request, AppWire.UpdateTaskProgress.self) else { return }
+            let progress = TaskProgress(completedUnits: call.completedUnits, totalUnits: call.totalUnits, subtitle: call.subtitle)
+            run(.taskProgressReported(app, TaskID(UInt64(call.taskId)), progress), for: request)
+        default:
+            request.fail(.methodNotImplemented(request.call.method))
+        }
+    }
+
+    func handleContinuedTasks(_ request: VarlinkRequest, _ method: ManagerMethod) {
+        switch method {
+        case .listContinuedTasks:
+            request.reply(ManagerWire.ListContinuedTasksReply(tasks: machine.liveContinuedTasks.map { t in
+                ManagerWire.ContinuedTask(
+                    taskId: Int64(t.taskID.rawValue), appId: t.app.rawValue, identifier: t.identifier, title: t.title,
+                    subtitle: t.subtitle, completedUnits: t.completedUnits, totalUnits: t.totalUnits)
+            }))
+        case .cancelContinuedTask:
+            guard let call = decode(request, ManagerWire.CancelContinuedTask.self), let app = knownApp(call.appId, request) else { return }
+            run(.continuedTaskCancelled(app, TaskID(UInt64(call.taskId))), for: request)
+        default:
+            request.fail(.methodNotImplemented(request.call.method))
+        }
+    }
+}
