@@ -121,3 +121,21 @@ extension LifecycleMachine {
         deadlines.cancel(.continuedStall(app, task))
     }
 }
+
+extension LifecycleMachine {
+    /// Under memory pressure (SPEC §8, §16): up to `count` continued tasks are ended, the least progress
+    /// first (a task with no total counts as none), each as an expired assertion (reason `memory-pressure`).
+    /// Returns how many of `count` are left for terminating background apps.
+    mutating func endContinuedTasksForMemory(count: Int) -> Int {
+        guard count > 0 else { return 0 }
+        let order = continuedTasks.values.sorted { ($0.fraction ?? 0, $0.taskID) < ($1.fraction ?? 0, $1.taskID) }
+        var left = count
+        for t in order.prefix(count) {
+            guard let i = slots[t.app], records[i].termination == nil else { continue }
+            expireContinuedTask(i, t, reason: .memoryPressure)
+            maybeSuspend(i)
+            left -= 1
+        }
+        return left
+    }
+}

@@ -67,3 +67,23 @@ import Testing
         #expect(h.after(.seconds(31)).events.isEmpty, "no stall after it ended")
     }
 }
+
+extension ContinuedTaskTests {
+    @Test func underMemoryPressureTheTaskWithTheLeastProgressEndsFirst() {
+        var h = Harness()
+        h.launchActive(mail, connection: connA, pid: 100)
+        let first = Self.begin(&h)
+        let second: TaskID = {
+            for case .reply(.taskID(let t), _) in h.send(.continuedTaskRequested(mail, connection: connA,
+                ContinuedTaskRequest(identifier: "upload", title: "Uploading", totalUnits: 10))) { return t }
+            return .invalid
+        }()
+        h.send(.taskProgressReported(mail, first, TaskProgress(completedUnits: 80)))  // 80 of 100
+        h.send(.taskProgressReported(mail, second, TaskProgress(completedUnits: 2)))  // 2 of 10
+        if let dib = h.background(mail) { h.send(.eventAcknowledged(dib.id)) }
+        let reclaim = h.send(.memoryReclaimRequested(count: 1))
+        #expect(reclaim.decisions(.expire).map(\.reason) == [.memoryPressure])
+        #expect(reclaim.decisions(.expire).first?.taskID == second)
+        #expect(reclaim.sigterms.isEmpty && h.machine.liveContinuedTasks.map(\.taskID) == [first])
+    }
+}
