@@ -112,19 +112,21 @@ public struct RefreshMachine: Sendable {
             onExternalPower = onPower
             return plan(now: now, facts: facts)
         case .appStateObserved(let app, let appState):
+            var saved: [RefreshAction] = []
             if appState.isForeground {
                 foregroundApps.insert(app)
             } else if foregroundApps.remove(app) != nil {
-                // SPEC §16: used until now (its standby bucket counts from here).
+                // SPEC §16: used until now (its standby bucket counts from here; kept where buckets apply).
                 state.energy.lastUsed[app] = now.wall
+                if !config.energy.quotas.isEmpty { saved = [.save(state, reply: nil)] }
                 if foregroundApps.isEmpty { foregroundEnded = now.monotonic }
             }
             // A task that waits for the app's background is looked at again when that app leaves the
             // foreground (ended first: it runs like any due request), not at every decision about any app.
             let awaited = !appState.isForeground && awaitingStart[app] != nil
-            guard watchLifecycle || awaited, !reviewQueued else { return [] }
+            guard watchLifecycle || awaited, !reviewQueued else { return saved }
             reviewQueued = true
-            return [.reviewSoon]
+            return saved + [.reviewSoon]
         case .reviewRequested:
             reviewQueued = false
             return plan(now: now, facts: facts)
