@@ -78,6 +78,9 @@ def test_a_busy_app_held_in_the_background_is_charged_its_cpu_and_the_charge_sur
         assert rows[0]["backgroundCPUUSec"] == busy["backgroundCPUUSec"]
         table = subprocess.run([ctl, "--socket", d.socket, "energy"], capture_output=True, text=True, timeout=30)
         assert table.returncode == 0 and table.stdout.splitlines()[1].startswith(BUSY), table.stdout
+        status = subprocess.run([ctl, "--socket", d.socket, "status", BUSY, "-n", "0"], capture_output=True, text=True,
+                                timeout=30)
+        assert "Background CPU:" in status.stdout and "Standby bucket: active" in status.stdout, status.stdout
 
         # A restart (SIGTERM: the apps are killed; a frozen app's kill charges nothing more).
         assert d.stop() == 0
