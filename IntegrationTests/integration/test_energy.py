@@ -349,7 +349,9 @@ def continued_daemon(daemon, tmp_path, progress: bool):
 def test_a_continued_task_keeps_its_app_running_while_it_reports_progress_until_the_user_cancels_it(daemon, ctl, tmp_path):
     from refresh_support import APP as APP_IFACE, MANAGER, call, decisions, error_of, wait_state
     from freezer_support import wait_for
+    from freezer_support import Monitor
     d, lines = continued_daemon(daemon, tmp_path, progress=True)
+    monitor = Monitor(d.socket)
     call(d.socket, f"{MANAGER}.Launch", appId=APP)
     task = wait_for(lambda: next((l["task"] for l in lines() if "task" in l), None), 10, "the continued task")
     assert task > 0
@@ -364,6 +366,10 @@ def test_a_continued_task_keeps_its_app_running_while_it_reports_progress_until_
     [listed] = call(d.socket, f"{MANAGER}.ListContinuedTasks")["tasks"]
     assert listed["taskId"] == task and listed["appId"] == APP and listed["title"] == "Exporting"
     assert listed["completedUnits"] >= 30 and listed["totalUnits"] == 1000
+    # Progress on Monitor (not journaled).
+    progress = [x for x in monitor.poll() if x["decision"] == "progress"]
+    assert progress and progress[0]["appId"] == APP and "Exporting" in progress[0]["message"], monitor.decisions[-5:]
+    monitor.close()
     out = subprocess.run([ctl, "--socket", d.socket, "cancel"], capture_output=True, text=True, timeout=30)
     assert out.returncode == 0 and f"{task}  {APP}  Exporting" in out.stdout, out.stdout
 

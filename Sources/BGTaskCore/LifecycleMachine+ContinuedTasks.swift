@@ -89,6 +89,7 @@ extension LifecycleMachine {
         t.lastProgress = now
         continuedTasks[task] = t
         deadlines.arm(.continuedStall(app, task), at: now + nonNegative(config.continuedTaskStall))
+        emit(.progressReported(t))
         reply(.ok)
     }
 

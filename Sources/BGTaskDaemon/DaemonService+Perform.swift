@@ -104,6 +104,8 @@ extension DaemonService {
             return observeLocks(app, processes)
         case .inspectFreeze(let app, let processes):
             return inspectFreeze(app, processes)
+        case .progressReported(let task):
+            monitorProgress(task)  // SPEC §16 (Calls/ContinuedTaskCalls.swift)
         }
         return nil
     }

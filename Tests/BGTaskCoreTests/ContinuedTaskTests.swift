@@ -37,7 +37,12 @@ import Testing
             #expect(out.replies == [.ok] && out.sigterms.isEmpty && out.events.isEmpty, "at \(n * 29) s")
         }
         #expect(h.machine.liveContinuedTasks.map(\.completedUnits) == [40])
-        #expect(h.machine.liveContinuedTasks.first?.fraction == 0.4)
+        // Progress goes to Monitor (an action, no decision: never journaled).
+        let reported = h.send(.taskProgressReported(mail, task, TaskProgress(completedUnits: 41, subtitle: "clip 2")))
+        let units: [Int64] = reported.compactMap { if case .progressReported(let t) = $0 { return t.completedUnits } else { return nil } }
+        #expect(units == [41])
+        #expect(reported.decisions.isEmpty)
+        #expect(h.machine.liveContinuedTasks.first?.fraction == 0.41)
         let end = h.send(.assertionEndRequested(mail, task))
         #expect(end.freezes == [mail] && h.machine.liveContinuedTasks.isEmpty)
     }

@@ -36,3 +36,21 @@ extension DaemonService {
         }
     }
 }
+
+extension DaemonService {
+    /// SPEC §16: a continued task's progress on `Monitor`: a line whose `decision` is `progress` (reason
+    /// `app-request`), on the Monitor stream only (not journaled, not in Explain).
+    func monitorProgress(_ t: ContinuedTask) {
+        guard !monitors.isEmpty else { return }
+        let amount = t.totalUnits.map { total in
+            total > 0 ? "\(t.completedUnits * 100 / total)% (\(t.completedUnits)/\(total))" : "\(t.completedUnits)/\(total)"
+        } ?? "\(t.completedUnits) units"
+        var decision = ManagerWire.Decision(
+            realtimeUSec: clock.realtime().microsecondsSinceEpoch, appId: t.app.rawValue, decision: .grant,
+            reason: .appRequest,
+            message: "\(t.app): continued task \(t.taskID.rawValue) \"\(t.title)\"\(t.subtitle.map { " (\($0))" } ?? ""): \(amount)")
+        decision.decision = WireEnum(rawValue: "progress")
+        let reply = ManagerWire.MonitorReply(decision: decision)
+        for m in monitors.values { m.reply(reply, continues: true) }
+    }
+}
