@@ -13,7 +13,7 @@ _bgtaskctl() {
 
     local verbs="list status launch foreground background interrupt end-interruption terminate
         assertions explain monitor log stats reload refresh low-power conditions notify wake
-        run-task hold snapshot record replay"
+        run-task hold snapshot record replay energy cancel"
     local global="--socket --json --no-legend --no-pager --help --version"
 
     local i verb="" __bgtaskctl_socket=""
@@ -29,6 +29,7 @@ _bgtaskctl() {
 
     case $prev in
         --socket) _filedir; return ;;
+        --directory) _filedir -d; return ;;
         --app) COMPREPLY=($(compgen -W "$(__bgtaskctl_apps)" -- "$cur")); return ;;
         --global) COMPREPLY=($(compgen -W "on unmetered off" -- "$cur")); return ;;
         --power) COMPREPLY=($(compgen -W "external battery" -- "$cur")); return ;;
@@ -60,6 +61,8 @@ _bgtaskctl() {
         record) opts+=" -o --output" ;;
         replay) opts+=" -q --quiet" ;;
         log) opts+=" --no-pager" ;;
+        energy) opts+=" --json --no-legend --directory" ;;
+        cancel) opts+=" --json" ;;
     esac
     if [[ $cur == -* ]]; then
         COMPREPLY=($(compgen -W "$opts" -- "$cur"))
@@ -81,7 +84,7 @@ _bgtaskctl() {
     case $verb in
         status | launch | foreground | background | interrupt | end-interruption | terminate | explain | wake | log | snapshot)
             ((n == 0)) && COMPREPLY=($(compgen -W "$(__bgtaskctl_apps)" -- "$cur")) ;;
-        run-task)
+        run-task | cancel)
             ((n == 0)) && COMPREPLY=($(compgen -W "$(__bgtaskctl_apps)" -- "$cur")) ;;
         refresh)
             if ((n == 0)); then COMPREPLY=($(compgen -W "$(__bgtaskctl_apps)" -- "$cur"));

@@ -8,8 +8,8 @@ function __bgtaskctl_apps
     bgtaskctl $socket list --no-legend 2>/dev/null | string replace -r '\s.*' ''
 end
 
-set -l verbs list status launch foreground background interrupt end-interruption terminate assertions explain monitor log stats reload refresh low-power conditions notify wake run-task hold snapshot record replay
-set -l app_verbs status launch foreground background interrupt end-interruption terminate explain wake run-task refresh log snapshot
+set -l verbs list status launch foreground background interrupt end-interruption terminate assertions explain monitor log stats reload refresh low-power conditions notify wake run-task hold snapshot record replay energy cancel
+set -l app_verbs status launch foreground background interrupt end-interruption terminate explain wake run-task refresh log snapshot cancel
 
 complete -c bgtaskctl -f
 complete -c bgtaskctl -l socket -r -F -d "the daemon's socket"
@@ -40,6 +40,9 @@ complete -c bgtaskctl -n "not __fish_seen_subcommand_from $verbs" -a notify -d '
 complete -c bgtaskctl -n "not __fish_seen_subcommand_from $verbs" -a wake -d 'wake an app for a remote notification'
 complete -c bgtaskctl -n "not __fish_seen_subcommand_from $verbs" -a run-task -d 'run a pending task request now'
 complete -c bgtaskctl -n "not __fish_seen_subcommand_from $verbs" -a hold -d 'run a command while holding an app'
+complete -c bgtaskctl -n "not __fish_seen_subcommand_from $verbs" -a cancel -d 'cancel a continued task, or list them'
+complete -c bgtaskctl -n "not __fish_seen_subcommand_from $verbs" -a energy -d 'list apps by background CPU and wakes'
+complete -c bgtaskctl -n "__fish_seen_subcommand_from energy" -l directory -x -a '(__fish_complete_directories)' -d 'collected journal files'
 
 complete -c bgtaskctl -n "__fish_seen_subcommand_from $app_verbs" -a '(__bgtaskctl_apps)' -d app
 complete -c bgtaskctl -n "__fish_seen_subcommand_from notify" -a '(__bgtaskctl_apps)' -d app

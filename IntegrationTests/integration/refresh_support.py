@@ -39,6 +39,8 @@ KillTimeoutSec=1s
 [Refresh]
 MinimumRefreshIntervalSec=0
 ProcessingIdleSec=0
+# Dated tasks run at their date, not on the next 5 min slot (SPEC §16's aligned wakes: test_energy.py).
+WakeAlignmentSec=0
 """
 
 

@@ -261,7 +261,8 @@ def test_named_errors(ctl, fake, error, params, line):
     (["background", "a.b"], "Background", {"appId": "a.b"}),
     (["interrupt", "a.b"], "Interrupt", {"appId": "a.b"}),
     (["end-interruption", "a.b"], "EndInterruption", {"appId": "a.b"}),
-    (["terminate", "a.b"], "Terminate", {"appId": "a.b"}),
+    # SPEC §16: bgtaskctl terminate is the user closing the app.
+    (["terminate", "a.b"], "Terminate", {"appId": "a.b", "userInitiated": True}),
     (["reload"], "Reload", {}),
     (["refresh", "a.b", "off"], "SetRefreshPolicy", {"appId": "a.b", "enabled": False}),
     (["refresh", "a.b", "on"], "SetRefreshPolicy", {"appId": "a.b", "enabled": True}),
@@ -298,7 +299,7 @@ def test_list_table_and_json(ctl, fake):
     r = run(ctl, "list", "--socket", fake.path)
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
-    assert lines[0].split() == ["APP", "NAME", "STATE", "PID", "ASSERTIONS", "REFRESH", "REMAINING"]
+    assert lines[0].split() == ["APP", "NAME", "STATE", "PID", "ASSERTIONS", "REFRESH", "REMAINING", "BUCKET"]
     assert long_id in r.stdout, "not a terminal: nothing truncated"
     assert "4min 10s" in lines[2] and lines[-1] == "2 apps listed."
     assert "\x1b[" not in r.stdout

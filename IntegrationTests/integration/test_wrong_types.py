@@ -39,7 +39,8 @@ WRONG = {"string": 7, "int": "7", "float": "7", "bool": 1, "object": [1]}
 VALID = {"appId": "org.test.A", "interface": APP, "eventId": 1, "name": "n", "taskId": 1, "activityId": 1,
          "mode": "audio", "identifier": "org.test.A.refresh", "kind": "refresh", "success": True,
          "enabled": True, "network": "unmetered", "reason": "compositor-focus",
-         "sender": ":1.42", "member": "Activate", "sceneId": "s", "state": "background"}
+         "sender": ":1.42", "member": "Activate", "sceneId": "s", "state": "background", "title": "t",
+         "completedUnits": 1}
 
 
 def scalar(t) -> str | None:

@@ -53,7 +53,8 @@ public enum ErrorSentences: Sendable {
         case .wakeForBusCall: return "wake \(a) for a bus call"
         case .reload: return "reload the configuration"
         case .getRecording: return "get the recording of the core's inputs"
-        case .listApps, .getApp, .listAssertions, .getSettings, .explain, .monitor, .stats: return nil
+        case .cancelContinuedTask: return "cancel the continued task of \(a)"
+        case .listApps, .getApp, .listAssertions, .getSettings, .explain, .monitor, .stats, .listContinuedTasks: return nil
         }
     }
 
@@ -201,6 +202,13 @@ public enum ErrorSentences: Sendable {
         case .thawedExternally: return "something other than bgtaskd thawed \(a)"
         case .snapshotRefused: return "a scene snapshot of \(a) was not a PNG or was larger than SnapshotMaxBytes="
         case .snapshotTimeout: return "\(a) did not write its scene snapshots within SnapshotTimeoutSec="
+        case .closedByUser:
+            return "the user closed \(a); it is not launched in the background until it is launched again ('bgtaskctl launch \(a)')"
+        case .wakeRate: return "\(a) was woken for remote notifications as often as allowed this hour (RemoteWakesPerHour=)"
+        case .taskStalled: return "the continued task of \(a) reported no progress within ContinuedTaskStallSec="
+        case .userCancelled: return "the user cancelled the continued task of \(a)"
+        case .bucketQuota:
+            return "\(a) had as many background wakes in the last 24 hours as its standby bucket allows ([Buckets] in bgtaskd.conf; none apply on external power)"
         }
     }
 }

@@ -184,6 +184,7 @@ extension DaemonConfig {
             guard size >= 8, size <= 1 << 30 else { throw .invalid("must be between 8 bytes and 1G") }
             config.snapshotMaxBytes = size
         }, format: { ByteSize.format($0.snapshotMaxBytes) }),
+        time("Lifecycle", "ContinuedTaskStallSec", \.continuedTaskStallUSec, minimum: 1000),
 
         KeyDefinition(section: "Refresh", key: "BackgroundAppRefresh", apply: { config, value throws(ConfigError.Kind) in
             if value.isEmpty { config.backgroundAppRefresh = .on; return }
@@ -198,6 +199,7 @@ extension DaemonConfig {
         }, format: { $0.defaultAppRefresh ? "on" : "off" }),
         time("Refresh", "MinimumRefreshIntervalSec", \.minimumRefreshIntervalUSec, minimum: 0),
         time("Refresh", "ProcessingIdleSec", \.processingIdleUSec, minimum: 0),
+    ] + refreshEnergyKeys + [
 
         KeyDefinition(section: "Memory", key: "PressureKill", apply: { config, value throws(ConfigError.Kind) in
             config.pressureKill = value.isEmpty ? false : try parseBool(value)
@@ -215,7 +217,7 @@ extension DaemonConfig {
         time("Journal", "JournalAssertionIntervalSec", \.journalAssertionIntervalUSec, minimum: 1_000, maximum: 3600 * second),
         count("Journal", "JournalDenialBurst", \.journalDenialBurst, minimum: 0, maximum: 1_000_000),
         count("Journal", "JournalDenialGlobalBurst", \.journalDenialGlobalBurst, minimum: 0, maximum: 1_000_000),
-    ] + appsKeys)
+    ] + appsKeys + bucketKeys)
 
     private static func count(
         _ section: String,

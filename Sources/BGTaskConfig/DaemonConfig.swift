@@ -91,6 +91,8 @@ public struct DaemonConfig: Hashable, Sendable {
     public var snapshotTimeoutUSec: Int64 = 1 * second
     /// `SnapshotMaxBytes=`: a scene snapshot larger than this is deleted.
     public var snapshotMaxBytes: Int64 = 8 * 1024 * 1024
+    /// `ContinuedTaskStallSec=` (SPEC §16): a continued task that reports no progress this long expires.
+    public var continuedTaskStallUSec: Int64 = 30 * second
 
     // [Refresh]
     /// `BackgroundAppRefresh=`: the global refresh setting at start (run-time changes persist elsewhere).
@@ -129,6 +131,8 @@ public struct DaemonConfig: Hashable, Sendable {
     // [Apps] (AppsConfig.swift)
     /// `[Apps]`: desktop entries, exemptions, adoption (SPEC §13).
     public var apps = AppsConfig()
+    /// SPEC §16: `RemoteWakesPerHour=`, `WakeAlignmentSec=`, `[Buckets]` (EnergyConfig.swift).
+    public var energy = EnergyConfig()
 
     /// The defaults.
     public init() {}

@@ -52,6 +52,9 @@ public enum Action: Hashable, Sendable {
     /// SPEC §14: the app's freeze was not confirmed within `FreezeTimeoutSec`: find its processes that did not
     /// stop and feed ``Input/freezeStalled(_:_:)`` (an empty list: the freeze is done after all).
     case inspectFreeze(AppID, Processes)
+    /// SPEC §16: a continued task reported progress (or began): show it on `Monitor` (never journaled:
+    /// progress comes every few seconds; the task's grant, expire and end are the decisions).
+    case progressReported(ContinuedTask)
 
     /// The decision this action carries, if any: every action that changes an app carries one.
     public var decision: Decision? {
@@ -59,7 +62,7 @@ public enum Action: Hashable, Sendable {
         case .launch(_, _, let d), .thaw(_, _, let d), .terminate(_, _, let d), .kill(_, _, let d), .record(let d):
             return d
         case .freeze, .deliver, .reply, .release, .stopFinished, .holdLost, .memoryPressure, .taskStarted, .inhibitIdle,
-            .verifyFrozen, .observeLocks, .inspectFreeze:
+            .verifyFrozen, .observeLocks, .inspectFreeze, .progressReported:
             return nil
         }
     }

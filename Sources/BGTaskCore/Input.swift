@@ -129,6 +129,14 @@ public enum Input: Hashable, Sendable, Codable {
     case freezeFailed(AppID, error: String)
     /// SPEC §14: the cgroup of an app the core holds frozen was thawed by someone else: frozen again at once.
     case thawedExternally(AppID)
+    /// SPEC §16: `BeginContinuedTask` on `connection`, which owns it. Only while the app is active (else
+    /// ``Reply/invalidState(_:)``); replies ``Reply/taskID(_:)``.
+    case continuedTaskRequested(AppID, connection: ConnectionID, ContinuedTaskRequest)
+    /// SPEC §16: `UpdateTaskProgress`. Replies `.ok`, or `invalidState` for a task that is not a live continued task.
+    case taskProgressReported(AppID, TaskID, TaskProgress)
+    /// SPEC §16: `CancelContinuedTask` (the user): the task expires (`user-cancelled`). Replies `.ok` or
+    /// `invalidState`.
+    case continuedTaskCancelled(AppID, TaskID)
 }
 
 /// What keeps the system from idling into sleep (SPEC §14): the apps with live background work and how

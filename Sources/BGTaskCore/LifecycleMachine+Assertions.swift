@@ -101,6 +101,7 @@ extension LifecycleMachine {
     mutating func releaseAssertion(_ task: TaskID) {
         guard let assertion = assertionTable.remove(task) else { return }
         holdRequests[task] = nil
+        if assertion.continued { continuedTaskReleased(task, app: assertion.app) }
         if let i = slots[assertion.app] { records[i].assertions.removeAll { $0 == task } }
         connections.release(task, on: assertion.connection)
     }

@@ -85,7 +85,13 @@ extension LifecycleMachine {
                 .sorted { (records[$0].lastUsed, records[$0].id) < (records[$1].lastUsed, records[$1].id) }
                 .map { records[$0].id }
         }
-        for app in (victims(.suspended) + victims(.background)).prefix(Swift.max(0, count)) {
+        let suspended = victims(.suspended).prefix(Swift.max(0, count))
+        for app in suspended {
+            if let i = slots[app] { beginTermination(i, .memoryPressure, .memoryPressure) }
+        }
+        // SPEC §16: then continued tasks, the least progress first (LifecycleMachine+ContinuedTasks.swift).
+        let left = endContinuedTasksForMemory(count: Swift.max(0, count) - suspended.count)
+        for app in victims(.background).prefix(left) {
             if let i = slots[app] { beginTermination(i, .memoryPressure, .memoryPressure) }
         }
     }

@@ -52,6 +52,8 @@ public struct LifecycleMachine: Sendable {
     var idleApps: [AppID] = []
     /// SPEC §15: the scene whose change is being handled; decisions taken meanwhile carry it (`BGTASKD_SCENE`).
     var decidingScene: SceneID?
+    /// SPEC §16: the live continued tasks (each also an assertion of ``assertionTable``).
+    var continuedTasks: [TaskID: ContinuedTask] = [:]
 
     /// A machine with no apps.
     public init(config: LifecycleConfig = .default) {
@@ -76,8 +78,17 @@ public struct LifecycleMachine: Sendable {
         out = []
         fireDueDeadlines()
         replyTo = request
+        let applied = out.count
         apply(input)
         replyTo = nil
+        // SPEC §16: an app became active: processing tasks yield (LifecycleMachine+Energy.swift).
+        if Self.someAppBecameActive(out[applied...]) {
+            // Before the request's reply, which stays the last action.
+            var reply: Action?
+            if case .reply? = out.last { reply = out.removeLast() }
+            yieldProcessingTasks()
+            if let reply { out.append(reply) }
+        }
         fireDueDeadlines()
         for app in removals.sorted() { forget(app) }
         removals = []
@@ -161,6 +172,10 @@ public struct LifecycleMachine: Sendable {
         case .freezeStalled(let app, let stalled): freezeStalled(app, stalled)
         case .freezeFailed(let app, let error): freezeFailed(app, error: error)
         case .thawedExternally(let app): thawedExternally(app)
+        case .continuedTaskRequested(let app, let connection, let task):
+            continuedTaskRequested(app, connection: connection, task)
+        case .taskProgressReported(let app, let task, let progress): taskProgressReported(app, task, progress)
+        case .continuedTaskCancelled(let app, let task): continuedTaskCancelled(app, task)
         }
     }
 
@@ -189,11 +204,14 @@ public struct LifecycleMachine: Sendable {
             }
         case .budgetWarning(let app):
             guard let i = slots[app], records[i].termination == nil, records[i].state == .background else { return }
-            for task in records[i].assertions where assertionTable[task]?.managerHold == false { warn(i, task) }
+            for task in records[i].assertions where assertionTable[task].map({ !$0.managerHold && !$0.continued }) == true {
+                warn(i, task)
+            }
         case .budgetEnd(let app):
             guard let i = slots[app], records[i].termination == nil, records[i].state == .background else { return }
             // A manager hold has no time budget (SPEC §12): while one is live the budget's end terminates nothing.
-            let holds = records[i].assertions.filter { assertionTable[$0]?.managerHold == true }.count
+            // SPEC §16: a continued task has no time budget either while it reports progress.
+            let holds = records[i].assertions.filter { assertionTable[$0].map { $0.managerHold || $0.continued } == true }.count
             let live = records[i].assertions.count - holds
             if live > 0, holds == 0 {
                 beginTermination(
@@ -228,6 +246,8 @@ public struct LifecycleMachine: Sendable {
             if let i = slots[app] { freezeRetryDue(i) }
         case .snapshot(let app):
             if let i = slots[app] { snapshotWaitEnded(i, timedOut: true) }
+        case .continuedStall(let app, let task):
+            if let i = slots[app] { continuedTaskStalled(i, task) }
         case .stopLimit:
             guard stopping else { return }
             stopping = false

@@ -41,6 +41,8 @@ public struct LifecycleConfig: Hashable, Sendable, Codable {
     /// `SnapshotTimeoutSec=1s` (SPEC §15): how long the `scene-snapshot` events of an app about to be frozen
     /// are waited for.
     public var snapshotTimeout: TimeSpan
+    /// `ContinuedTaskStallSec=30s` (SPEC §16): a continued task that reports no progress this long expires.
+    public var continuedTaskStall: TimeSpan = .seconds(30)
 
     /// The SPEC's defaults, overridable one by one.
     public init(

@@ -110,6 +110,8 @@ struct AssertionRecord: Hashable, Sendable {
     var warned: Bool
     /// A manager hold (SPEC §12): no time budget, never warned, journaled with reason `manager-hold`.
     var managerHold = false
+    /// SPEC §16: a continued task (no time budget while it reports progress; LifecycleMachine+ContinuedTasks.swift).
+    var continued = false
 }
 
 struct ActivityRecord: Hashable, Sendable {
@@ -147,6 +149,8 @@ enum TimerKey: Hashable, Sendable {
     case freezeRetry(AppID)
     /// SPEC §15: the app's `scene-snapshot` round is over (`SnapshotTimeoutSec`).
     case snapshot(AppID)
+    /// SPEC §16: a continued task reported no progress for `ContinuedTaskStallSec`.
+    case continuedStall(AppID, TaskID)
 }
 
 /// SPEC §14: an app's locks and freeze attempts.

@@ -64,6 +64,14 @@ extension Render {
         }
         fields.append(("Background time", remainingText))
         fields.append(("Task requests", "\(app.pendingTaskRequests) pending"))
+        // SPEC §16 (absent from a daemon without them).
+        if let bucket = app.bucket { fields.append(("Standby bucket", bucket)) }
+        if let e = app.energy {
+            fields.append((
+                "Background CPU",
+                "\(Durations.format(usec: e.backgroundCPUUSec)) (24 h: \(Durations.format(usec: e.backgroundCPU24hUSec)))"))
+            fields.append(("Background wakes", "\(wakesText(e.wakes)) (24 h: \(wakesText(e.wakes24h)))"))
+        }
         if let settings { fields.append(("Freezer", freezerText(settings))) }
         if let last = app.lastDecision {
             let r = DecisionRecord(last)

@@ -59,12 +59,13 @@ package enum Render {
             Table.Column(header: "APP"), Table.Column(header: "NAME", shrinkable: true),
             Table.Column(header: "STATE"), Table.Column(header: "PID", alignRight: true),
             Table.Column(header: "ASSERTIONS", alignRight: true), Table.Column(header: "REFRESH"),
-            Table.Column(header: "REMAINING", alignRight: true),
+            Table.Column(header: "REMAINING", alignRight: true), Table.Column(header: "BUCKET"),
         ]
         let rows: [[Table.Cell]] = apps.map { a in
             [
                 .init(a.appId), .init(a.name), stateCell(a.state), .init(a.pid.map(String.init) ?? "-"),
                 .init(String(a.assertions.count)), .init(a.refreshStatus.rawValue), .init(remaining(a.backgroundTimeRemainingUSec)),
+                .init(a.bucket ?? "-"),
             ]
         }
         return Table(columns: columns, rows: rows)

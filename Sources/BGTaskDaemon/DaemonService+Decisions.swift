@@ -37,6 +37,7 @@ extension DaemonService {
         let message = journalMessage(d)
         decisionCount += 1
         refresh?.observe(d)
+        let backgroundCPU = accountEnergy(d)
         let realtime = clock.realtime().microsecondsSinceEpoch
         if let app = d.app {
             if StateCause.explains(d.kind, d.reason) {
@@ -57,7 +58,9 @@ extension DaemonService {
         if journaled {
             let uid = d.app.map { expectedUID($0) }
             journal.send(message, priority: priority, essential: JournalBudget.isAlwaysJournaled(d.kind)) {
-                Self.journalFields(d, uid: uid, peerPID: peerPID)
+                var fields = Self.journalFields(d, uid: uid, peerPID: peerPID)
+                if let backgroundCPU { fields.append(JournalField(knownName: "BGTASKD_BACKGROUND_CPU_USEC", String(backgroundCPU))) }
+                return fields
             }
         }
         if !monitors.isEmpty {

@@ -127,6 +127,9 @@ extension DaemonService {
             return observeLocks(app, processes).map(fact)
         case .inspectFreeze(let app, let processes):
             return fact(inspectFreeze(app, processes))
+        case .progressReported(let task):
+            monitorProgress(task)  // SPEC §16 (Calls/ContinuedTaskCalls.swift)
+            return nil
         }
         return nil
     }

@@ -88,6 +88,8 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
     var systemSleep: SystemSleepWatch?
     var sleepStatus = SystemSleepStatus()
     var wakeLock: KernelWakeLock?
+    /// SPEC §16: background CPU and wakes per app (Energy/EnergyAccounting.swift).
+    lazy var energy = EnergyAccounting(stateDirectory: options.stateDir, queue: queue, logger: logger)
 
     init(queue: DispatchQueue, config: LoadedConfiguration, journal: JournalSink, logger: Logger, options: DaemonOptions,
          freezer: any Freezer, launcher: (any AppLauncher)? = nil, clock: DaemonClock = .system,
@@ -174,6 +176,7 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
         adoption?.thawAll()
         timer?.cancel()
         refresh.stop()
+        energy.flush()
     }
 
     func connectionClosed(_ connection: VarlinkConnection) {

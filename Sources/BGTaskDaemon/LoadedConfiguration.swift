@@ -25,7 +25,7 @@ struct LoadedConfiguration: Sendable {
 
     var lifecycle: LifecycleConfig {
         let d = daemon
-        return LifecycleConfig(
+        var config = LifecycleConfig(
             didEnterBackgroundTimeout: .microseconds(d.didEnterBackgroundTimeoutUSec),
             backgroundTimeBudget: .microseconds(d.backgroundTimeBudgetUSec),
             expirationWarning: .microseconds(d.expirationWarningUSec),
@@ -43,6 +43,8 @@ struct LoadedConfiguration: Sendable {
             freezeRetry: .microseconds(d.freezeRetryUSec),
             snapshotTimeout: .microseconds(d.snapshotTimeoutUSec)
         )
+        config.continuedTaskStall = .microseconds(d.continuedTaskStallUSec)
+        return config
     }
 
     /// The core's view of a manifest; `uid`: its `User=` resolved (the daemon's own uid when unset).

@@ -228,6 +228,17 @@ public enum Reason: String, CaseIterable, Hashable, Sendable, Codable {
     case snapshotTimeout = "snapshot-timeout"
     /// SPEC §15: a scene snapshot was not a PNG or larger than `SnapshotMaxBytes`: deleted.
     case snapshotRefused = "snapshot-refused"
+    /// SPEC §16: the user closed the app (`Terminate(userInitiated: true)`): no launch into the background
+    /// for tasks or remote notifications until the user launches it again.
+    case closedByUser = "closed-by-user"
+    /// SPEC §16: more remote-notification wakes than `RemoteWakesPerHour=`.
+    case wakeRate = "wake-rate"
+    /// SPEC §16: the app's standby bucket's quota of background wakes per rolling 24 h is spent.
+    case bucketQuota = "bucket-quota"
+    /// SPEC §16: a continued task reported no progress for `ContinuedTaskStallSec`: it expired.
+    case taskStalled = "task-stalled"
+    /// SPEC §16: the user cancelled a continued task (`CancelContinuedTask`, `bgtaskctl cancel`).
+    case userCancelled = "user-cancelled"
 }
 
 /// Why an app was launched (`launchReason` of `did-finish-launching`).

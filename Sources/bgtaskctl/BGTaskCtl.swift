@@ -23,7 +23,7 @@ struct BGTaskCtl: ParsableCommand {
             List.self, Status.self, Launch.self, Foreground.self, Background.self, Interrupt.self,
             EndInterruption.self, Terminate.self, Assertions.self, Explain.self, Monitor.self, Log.self,
             Stats.self, Reload.self, Refresh.self, LowPower.self, Conditions.self, Notify.self, Wake.self,
-            RunTask.self, Hold.self, Snapshot.self, Record.self, Replay.self,
+            RunTask.self, Hold.self, Snapshot.self, Record.self, Replay.self, Energy.self, Cancel.self,
         ]
     )
 

@@ -94,12 +94,17 @@ struct EndInterruption: AppVerb {
     @Argument(help: "The app's ID.") var app: String
 }
 
-struct Terminate: AppVerb {
-    static let configuration = CommandConfiguration(abstract: "Terminate an app (Terminate).")
-    typealias Parameters = ManagerWire.Terminate
+struct Terminate: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Terminate an app as the user closing it (Terminate, userInitiated): no background launch until launched again.")
     static let method = ManagerMethod.terminate
     @OptionGroup var global: GlobalOptions
     @Argument(help: "The app's ID.") var app: String
+
+    /// SPEC §16: `bgtaskctl terminate` is the user.
+    func run() throws {
+        try global.connect().manager(Self.method, ManagerWire.Terminate(appId: app, userInitiated: true))
+    }
 }
 
 struct Reload: ParsableCommand {

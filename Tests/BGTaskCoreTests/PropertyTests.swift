@@ -305,7 +305,7 @@ struct Driver {
             case .observeLocks(let app, _):
                 // On its way to a freeze: the shell's answer follows at once (`answer`).
                 freezing.insert(app)
-            case .reply, .stopFinished, .memoryPressure, .taskStarted, .inspectFreeze:
+            case .reply, .stopFinished, .memoryPressure, .taskStarted, .inspectFreeze, .progressReported:
                 break
             }
         }

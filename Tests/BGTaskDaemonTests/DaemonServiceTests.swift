@@ -399,7 +399,10 @@ private final class ServiceHarness: @unchecked Sendable {
         let reply = h.awaitReply(app, after: submitted.count)
         #expect(submitted.isEmpty)
         #expect(reply?.error == nil)
-        #expect(h.queue.sync { h.service.refresh.machine.nextWallDeadline } == RealtimeInstant(microsecondsSinceEpoch: begin))
+        // SPEC §16: the timer is armed on the next WakeAlignmentSec=5min slot boundary at or after the date.
+        let slot: Int64 = 300_000_000
+        let aligned = (begin + slot - 1) / slot * slot
+        #expect(h.queue.sync { h.service.refresh.machine.nextWallDeadline } == RealtimeInstant(microsecondsSinceEpoch: aligned))
 
         h.time.advance(.seconds(60) - .microseconds(1))
         h.queue.sync { h.service.refresh.wallDeadlineReached() }

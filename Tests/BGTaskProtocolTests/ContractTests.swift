@@ -88,7 +88,9 @@ import Testing
         #expect(names(manager.types["Settings"]) == ManagerWire.Settings.fields)
         #expect(names(manager.types["DaemonStats"]) == ManagerWire.DaemonStats.fields)
         #expect(Set(app.types.keys) == ["Event", "TaskRequest"])
-        #expect(Set(manager.types.keys) == ["Assertion", "Activity", "Decision", "AppInfo", "Settings", "DaemonStats", "Scene"])
+        #expect(names(manager.types["AppEnergy"]) == ManagerWire.AppEnergy.fields)
+        #expect(names(manager.types["ContinuedTask"]) == ManagerWire.ContinuedTask.fields)
+        #expect(Set(manager.types.keys) == ["Assertion", "Activity", "Decision", "AppInfo", "Settings", "DaemonStats", "Scene", "AppEnergy", "ContinuedTask"])
     }
 
     /// issue 11: the counters of what the journal budget and the connection limits did are optional on the wire,

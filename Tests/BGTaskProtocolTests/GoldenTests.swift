@@ -84,6 +84,15 @@ import Testing
         try Self.pair(s, AppMethod.refreshStatus, AppWire.RefreshStatusCall(appId: a),
             p + #"RefreshStatus","parameters":{"appId":"org.example.Mail"}}"#,
             AppWire.RefreshStatusReply(status: .denied), #"{"parameters":{"status":"denied"}}"#)
+        // SPEC §16: continued tasks.
+        try Self.pair(s, AppMethod.beginContinuedTask,
+            AppWire.BeginContinuedTask(appId: a, identifier: "export", title: "Exporting", totalUnits: 100),
+            p + #"BeginContinuedTask","parameters":{"appId":"org.example.Mail","identifier":"export","title":"Exporting","totalUnits":100}}"#,
+            AppWire.BeginContinuedTaskReply(taskId: 12), #"{"parameters":{"taskId":12}}"#)
+        try Self.pair(s, AppMethod.updateTaskProgress,
+            AppWire.UpdateTaskProgress(appId: a, taskId: 12, completedUnits: 40, subtitle: "clip 2"),
+            p + #"UpdateTaskProgress","parameters":{"appId":"org.example.Mail","completedUnits":40,"subtitle":"clip 2","taskId":12}}"#,
+            Self.none, #"{"parameters":{}}"#)
         #expect(s.names == Set(AppMethod.allCases.map(\.qualifiedName)))
     }
 
@@ -167,6 +176,12 @@ import Testing
             ManagerWire.SetSceneState(appId: a, sceneId: "toplevel-3", state: .foregroundInactive, title: "Inbox", reason: .compositorFocus),
             p + #"SetSceneState","parameters":{"appId":"org.example.Mail","reason":"compositor-focus","sceneId":"toplevel-3","state":"foreground-inactive","title":"Inbox"}}"#,
             Self.none, ok)
+        try Self.pair(s, ManagerMethod.listContinuedTasks, Self.none, p + #"ListContinuedTasks"}"#,
+            ManagerWire.ListContinuedTasksReply(tasks: [ManagerWire.ContinuedTask(
+                taskId: 12, appId: a, identifier: "export", title: "Exporting", subtitle: nil, completedUnits: 40, totalUnits: 100)]),
+            #"{"parameters":{"tasks":[{"appId":"org.example.Mail","completedUnits":40,"identifier":"export","subtitle":null,"taskId":12,"title":"Exporting","totalUnits":100}]}}"#)
+        try Self.pair(s, ManagerMethod.cancelContinuedTask, ManagerWire.CancelContinuedTask(appId: a, taskId: 12),
+            p + #"CancelContinuedTask","parameters":{"appId":"org.example.Mail","taskId":12}}"#, Self.none, ok)
         try Self.pair(s, ManagerMethod.reload, Self.none, p + #"Reload"}"#,
             ManagerWire.ReloadReply(applied: ["[Lifecycle] KillTimeoutSec=2s"], notApplied: []),
             #"{"parameters":{"applied":["[Lifecycle] KillTimeoutSec=2s"],"notApplied":[]}}"#)

@@ -38,6 +38,8 @@ enum BenchTool {
             spawnBaseline(count: o.int("count"))
         case "notify-ready":
             notifyReady()
+        case "wake-discipline":
+            wakeDiscipline(apps: o.int("apps", 50), hours: o.int("hours", 24), alignment: Int64(o.int("alignment", 300)))
         case "proc-locks":
             procLocks(count: o.int("count"), rounds: o.int("rounds", 200), path: o.string("path"))
         default:

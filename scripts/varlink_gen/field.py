@@ -60,6 +60,8 @@ class SwiftField:
             self.kind, self.struct = "struct", "%s.%s" % (ns, t[1])
         elif t[0] == "map" and t[1] == "string":
             self.kind = "string-map"
+        elif t[0] == "map" and t[1] == "int":
+            self.kind = "int-map"
         elif t[0] == "arr" and t[1] == "string":
             self.kind = "strings"
         elif t[0] == "arr" and isinstance(t[1], tuple) and t[1][0] == "named":
@@ -78,7 +80,7 @@ class SwiftField:
         return {"string": "String", "int": "Int64", "bool": "Bool", "object": "JSON", "enum": self.enum,
                 "wire-enum": "WireEnum<%s>" % self.wire_enum, "on-off": "Bool", "id": self.identifier, "struct": getattr(self, "struct", ""),
                 "strings": "[String]", "structs": "[%s]" % getattr(self, "struct", ""),
-                "string-map": "[String: String]"}[self.kind]
+                "string-map": "[String: String]", "int-map": "[String: Int64]"}[self.kind]
 
     @property
     def stored(self):
@@ -122,6 +124,8 @@ class SwiftField:
             return "try r.optionalStrings(%s) ?? []" % q
         if k == "string-map":
             return "try r.%s(%s)" % ("optionalStringMap" if opt else "stringMap", q)
+        if k == "int-map":
+            return "try r.%s(%s)" % ("optionalIntMap" if opt else "intMap", q)
         if k == "structs":
             return "try r.messages(%s)" % q
         raise IDLError(k)
@@ -132,7 +136,8 @@ class SwiftField:
                 "enum": ".raw(%s)", "wire-enum": ".raw(%s)", "on-off": '.string(%s ? "on" : "off")',
                 "struct": ".object(%s.json)", "strings": ".array(%s.map { .string($0) })",
                 "structs": ".array(%s.map { .object($0.json) })",
-                "string-map": ".object(%s.mapValues { .string($0) })"}[k] % v
+                "string-map": ".object(%s.mapValues { .string($0) })",
+                "int-map": ".object(%s.mapValues { .int($0) })"}[k] % v
 
     def write_value(self, v, indent):
         k, p = self.kind, indent
@@ -150,13 +155,14 @@ class SwiftField:
             return [p + 'out.append(contentsOf: %s ? "true".utf8 : "false".utf8)' % v]
         if k in ("object", "struct"):
             return [p + "%s.write(into: &out)" % v]
-        if k == "string-map":
+        if k in ("string-map", "int-map"):
+            value = "JSON.writeString(e.value, into: &out)" if k == "string-map" else "JSON.writeInt(e.value, into: &out)"
             return [p + 'out.append(UInt8(ascii: "{"))',
                     p + "for (i, e) in %s.sorted(by: { $0.key < $1.key }).enumerated() {" % v,
                     p + '    if i > 0 { out.append(UInt8(ascii: ",")) }',
                     p + "    JSON.writeString(e.key, into: &out)",
                     p + '    out.append(UInt8(ascii: ":"))',
-                    p + "    JSON.writeString(e.value, into: &out)",
+                    p + "    " + value,
                     p + "}",
                     p + 'out.append(UInt8(ascii: "}"))']
         elem = "JSON.writeString(e, into: &out)" if k == "strings" else "e.write(into: &out)"

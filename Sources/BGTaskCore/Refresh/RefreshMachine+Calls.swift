@@ -43,7 +43,7 @@ extension RefreshMachine {
         guard let pending = state.schedule.requests(for: app).first(where: { $0.identifier == identifier }) else {
             return [.reply(.failure(.unavailable(RefreshCallError.noPendingRequest)))]
         }
-        if let reason = denial(app) {
+        if let reason = denial(app) ?? (isClosedByUser(app) ? .closedByUser : nil) {
             let subject = RefreshNotice.Subject.taskNotRun(pending.kind, identifier: identifier)
             return [
                 .record(RefreshNotice(kind: .deny, reason: reason, app: app, state: facts(app)?.state, subject: subject, byCall: true)),
@@ -68,7 +68,7 @@ extension RefreshMachine {
     }
 
     /// `WakeForRemoteNotification`: only an app that declares `remote-notification`, only as the policy allows.
-    mutating func wake(_ app: AppID, facts: Facts) -> [RefreshAction] {
+    mutating func wake(_ app: AppID, now: RefreshNow, facts: Facts) -> [RefreshAction] {
         guard config.apps[app]?.backgroundModes.contains(.remoteNotification) == true else {
             return [
                 .record(RefreshNotice(kind: .deny, reason: .modeNotDeclared, app: app, state: facts(app)?.state, subject: .wakeRefused, byCall: true)),
@@ -81,7 +81,15 @@ extension RefreshMachine {
                 .reply(.failure(.unavailable(reason.rawValue))),
             ]
         }
-        return [.wake(app)]
+        // SPEC §16: closed by the user, the bucket's quota, the rate (RefreshMachine+Energy.swift).
+        let counted = state.energy.wakes[app]
+        if let reason = remoteWakeRefusal(app, now: now, facts: facts) {
+            return [
+                .record(RefreshNotice(kind: .deny, reason: reason, app: app, state: facts(app)?.state, subject: .wakeRefused, byCall: true)),
+                .reply(.failure(.unavailable(reason.rawValue))),
+            ]
+        }
+        return (state.energy.wakes[app] != counted ? [.save(state, reply: nil)] : []) + [.wake(app)]
     }
 
     /// `SetRefreshPolicy`: the administrator's restriction cannot be turned on by a call.

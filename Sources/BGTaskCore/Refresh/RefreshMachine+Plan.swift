@@ -24,12 +24,16 @@ extension RefreshMachine {
         }
         let ctx = context(now)
         let policy = self.policy, config = self.config, appSettings = state.appSettings
-        let plan = state.schedule.plan(context: ctx) { app in
+        var plan = state.schedule.plan(context: ctx) { app in
             policy.denial(
                 enabled: RefreshPolicy.appSetting(
                     runTime: appSettings[app], manifest: config.apps[app]?.setting, defaultSetting: config.defaultAppRefresh),
                 restricted: config.apps[app]?.restricted ?? false)
         }
+        // SPEC §16: closed by the user, bucket quotas (RefreshMachine+Energy.swift).
+        let quotaFrees = holdBack(&plan, now: ctx.now, facts: facts)
+        if let quotaFrees { plan.nextWake = plan.nextWake.map { Swift.min($0, quotaFrees) } ?? quotaFrees }
+        plan.nextWake = aligned(plan.nextWake)
         var actions: [RefreshAction] = []
         var watch = plan.waitsForIdle
         var changed = false

@@ -34,17 +34,21 @@ public struct RefreshConfig: Hashable, Sendable {
     public var processingIdle: TimeSpan
     /// Every app with a manifest.
     public var apps: [AppID: App]
+    /// SPEC §16: standby buckets, the remote-notification rate, aligned wakes (none by default here; the
+    /// daemon's configuration has SPEC §16's defaults).
+    public var energy: EnergyPolicyConfig
 
     /// A configuration.
     public init(
         mode: RefreshMode = .on, defaultAppRefresh: Bool = true, minimumRefreshInterval: TimeSpan = .minutes(15),
-        processingIdle: TimeSpan = .seconds(60), apps: [AppID: App] = [:]
+        processingIdle: TimeSpan = .seconds(60), apps: [AppID: App] = [:], energy: EnergyPolicyConfig = .unlimited
     ) {
         self.mode = mode
         self.defaultAppRefresh = defaultAppRefresh
         self.minimumRefreshInterval = minimumRefreshInterval
         self.processingIdle = processingIdle
         self.apps = apps
+        self.energy = energy
     }
 }
 
@@ -129,6 +133,12 @@ public enum RefreshInput: Hashable, Sendable {
     case reviewRequested
     /// The wall-clock timer armed by ``RefreshAction/armWallTimer(_:)`` fired (early or late is harmless).
     case wallDeadlineReached
+    /// SPEC §16: `Terminate(userInitiated: true)`: no launch into the background for tasks or remote
+    /// notifications until the user launches the app again. Saves; no reply.
+    case closedByUser(AppID)
+    /// SPEC §16: the user launched the app or brought it to the foreground (a `launch` or `foreground`
+    /// decision that left it in the foreground). No reply.
+    case usedByUser(AppID)
 }
 
 /// Launch or wake an app for one of its task requests.

@@ -38,6 +38,8 @@ public struct RefreshMachine: Sendable {
     /// until the app has entered the background, and they stay pending (and saved) until they start
     /// (``RefreshInput/taskStarted(_:identifier:)``). An app that ends first does not lose them (SPEC §6).
     var awaitingStart: [AppID: Set<String>] = [:]
+    /// SPEC §16: each app's remote-notification tokens (`RemoteWakesPerHour=`).
+    var wakeTokens: [AppID: WakeTokens] = [:]
 
     /// A machine with `config`, the default state until ``RefreshInput/stateLoaded(_:)``.
     public init(config: RefreshConfig) {
@@ -110,17 +112,21 @@ public struct RefreshMachine: Sendable {
             onExternalPower = onPower
             return plan(now: now, facts: facts)
         case .appStateObserved(let app, let appState):
+            var saved: [RefreshAction] = []
             if appState.isForeground {
                 foregroundApps.insert(app)
-            } else if foregroundApps.remove(app) != nil, foregroundApps.isEmpty {
-                foregroundEnded = now.monotonic
+            } else if foregroundApps.remove(app) != nil {
+                // SPEC §16: used until now (its standby bucket counts from here; kept where buckets apply).
+                state.energy.lastUsed[app] = now.wall
+                if !config.energy.quotas.isEmpty { saved = [.save(state, reply: nil)] }
+                if foregroundApps.isEmpty { foregroundEnded = now.monotonic }
             }
             // A task that waits for the app's background is looked at again when that app leaves the
             // foreground (ended first: it runs like any due request), not at every decision about any app.
             let awaited = !appState.isForeground && awaitingStart[app] != nil
-            guard watchLifecycle || awaited, !reviewQueued else { return [] }
+            guard watchLifecycle || awaited, !reviewQueued else { return saved }
             reviewQueued = true
-            return [.reviewSoon]
+            return saved + [.reviewSoon]
         case .reviewRequested:
             reviewQueued = false
             return plan(now: now, facts: facts)
@@ -152,7 +158,11 @@ public struct RefreshMachine: Sendable {
         case .runNowRequested(let app, let identifier):
             return runNow(app, identifier: identifier, now: now, facts: facts)
         case .remoteNotificationRequested(let app):
-            return wake(app, facts: facts)
+            return wake(app, now: now, facts: facts)
+        case .closedByUser(let app):
+            return closedByUser(app)
+        case .usedByUser(let app):
+            return usedByUser(app, now: now, facts: facts)
         case .appSettingRequested(let app, let enabled):
             return setAppSetting(app, enabled: enabled, now: now, facts: facts)
         case .globalModeRequested(let mode):

@@ -14,6 +14,8 @@ public struct RefreshState: Hashable, Sendable {
     public var appSettings: [AppID: Bool] = [:]
     /// Pending requests and last refreshes.
     public var schedule = TaskSchedule()
+    /// SPEC §16: closed by the user, last use, recent wakes (RefreshMachine+Energy.swift).
+    public var energy = EnergyPolicyState()
 
     /// The defaults: nothing set at run time, no request pending.
     public init() {}

@@ -106,6 +106,8 @@ extension DaemonService {
             run(.activityEndRequested(app, call.activityId), for: request)
         case .refreshStatus:
             request.reply(AppWire.RefreshStatusReply(status: refreshStatusValue(app)))
+        case .beginContinuedTask, .updateTaskProgress:
+            handleContinuedTask(request, method, app: app, connection: conn)  // SPEC §16 (Calls/ContinuedTaskCalls.swift)
         case .submitTaskRequest, .cancelTaskRequest, .cancelAllTaskRequests, .pendingTaskRequests, .completeTask:
             // Background App Refresh (RefreshController) serves the scheduled task requests.
             if !refresh.handleApp(request, app: app) { request.fail(.methodNotImplemented(request.call.method)) }

@@ -56,6 +56,7 @@ extension DaemonService {
         case .terminate:
             guard let call = decode(request, ManagerWire.Terminate.self), let app = knownApp(call.appId, request) else { return }
             run(.terminateRequested(app), for: request)
+            if call.userInitiated == true { refresh.closedByUser(app) }
         case .postNotification:
             guard let call = decode(request, ManagerWire.PostNotification.self) else { return }
             var app: AppID?
@@ -89,6 +90,8 @@ extension DaemonService {
             run(.busCallReceived(app, sender: call.sender, member: call.member), for: request)
         case .getRecording:
             sendRecording(request)
+        case .listContinuedTasks, .cancelContinuedTask:
+            handleContinuedTasks(request, method)  // SPEC §16 (Calls/ContinuedTaskCalls.swift)
         case .setRefreshPolicy, .setGlobalRefresh, .setLowPowerMode, .setConditions, .wakeForRemoteNotification, .runTaskNow:
             // Background App Refresh (RefreshController) owns the policy and the scheduled tasks.
             let appParameter = { [unowned self] (r: VarlinkRequest) in self.appParameter(r) }

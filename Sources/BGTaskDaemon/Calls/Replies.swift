@@ -117,7 +117,7 @@ extension DaemonService {
             backgroundTimeRemainingUSec: s.backgroundTimeRemaining?.microseconds,
             pendingTaskRequests: Int64(refresh.pendingCount(for: s.id)),
             lastDecision: (lastNonCause[s.id] ?? history[s.id]?.last(app: s.id)).map(wireDecision), refreshStatusReason: refresh.denial(s.id),
-            lastForegroundUSec: s.lastForeground?.microseconds)
+            lastForegroundUSec: s.lastForeground?.microseconds, energy: wireEnergy(s.id), bucket: refresh.bucket(for: s.id).rawValue)
         info.scenes = wireScenes(s.id)
         return info
     }

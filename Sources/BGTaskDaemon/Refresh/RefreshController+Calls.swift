@@ -27,7 +27,7 @@ extension RefreshController {
             guard let call = decode(request, AppWire.CompleteTask.self) else { return true }
             host?.run(.taskCompleted(app, identifier: call.identifier, success: call.success), for: request, answer: nil)
         case .checkIn, .acknowledge, .beginBackgroundTask, .endBackgroundTask, .backgroundTimeRemaining, .beginActivity,
-            .endActivity, .refreshStatus:
+            .endActivity, .refreshStatus, .beginContinuedTask, .updateTaskProgress:
             return false
         }
         return true
@@ -78,7 +78,7 @@ extension RefreshController {
             feed(.runNowRequested(app, identifier: call.identifier), call: request)
         case .listApps, .getApp, .listAssertions, .getSettings, .explain, .monitor, .stats, .launch, .foreground, .background,
             .setFocus, .setSceneState, .interrupt, .endInterruption, .terminate, .postNotification, .reload, .hold, .wakeForBusCall,
-            .getRecording:
+            .getRecording, .listContinuedTasks, .cancelContinuedTask:
             return false
         }
         return true

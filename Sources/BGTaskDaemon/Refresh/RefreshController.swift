@@ -31,7 +31,7 @@ final class RefreshController: @unchecked Sendable {
     private(set) weak var host: (any RefreshHost)?
     private let queue: DispatchQueue
     private let logger: Logger
-    private let clock: DaemonClock
+    let clock: DaemonClock
     let store: StateStore
     private(set) var machine: RefreshMachine
     private var loadWarnings: [String]
@@ -75,7 +75,7 @@ final class RefreshController: @unchecked Sendable {
         return RefreshConfig(
             mode: RefreshMode(rawValue: d.backgroundAppRefresh.rawValue) ?? .on, defaultAppRefresh: d.defaultAppRefresh,
             minimumRefreshInterval: .microseconds(d.minimumRefreshIntervalUSec), processingIdle: .microseconds(d.processingIdleUSec),
-            apps: apps)
+            apps: apps, energy: energyPolicy(d.energy))
     }
 
     private func start() {
@@ -119,6 +119,8 @@ final class RefreshController: @unchecked Sendable {
     func observe(_ d: Decision) {
         guard let app = d.app, let appState = d.state else { return }
         feed(.appStateObserved(app, appState))
+        // SPEC §16: a launch into, or a move to, the foreground is the user's use of the app.
+        if d.kind == .launch || d.kind == .foreground, appState.isForeground { feed(.usedByUser(app)) }
     }
 
     private func powerDetected(_ onPower: Bool) {

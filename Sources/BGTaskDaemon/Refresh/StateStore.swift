@@ -19,13 +19,14 @@ extension RefreshState {
         if let network { conditions["network"] = .string(network.rawValue) }
         if !conditions.isEmpty { root["conditions"] = .object(conditions) }
         var apps: [String: JSON] = [:]
-        let ids = Set(appSettings.keys).union(schedule.pending.keys).union(schedule.lastRefresh.keys)
+        let ids = Set(appSettings.keys).union(schedule.pending.keys).union(schedule.lastRefresh.keys).union(energyApps)
         for id in ids.sorted() {
             var entry: [String: JSON] = [:]
             if let enabled = appSettings[id] { entry["refresh"] = .bool(enabled) }
             if let last = schedule.lastRefresh[id] { entry["lastRefreshRealtimeUSec"] = .int(last.microsecondsSinceEpoch) }
             let requests = schedule.requests(for: id)
             if !requests.isEmpty { entry["requests"] = .array(requests.map(Self.requestJSON)) }
+            addEnergy(of: id, to: &entry)
             apps[id.rawValue] = .object(entry)
         }
         root["apps"] = .object(apps)
@@ -67,6 +68,7 @@ extension RefreshState {
                 continue
             }
             if let enabled = entry["refresh"]?.boolValue { state.appSettings[id] = enabled }
+            state.readEnergy(of: id, from: entry)
             if let last = entry["lastRefreshRealtimeUSec"]?.intValue {
                 state.schedule.setLastRefresh(RealtimeInstant(microsecondsSinceEpoch: last), for: id)
             }

@@ -22,6 +22,25 @@ extension AppWire.PendingTaskRequests: AppWire.AppOnly {}
 extension AppWire.RefreshStatusCall: AppWire.AppOnly {}
 extension AppWire.BeginBackgroundTask: WireAppNamed {}
 extension AppWire.EndBackgroundTask: WireAppNamed {}
+extension AppWire.BeginContinuedTask: WireAppNamed {}
+extension AppWire.UpdateTaskProgress: WireAppNamed {}
+
+extension AppWire.BeginContinuedTask {
+    /// SPEC §16: a continued task has an identifier; a total is not negative.
+    public func validate() throws(WireFieldError) {
+        guard !identifier.isEmpty else { throw WireFieldError("identifier") }
+        if let totalUnits, totalUnits < 0 { throw WireFieldError("totalUnits") }
+    }
+}
+
+extension AppWire.UpdateTaskProgress {
+    /// SPEC §16: progress names a task (taskId 0 is the invalid identifier) and counts no negative units.
+    public func validate() throws(WireFieldError) {
+        guard taskId.rawValue > 0 else { throw WireFieldError("taskId") }
+        guard completedUnits >= 0 else { throw WireFieldError("completedUnits") }
+        if let totalUnits, totalUnits < 0 { throw WireFieldError("totalUnits") }
+    }
+}
 
 extension AppWire.Acknowledge {
     /// Event ids start at 1.

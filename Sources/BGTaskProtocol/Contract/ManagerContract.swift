@@ -9,7 +9,7 @@ extension ManagerMethod {
     /// Open to every local user; the others need root or `ControlGroup=` (SPEC §10).
     public var isReadOnly: Bool {
         switch self {
-        case .listApps, .getApp, .listAssertions, .getSettings, .explain, .monitor, .stats: return true
+        case .listApps, .getApp, .listAssertions, .getSettings, .explain, .monitor, .stats, .listContinuedTasks: return true
         default: return false
         }
     }
@@ -28,7 +28,6 @@ extension ManagerWire.ExplainCall: ManagerWire.AppOnly {}
 extension ManagerWire.BackgroundCall: ManagerWire.AppOnly {}
 extension ManagerWire.Interrupt: ManagerWire.AppOnly {}
 extension ManagerWire.EndInterruption: ManagerWire.AppOnly {}
-extension ManagerWire.Terminate: ManagerWire.AppOnly {}
 
 extension ManagerWire.SetFocus {
     /// compositor-focus or screen-locked.
@@ -64,4 +63,18 @@ extension ManagerWire.SetSceneState {
         if let title, title.utf8.count > 1024 { throw WireFieldError("title") }
         if let output, output.utf8.count > 255 { throw WireFieldError("output") }
     }
+}
+
+extension ManagerWire.CancelContinuedTask {
+    /// taskId 0 is the invalid identifier.
+    public func validate() throws(WireFieldError) {
+        guard taskId.rawValue > 0 else { throw WireFieldError("taskId") }
+    }
+}
+
+extension ManagerWire.AppEnergy {
+    /// Every wake, whatever its cause (since accounting began).
+    public var totalWakes: Int64 { wakes.values.reduce(0, +) }
+    /// Every wake over the last 24 hours.
+    public var totalWakes24h: Int64 { wakes24h.values.reduce(0, +) }
 }

@@ -169,6 +169,21 @@ public struct WireReader: Sendable {
         }
         return out
     }
+    /// An `[string]int` map: an object whose values are all integers.
+    public func intMap(_ key: String) throws(WireFieldError) -> [String: Int64] {
+        guard let m = try optionalIntMap(key) else { throw WireFieldError(key) }
+        return m
+    }
+    public func optionalIntMap(_ key: String) throws(WireFieldError) -> [String: Int64]? {
+        guard let v = present(key) else { return nil }
+        guard case .object(let members) = v else { throw WireFieldError(key) }
+        var out: [String: Int64] = [:]
+        for (name, value) in members {
+            guard let n = value.intValue else { throw WireFieldError(key) }
+            out[name] = n
+        }
+        return out
+    }
     /// A Bool sent as `on` or `off` (`AppInfo.refreshSetting`).
     public func onOff(_ key: String) throws(WireFieldError) -> Bool {
         guard let b = try optionalOnOff(key) else { throw WireFieldError(key) }

@@ -5,6 +5,8 @@ public enum AppMethod: String, CaseIterable, Sendable, WireMethod {
     case checkIn = "CheckIn"
     case acknowledge = "Acknowledge"
     case beginBackgroundTask = "BeginBackgroundTask"
+    case beginContinuedTask = "BeginContinuedTask"
+    case updateTaskProgress = "UpdateTaskProgress"
     case endBackgroundTask = "EndBackgroundTask"
     case backgroundTimeRemaining = "BackgroundTimeRemaining"
     case beginActivity = "BeginActivity"
@@ -35,6 +37,8 @@ public enum AppMethod: String, CaseIterable, Sendable, WireMethod {
         case .checkIn: return AppWire.CheckIn.self
         case .acknowledge: return AppWire.Acknowledge.self
         case .beginBackgroundTask: return AppWire.BeginBackgroundTask.self
+        case .beginContinuedTask: return AppWire.BeginContinuedTask.self
+        case .updateTaskProgress: return AppWire.UpdateTaskProgress.self
         case .endBackgroundTask: return AppWire.EndBackgroundTask.self
         case .backgroundTimeRemaining: return AppWire.BackgroundTimeRemaining.self
         case .beginActivity: return AppWire.BeginActivity.self
@@ -52,11 +56,12 @@ public enum AppMethod: String, CaseIterable, Sendable, WireMethod {
         switch self {
         case .checkIn: return AppWire.CheckInReply.self
         case .beginBackgroundTask: return AppWire.BeginBackgroundTaskReply.self
+        case .beginContinuedTask: return AppWire.BeginContinuedTaskReply.self
         case .backgroundTimeRemaining: return AppWire.BackgroundTimeRemainingReply.self
         case .beginActivity: return AppWire.BeginActivityReply.self
         case .pendingTaskRequests: return AppWire.PendingTaskRequestsReply.self
         case .refreshStatus: return AppWire.RefreshStatusReply.self
-        case .acknowledge, .endBackgroundTask, .endActivity, .submitTaskRequest, .cancelTaskRequest, .cancelAllTaskRequests, .completeTask: return WireEmpty.self
+        case .acknowledge, .updateTaskProgress, .endBackgroundTask, .endActivity, .submitTaskRequest, .cancelTaskRequest, .cancelAllTaskRequests, .completeTask: return WireEmpty.self
         }
     }
 }

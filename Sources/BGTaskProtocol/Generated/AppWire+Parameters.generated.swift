@@ -98,6 +98,112 @@ extension AppWire {
         }
     }
 
+    /// `BeginContinuedTask`'s parameters: SPEC §16: a continued task, begun by the user while the app is active: the app keeps running in the background with no time budget for as long as it reports progress (UpdateTaskProgress) at least every ContinuedTaskStallSec; EndBackgroundTask ends it. InvalidState unless active.
+    public struct BeginContinuedTask: WireMessage {
+        public static let fields = ["appId", "identifier", "title", "subtitle", "totalUnits"]
+        public var appId: String
+        public var identifier: String
+        public var title: String
+        public var subtitle: String?
+        public var totalUnits: Int64?
+
+        public init(appId: String, identifier: String, title: String, subtitle: String? = nil, totalUnits: Int64? = nil) {
+            self.appId = appId
+            self.identifier = identifier
+            self.title = title
+            self.subtitle = subtitle
+            self.totalUnits = totalUnits
+        }
+
+        public init(json: [String: JSON]) throws(WireFieldError) {
+            let r = WireReader(json)
+            appId = try r.string("appId")
+            identifier = try r.string("identifier")
+            title = try r.string("title")
+            subtitle = try r.optionalString("subtitle")
+            totalUnits = try r.optionalInt("totalUnits")
+            try validate()
+        }
+
+        public var json: [String: JSON] {
+            var o: [String: JSON] = ["appId": .string(appId), "identifier": .string(identifier), "title": .string(title)]
+            o.put("subtitle", subtitle.map { .string($0) })
+            o.put("totalUnits", totalUnits.map { .int($0) })
+            return o
+        }
+
+        public func write(into out: inout [UInt8]) {
+            out.append(contentsOf: #"{"appId":"#.utf8)
+            JSON.writeString(appId, into: &out)
+            out.append(contentsOf: #","identifier":"#.utf8)
+            JSON.writeString(identifier, into: &out)
+            if let v = subtitle {
+                out.append(contentsOf: #","subtitle":"#.utf8)
+                JSON.writeString(v, into: &out)
+            }
+            out.append(contentsOf: #","title":"#.utf8)
+            JSON.writeString(title, into: &out)
+            if let v = totalUnits {
+                out.append(contentsOf: #","totalUnits":"#.utf8)
+                JSON.writeInt(v, into: &out)
+            }
+            out.append(UInt8(ascii: "}"))
+        }
+    }
+
+    /// `UpdateTaskProgress`'s parameters.
+    public struct UpdateTaskProgress: WireMessage {
+        public static let fields = ["appId", "taskId", "completedUnits", "totalUnits", "subtitle"]
+        public var appId: String
+        public var taskId: TaskID
+        public var completedUnits: Int64
+        public var totalUnits: Int64?
+        public var subtitle: String?
+
+        public init(appId: String, taskId: TaskID, completedUnits: Int64, totalUnits: Int64? = nil, subtitle: String? = nil) {
+            self.appId = appId
+            self.taskId = taskId
+            self.completedUnits = completedUnits
+            self.totalUnits = totalUnits
+            self.subtitle = subtitle
+        }
+
+        public init(json: [String: JSON]) throws(WireFieldError) {
+            let r = WireReader(json)
+            appId = try r.string("appId")
+            taskId = try r.identifier("taskId")
+            completedUnits = try r.int("completedUnits")
+            totalUnits = try r.optionalInt("totalUnits")
+            subtitle = try r.optionalString("subtitle")
+            try validate()
+        }
+
+        public var json: [String: JSON] {
+            var o: [String: JSON] = ["appId": .string(appId), "taskId": .id(taskId), "completedUnits": .int(completedUnits)]
+            o.put("totalUnits", totalUnits.map { .int($0) })
+            o.put("subtitle", subtitle.map { .string($0) })
+            return o
+        }
+
+        public func write(into out: inout [UInt8]) {
+            out.append(contentsOf: #"{"appId":"#.utf8)
+            JSON.writeString(appId, into: &out)
+            out.append(contentsOf: #","completedUnits":"#.utf8)
+            JSON.writeInt(completedUnits, into: &out)
+            if let v = subtitle {
+                out.append(contentsOf: #","subtitle":"#.utf8)
+                JSON.writeString(v, into: &out)
+            }
+            out.append(contentsOf: #","taskId":"#.utf8)
+            JSON.writeInt(Int64(clamping: taskId.rawValue), into: &out)
+            if let v = totalUnits {
+                out.append(contentsOf: #","totalUnits":"#.utf8)
+                JSON.writeInt(v, into: &out)
+            }
+            out.append(UInt8(ascii: "}"))
+        }
+    }
+
     /// `EndBackgroundTask`'s parameters: Ends an assertion. Ending an unknown or ended identifier is harmless.
     public struct EndBackgroundTask: WireMessage {
         public static let fields = ["appId", "taskId"]
@@ -274,89 +380,6 @@ extension AppWire {
                 out.append(contentsOf: #","requiresNetwork":"#.utf8)
                 out.append(contentsOf: v ? "true".utf8 : "false".utf8)
             }
-            out.append(UInt8(ascii: "}"))
-        }
-    }
-
-    /// `CancelTaskRequest`'s parameters.
-    public struct CancelTaskRequest: WireMessage {
-        public static let fields = ["appId", "identifier"]
-        public var appId: String
-        public var identifier: String
-
-        public init(appId: String, identifier: String) {
-            self.appId = appId
-            self.identifier = identifier
-        }
-
-        public init(json: [String: JSON]) throws(WireFieldError) {
-            let r = WireReader(json)
-            appId = try r.string("appId")
-            identifier = try r.string("identifier")
-            try validate()
-        }
-
-        public var json: [String: JSON] {
-            ["appId": .string(appId), "identifier": .string(identifier)]
-        }
-
-        public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"appId":"#.utf8)
-            JSON.writeString(appId, into: &out)
-            out.append(contentsOf: #","identifier":"#.utf8)
-            JSON.writeString(identifier, into: &out)
-            out.append(UInt8(ascii: "}"))
-        }
-    }
-
-    /// `CancelAllTaskRequests`'s parameters.
-    public struct CancelAllTaskRequests: WireMessage {
-        public static let fields = ["appId"]
-        public var appId: String
-
-        public init(appId: String) {
-            self.appId = appId
-        }
-
-        public init(json: [String: JSON]) throws(WireFieldError) {
-            let r = WireReader(json)
-            appId = try r.string("appId")
-            try validate()
-        }
-
-        public var json: [String: JSON] {
-            ["appId": .string(appId)]
-        }
-
-        public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"appId":"#.utf8)
-            JSON.writeString(appId, into: &out)
-            out.append(UInt8(ascii: "}"))
-        }
-    }
-
-    /// `PendingTaskRequests`'s parameters.
-    public struct PendingTaskRequests: WireMessage {
-        public static let fields = ["appId"]
-        public var appId: String
-
-        public init(appId: String) {
-            self.appId = appId
-        }
-
-        public init(json: [String: JSON]) throws(WireFieldError) {
-            let r = WireReader(json)
-            appId = try r.string("appId")
-            try validate()
-        }
-
-        public var json: [String: JSON] {
-            ["appId": .string(appId)]
-        }
-
-        public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"appId":"#.utf8)
-            JSON.writeString(appId, into: &out)
             out.append(UInt8(ascii: "}"))
         }
     }

@@ -80,6 +80,32 @@ extension AppWire {
         }
     }
 
+    /// `BeginContinuedTask`'s reply.
+    public struct BeginContinuedTaskReply: WireMessage {
+        public static let fields = ["taskId"]
+        public var taskId: TaskID
+
+        public init(taskId: TaskID) {
+            self.taskId = taskId
+        }
+
+        public init(json: [String: JSON]) throws(WireFieldError) {
+            let r = WireReader(json)
+            taskId = try r.identifier("taskId")
+            try validate()
+        }
+
+        public var json: [String: JSON] {
+            ["taskId": .id(taskId)]
+        }
+
+        public func write(into out: inout [UInt8]) {
+            out.append(contentsOf: #"{"taskId":"#.utf8)
+            JSON.writeInt(Int64(clamping: taskId.rawValue), into: &out)
+            out.append(UInt8(ascii: "}"))
+        }
+    }
+
     /// `BackgroundTimeRemaining`'s reply.
     public struct BackgroundTimeRemainingReply: WireMessage {
         public static let fields = ["remainingUSec"]

@@ -95,6 +95,12 @@ extension Interfaces {
         # Asks for background execution time. taskId 0 is the invalid identifier: denied.
         method BeginBackgroundTask(appId: string, name: ?string) -> (taskId: int)
 
+        # SPEC §16: a continued task, begun by the user while the app is active: the app keeps running in
+        # the background with no time budget for as long as it reports progress (UpdateTaskProgress) at
+        # least every ContinuedTaskStallSec; EndBackgroundTask ends it. InvalidState unless active.
+        method BeginContinuedTask(appId: string, identifier: string, title: string, subtitle: ?string, totalUnits: ?int) -> (taskId: int)
+        method UpdateTaskProgress(appId: string, taskId: int, completedUnits: int, totalUnits: ?int, subtitle: ?string) -> ()
+
         # Ends an assertion. Ending an unknown or ended identifier is harmless.
         method EndBackgroundTask(appId: string, taskId: int) -> ()
 
@@ -195,7 +201,21 @@ extension Interfaces {
           # When the app was last in the foreground (CLOCK_MONOTONIC; now while it is there).
           lastForegroundUSec: ?int,
           # Its scenes (SPEC §15), in the order they were first reported; empty: it reports none.
-          scenes: []Scene
+          scenes: []Scene,
+          # What its background work cost (SPEC §16).
+          energy: ?AppEnergy,
+          # Its standby bucket (SPEC §16): active, working-set, frequent, rare, restricted.
+          bucket: ?string
+        )
+
+        # Background CPU time (while not in the foreground) and background wakes by cause (task,
+        # remote-notification, bus-call, lock, user), since accounting began (kept across restarts) and
+        # over the last 24 hours.
+        type AppEnergy (
+          backgroundCPUUSec: int,
+          backgroundCPU24hUSec: int,
+          wakes: [string]int,
+          wakes24h: [string]int
         )
 
         # One window of an app (SPEC §15). state: foreground-active, foreground-inactive or background;
@@ -291,7 +311,9 @@ extension Interfaces {
                              reason: ?string) -> ()
         method Interrupt(appId: string) -> ()
         method EndInterruption(appId: string) -> ()
-        method Terminate(appId: string) -> ()
+        # userInitiated: the user closed the app (SPEC §16): no launch into the background for tasks or
+        # remote notifications (deny, closed-by-user) until the user launches it again.
+        method Terminate(appId: string, userInitiated: ?bool) -> ()
         method SetRefreshPolicy(appId: string, enabled: bool) -> ()
 
         # on, unmetered or off.
@@ -308,6 +330,12 @@ extension Interfaces {
         # (bgtaskd-focus): a suspended app is resumed into the background for BusCallBudgetSec (reason
         # bus-call) so that it can answer, then suspended again.
         method WakeForBusCall(appId: string, sender: string, member: string) -> ()
+
+        # SPEC §16: the live continued tasks (user-visible work with progress), and the user's cancel of
+        # one (its expiration handler runs; reason user-cancelled).
+        type ContinuedTask (taskId: int, appId: string, identifier: string, title: string, subtitle: ?string, completedUnits: int, totalUnits: ?int)
+        method ListContinuedTasks() -> (tasks: []ContinuedTask)
+        method CancelContinuedTask(appId: string, taskId: int) -> ()
 
         # Re-reads configuration and manifests without dropping clients; a bad file is InvalidConfiguration
         # (the old configuration stays). applied: the bgtaskd.conf keys and manifests that changed and

@@ -25,6 +25,8 @@ public enum ManagerMethod: String, CaseIterable, Sendable, WireMethod {
     case wakeForRemoteNotification = "WakeForRemoteNotification"
     case runTaskNow = "RunTaskNow"
     case wakeForBusCall = "WakeForBusCall"
+    case listContinuedTasks = "ListContinuedTasks"
+    case cancelContinuedTask = "CancelContinuedTask"
     case reload = "Reload"
     case hold = "Hold"
     case getRecording = "GetRecording"
@@ -58,8 +60,9 @@ public enum ManagerMethod: String, CaseIterable, Sendable, WireMethod {
         case .wakeForRemoteNotification: return ManagerWire.WakeForRemoteNotification.self
         case .runTaskNow: return ManagerWire.RunTaskNow.self
         case .wakeForBusCall: return ManagerWire.WakeForBusCall.self
+        case .cancelContinuedTask: return ManagerWire.CancelContinuedTask.self
         case .hold: return ManagerWire.Hold.self
-        case .listApps, .listAssertions, .getSettings, .monitor, .stats, .reload, .getRecording: return WireEmpty.self
+        case .listApps, .listAssertions, .getSettings, .monitor, .stats, .listContinuedTasks, .reload, .getRecording: return WireEmpty.self
         }
     }
 
@@ -72,10 +75,11 @@ public enum ManagerMethod: String, CaseIterable, Sendable, WireMethod {
         case .explain: return ManagerWire.ExplainReply.self
         case .monitor: return ManagerWire.MonitorReply.self
         case .stats: return ManagerWire.StatsReply.self
+        case .listContinuedTasks: return ManagerWire.ListContinuedTasksReply.self
         case .reload: return ManagerWire.ReloadReply.self
         case .hold: return ManagerWire.HoldReply.self
         case .getRecording: return ManagerWire.GetRecordingReply.self
-        case .launch, .foreground, .background, .setFocus, .setSceneState, .interrupt, .endInterruption, .terminate, .setRefreshPolicy, .setGlobalRefresh, .setLowPowerMode, .setConditions, .postNotification, .wakeForRemoteNotification, .runTaskNow, .wakeForBusCall: return WireEmpty.self
+        case .launch, .foreground, .background, .setFocus, .setSceneState, .interrupt, .endInterruption, .terminate, .setRefreshPolicy, .setGlobalRefresh, .setLowPowerMode, .setConditions, .postNotification, .wakeForRemoteNotification, .runTaskNow, .wakeForBusCall, .cancelContinuedTask: return WireEmpty.self
         }
     }
 }

@@ -217,6 +217,37 @@ extension ManagerWire {
         }
     }
 
+    /// `CancelContinuedTask`'s parameters.
+    public struct CancelContinuedTask: WireMessage {
+        public static let fields = ["appId", "taskId"]
+        public var appId: String
+        public var taskId: TaskID
+
+        public init(appId: String, taskId: TaskID) {
+            self.appId = appId
+            self.taskId = taskId
+        }
+
+        public init(json: [String: JSON]) throws(WireFieldError) {
+            let r = WireReader(json)
+            appId = try r.string("appId")
+            taskId = try r.identifier("taskId")
+            try validate()
+        }
+
+        public var json: [String: JSON] {
+            ["appId": .string(appId), "taskId": .id(taskId)]
+        }
+
+        public func write(into out: inout [UInt8]) {
+            out.append(contentsOf: #"{"appId":"#.utf8)
+            JSON.writeString(appId, into: &out)
+            out.append(contentsOf: #","taskId":"#.utf8)
+            JSON.writeInt(Int64(clamping: taskId.rawValue), into: &out)
+            out.append(UInt8(ascii: "}"))
+        }
+    }
+
     /// `Hold`'s parameters: A manager hold (SPEC §12), called with more: the first reply carries holdId; the hold keeps the app running, without a time budget, until this connection closes. If the app is terminated meanwhile, the call ends with HoldLost.
     public struct Hold: WireMessage {
         public static let fields = ["appId", "name"]

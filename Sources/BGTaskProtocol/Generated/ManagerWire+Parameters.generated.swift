@@ -298,28 +298,37 @@ extension ManagerWire {
         }
     }
 
-    /// `Terminate`'s parameters.
+    /// `Terminate`'s parameters: userInitiated: the user closed the app (SPEC §16): no launch into the background for tasks or remote notifications (deny, closed-by-user) until the user launches it again.
     public struct Terminate: WireMessage {
-        public static let fields = ["appId"]
+        public static let fields = ["appId", "userInitiated"]
         public var appId: String
+        public var userInitiated: Bool?
 
-        public init(appId: String) {
+        public init(appId: String, userInitiated: Bool? = nil) {
             self.appId = appId
+            self.userInitiated = userInitiated
         }
 
         public init(json: [String: JSON]) throws(WireFieldError) {
             let r = WireReader(json)
             appId = try r.string("appId")
+            userInitiated = try r.optionalBool("userInitiated")
             try validate()
         }
 
         public var json: [String: JSON] {
-            ["appId": .string(appId)]
+            var o: [String: JSON] = ["appId": .string(appId)]
+            o.put("userInitiated", userInitiated.map { .bool($0) })
+            return o
         }
 
         public func write(into out: inout [UInt8]) {
             out.append(contentsOf: #"{"appId":"#.utf8)
             JSON.writeString(appId, into: &out)
+            if let v = userInitiated {
+                out.append(contentsOf: #","userInitiated":"#.utf8)
+                out.append(contentsOf: v ? "true".utf8 : "false".utf8)
+            }
             out.append(UInt8(ascii: "}"))
         }
     }

@@ -214,6 +214,37 @@ extension ManagerWire {
         }
     }
 
+    /// `ListContinuedTasks`'s reply.
+    public struct ListContinuedTasksReply: WireMessage {
+        public static let fields = ["tasks"]
+        public var tasks: [ManagerWire.ContinuedTask]
+
+        public init(tasks: [ManagerWire.ContinuedTask]) {
+            self.tasks = tasks
+        }
+
+        public init(json: [String: JSON]) throws(WireFieldError) {
+            let r = WireReader(json)
+            tasks = try r.messages("tasks")
+            try validate()
+        }
+
+        public var json: [String: JSON] {
+            ["tasks": .array(tasks.map { .object($0.json) })]
+        }
+
+        public func write(into out: inout [UInt8]) {
+            out.append(contentsOf: #"{"tasks":"#.utf8)
+            out.append(UInt8(ascii: "["))
+            for (i, e) in tasks.enumerated() {
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                e.write(into: &out)
+            }
+            out.append(UInt8(ascii: "]"))
+            out.append(UInt8(ascii: "}"))
+        }
+    }
+
     /// `Reload`'s reply.
     public struct ReloadReply: WireMessage {
         public static let fields = ["applied", "notApplied"]

@@ -2,6 +2,69 @@
 public import BGTaskModel
 
 extension ManagerWire {
+    /// `type Scene`: One window of an app (SPEC §15). state: foreground-active, foreground-inactive or background; snapshotPath: its last snapshot (a PNG), snapshotRealtimeUSec: when it was written.
+    public struct Scene: WireMessage {
+        public static let fields = ["sceneId", "title", "output", "state", "snapshotPath", "snapshotRealtimeUSec"]
+        public var sceneId: String
+        public var title: String
+        public var output: String?
+        public var state: WireEnum<SceneState>
+        public var snapshotPath: String?
+        public var snapshotRealtimeUSec: Int64?
+
+        public init(sceneId: String, title: String, output: String? = nil, state: SceneState, snapshotPath: String? = nil, snapshotRealtimeUSec: Int64? = nil) {
+            self.sceneId = sceneId
+            self.title = title
+            self.output = output
+            self.state = WireEnum(state)
+            self.snapshotPath = snapshotPath
+            self.snapshotRealtimeUSec = snapshotRealtimeUSec
+        }
+
+        public init(json: [String: JSON]) throws(WireFieldError) {
+            let r = WireReader(json)
+            sceneId = try r.string("sceneId")
+            title = try r.string("title")
+            output = try r.optionalString("output")
+            state = try r.value("state")
+            snapshotPath = try r.optionalString("snapshotPath")
+            snapshotRealtimeUSec = try r.optionalInt("snapshotRealtimeUSec")
+            try validate()
+        }
+
+        public var json: [String: JSON] {
+            ["sceneId": .string(sceneId), "title": .string(title), "output": output.map { .string($0) } ?? .null, "state": .raw(state), "snapshotPath": snapshotPath.map { .string($0) } ?? .null, "snapshotRealtimeUSec": snapshotRealtimeUSec.map { .int($0) } ?? .null]
+        }
+
+        public func write(into out: inout [UInt8]) {
+            out.append(contentsOf: #"{"output":"#.utf8)
+            if let v = output {
+                JSON.writeString(v, into: &out)
+            } else {
+                out.append(contentsOf: "null".utf8)
+            }
+            out.append(contentsOf: #","sceneId":"#.utf8)
+            JSON.writeString(sceneId, into: &out)
+            out.append(contentsOf: #","snapshotPath":"#.utf8)
+            if let v = snapshotPath {
+                JSON.writeString(v, into: &out)
+            } else {
+                out.append(contentsOf: "null".utf8)
+            }
+            out.append(contentsOf: #","snapshotRealtimeUSec":"#.utf8)
+            if let v = snapshotRealtimeUSec {
+                JSON.writeInt(v, into: &out)
+            } else {
+                out.append(contentsOf: "null".utf8)
+            }
+            out.append(contentsOf: #","state":"#.utf8)
+            JSON.writeString(state.rawValue, into: &out)
+            out.append(contentsOf: #","title":"#.utf8)
+            JSON.writeString(title, into: &out)
+            out.append(UInt8(ascii: "}"))
+        }
+    }
+
     /// `type Settings`.
     public struct Settings: WireMessage {
         public static let fields = ["backgroundAppRefresh", "lowPowerMode", "onExternalPower", "network", "freezerBackend", "socket", "didEnterBackgroundTimeoutUSec", "backgroundTimeBudgetUSec", "expirationWarningUSec", "maxBackgroundTasksPerApp", "launchTimeoutUSec", "killTimeoutUSec", "freezerBackendReason", "dryRun"]

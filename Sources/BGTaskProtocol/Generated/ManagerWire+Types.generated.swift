@@ -150,7 +150,7 @@ extension ManagerWire {
 
     /// `type AppInfo`.
     public struct AppInfo: WireMessage {
-        public static let fields = ["appId", "name", "state", "pid", "uid", "lifecycleAware", "assertions", "activities", "refreshSetting", "refreshStatus", "backgroundTimeRemainingUSec", "pendingTaskRequests", "lastDecision", "refreshStatusReason", "lastForegroundUSec", "scenes"]
+        public static let fields = ["appId", "name", "state", "pid", "uid", "lifecycleAware", "assertions", "activities", "refreshSetting", "refreshStatus", "backgroundTimeRemainingUSec", "pendingTaskRequests", "lastDecision", "refreshStatusReason", "lastForegroundUSec", "scenes", "energy", "bucket"]
         public var appId: String
         public var name: String
         public var state: WireEnum<AppState>
@@ -170,8 +170,12 @@ extension ManagerWire {
         public var lastForegroundUSec: Int64?
         /// Its scenes (SPEC §15), in the order they were first reported; empty: it reports none.
         public var scenes: [ManagerWire.Scene]
+        /// What its background work cost (SPEC §16).
+        public var energy: ManagerWire.AppEnergy?
+        /// Its standby bucket (SPEC §16): active, working-set, frequent, rare, restricted.
+        public var bucket: String?
 
-        public init(appId: String, name: String, state: AppState, pid: Int64? = nil, uid: Int64? = nil, lifecycleAware: Bool, assertions: [ManagerWire.Assertion], activities: [ManagerWire.Activity], refreshSetting: Bool, refreshStatus: RefreshStatus, backgroundTimeRemainingUSec: Int64? = nil, pendingTaskRequests: Int64, lastDecision: ManagerWire.Decision? = nil, refreshStatusReason: Reason? = nil, lastForegroundUSec: Int64? = nil, scenes: [ManagerWire.Scene] = []) {
+        public init(appId: String, name: String, state: AppState, pid: Int64? = nil, uid: Int64? = nil, lifecycleAware: Bool, assertions: [ManagerWire.Assertion], activities: [ManagerWire.Activity], refreshSetting: Bool, refreshStatus: RefreshStatus, backgroundTimeRemainingUSec: Int64? = nil, pendingTaskRequests: Int64, lastDecision: ManagerWire.Decision? = nil, refreshStatusReason: Reason? = nil, lastForegroundUSec: Int64? = nil, scenes: [ManagerWire.Scene] = [], energy: ManagerWire.AppEnergy? = nil, bucket: String? = nil) {
             self.appId = appId
             self.name = name
             self.state = WireEnum(state)
@@ -188,6 +192,8 @@ extension ManagerWire {
             self.refreshStatusReason = refreshStatusReason.map(WireEnum.init)
             self.lastForegroundUSec = lastForegroundUSec
             self.scenes = scenes
+            self.energy = energy
+            self.bucket = bucket
         }
 
         public init(json: [String: JSON]) throws(WireFieldError) {
@@ -208,11 +214,16 @@ extension ManagerWire {
             refreshStatusReason = try r.optionalValue("refreshStatusReason")
             lastForegroundUSec = try r.optionalInt("lastForegroundUSec")
             scenes = try r.messages("scenes")
+            energy = try r.optionalMessage("energy")
+            bucket = try r.optionalString("bucket")
             try validate()
         }
 
         public var json: [String: JSON] {
-            ["appId": .string(appId), "name": .string(name), "state": .raw(state), "pid": pid.map { .int($0) } ?? .null, "uid": uid.map { .int($0) } ?? .null, "lifecycleAware": .bool(lifecycleAware), "assertions": .array(assertions.map { .object($0.json) }), "activities": .array(activities.map { .object($0.json) }), "refreshSetting": .string(refreshSetting ? "on" : "off"), "refreshStatus": .raw(refreshStatus), "backgroundTimeRemainingUSec": backgroundTimeRemainingUSec.map { .int($0) } ?? .null, "pendingTaskRequests": .int(pendingTaskRequests), "lastDecision": lastDecision.map { .object($0.json) } ?? .null, "refreshStatusReason": refreshStatusReason.map { .raw($0) } ?? .null, "lastForegroundUSec": lastForegroundUSec.map { .int($0) } ?? .null, "scenes": .array(scenes.map { .object($0.json) })]
+            var o: [String: JSON] = ["appId": .string(appId), "name": .string(name), "state": .raw(state), "pid": pid.map { .int($0) } ?? .null, "uid": uid.map { .int($0) } ?? .null, "lifecycleAware": .bool(lifecycleAware), "assertions": .array(assertions.map { .object($0.json) }), "activities": .array(activities.map { .object($0.json) }), "refreshSetting": .string(refreshSetting ? "on" : "off"), "refreshStatus": .raw(refreshStatus), "backgroundTimeRemainingUSec": backgroundTimeRemainingUSec.map { .int($0) } ?? .null, "pendingTaskRequests": .int(pendingTaskRequests), "lastDecision": lastDecision.map { .object($0.json) } ?? .null, "refreshStatusReason": refreshStatusReason.map { .raw($0) } ?? .null, "lastForegroundUSec": lastForegroundUSec.map { .int($0) } ?? .null, "scenes": .array(scenes.map { .object($0.json) })]
+            o.put("energy", energy.map { .object($0.json) })
+            o.put("bucket", bucket.map { .string($0) })
+            return o
         }
 
         public func write(into out: inout [UInt8]) {
@@ -237,6 +248,14 @@ extension ManagerWire {
                 JSON.writeInt(v, into: &out)
             } else {
                 out.append(contentsOf: "null".utf8)
+            }
+            if let v = bucket {
+                out.append(contentsOf: #","bucket":"#.utf8)
+                JSON.writeString(v, into: &out)
+            }
+            if let v = energy {
+                out.append(contentsOf: #","energy":"#.utf8)
+                v.write(into: &out)
             }
             out.append(contentsOf: #","lastDecision":"#.utf8)
             if let v = lastDecision {
@@ -291,65 +310,57 @@ extension ManagerWire {
         }
     }
 
-    /// `type Scene`: One window of an app (SPEC §15). state: foreground-active, foreground-inactive or background; snapshotPath: its last snapshot (a PNG), snapshotRealtimeUSec: when it was written.
-    public struct Scene: WireMessage {
-        public static let fields = ["sceneId", "title", "output", "state", "snapshotPath", "snapshotRealtimeUSec"]
-        public var sceneId: String
-        public var title: String
-        public var output: String?
-        public var state: WireEnum<SceneState>
-        public var snapshotPath: String?
-        public var snapshotRealtimeUSec: Int64?
+    /// `type AppEnergy`: Background CPU time (while not in the foreground) and background wakes by cause (task, remote-notification, bus-call, lock, user), since accounting began (kept across restarts) and over the last 24 hours.
+    public struct AppEnergy: WireMessage {
+        public static let fields = ["backgroundCPUUSec", "backgroundCPU24hUSec", "wakes", "wakes24h"]
+        public var backgroundCPUUSec: Int64
+        public var backgroundCPU24hUSec: Int64
+        public var wakes: [String: Int64]
+        public var wakes24h: [String: Int64]
 
-        public init(sceneId: String, title: String, output: String? = nil, state: SceneState, snapshotPath: String? = nil, snapshotRealtimeUSec: Int64? = nil) {
-            self.sceneId = sceneId
-            self.title = title
-            self.output = output
-            self.state = WireEnum(state)
-            self.snapshotPath = snapshotPath
-            self.snapshotRealtimeUSec = snapshotRealtimeUSec
+        public init(backgroundCPUUSec: Int64, backgroundCPU24hUSec: Int64, wakes: [String: Int64], wakes24h: [String: Int64]) {
+            self.backgroundCPUUSec = backgroundCPUUSec
+            self.backgroundCPU24hUSec = backgroundCPU24hUSec
+            self.wakes = wakes
+            self.wakes24h = wakes24h
         }
 
         public init(json: [String: JSON]) throws(WireFieldError) {
             let r = WireReader(json)
-            sceneId = try r.string("sceneId")
-            title = try r.string("title")
-            output = try r.optionalString("output")
-            state = try r.value("state")
-            snapshotPath = try r.optionalString("snapshotPath")
-            snapshotRealtimeUSec = try r.optionalInt("snapshotRealtimeUSec")
+            backgroundCPUUSec = try r.int("backgroundCPUUSec")
+            backgroundCPU24hUSec = try r.int("backgroundCPU24hUSec")
+            wakes = try r.intMap("wakes")
+            wakes24h = try r.intMap("wakes24h")
             try validate()
         }
 
         public var json: [String: JSON] {
-            ["sceneId": .string(sceneId), "title": .string(title), "output": output.map { .string($0) } ?? .null, "state": .raw(state), "snapshotPath": snapshotPath.map { .string($0) } ?? .null, "snapshotRealtimeUSec": snapshotRealtimeUSec.map { .int($0) } ?? .null]
+            ["backgroundCPUUSec": .int(backgroundCPUUSec), "backgroundCPU24hUSec": .int(backgroundCPU24hUSec), "wakes": .object(wakes.mapValues { .int($0) }), "wakes24h": .object(wakes24h.mapValues { .int($0) })]
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"output":"#.utf8)
-            if let v = output {
-                JSON.writeString(v, into: &out)
-            } else {
-                out.append(contentsOf: "null".utf8)
+            out.append(contentsOf: #"{"backgroundCPU24hUSec":"#.utf8)
+            JSON.writeInt(backgroundCPU24hUSec, into: &out)
+            out.append(contentsOf: #","backgroundCPUUSec":"#.utf8)
+            JSON.writeInt(backgroundCPUUSec, into: &out)
+            out.append(contentsOf: #","wakes":"#.utf8)
+            out.append(UInt8(ascii: "{"))
+            for (i, e) in wakes.sorted(by: { $0.key < $1.key }).enumerated() {
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                JSON.writeString(e.key, into: &out)
+                out.append(UInt8(ascii: ":"))
+                JSON.writeInt(e.value, into: &out)
             }
-            out.append(contentsOf: #","sceneId":"#.utf8)
-            JSON.writeString(sceneId, into: &out)
-            out.append(contentsOf: #","snapshotPath":"#.utf8)
-            if let v = snapshotPath {
-                JSON.writeString(v, into: &out)
-            } else {
-                out.append(contentsOf: "null".utf8)
+            out.append(UInt8(ascii: "}"))
+            out.append(contentsOf: #","wakes24h":"#.utf8)
+            out.append(UInt8(ascii: "{"))
+            for (i, e) in wakes24h.sorted(by: { $0.key < $1.key }).enumerated() {
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                JSON.writeString(e.key, into: &out)
+                out.append(UInt8(ascii: ":"))
+                JSON.writeInt(e.value, into: &out)
             }
-            out.append(contentsOf: #","snapshotRealtimeUSec":"#.utf8)
-            if let v = snapshotRealtimeUSec {
-                JSON.writeInt(v, into: &out)
-            } else {
-                out.append(contentsOf: "null".utf8)
-            }
-            out.append(contentsOf: #","state":"#.utf8)
-            JSON.writeString(state.rawValue, into: &out)
-            out.append(contentsOf: #","title":"#.utf8)
-            JSON.writeString(title, into: &out)
+            out.append(UInt8(ascii: "}"))
             out.append(UInt8(ascii: "}"))
         }
     }

@@ -1,0 +1,166 @@
+/// SPEC §16: why a background wake happened (the keys of `AppInfo.energy.wakes`).
+public enum WakeCause: String, CaseIterable, Hashable, Sendable, Comparable {
+    /// A scheduled task (refresh or processing) launched or resumed the app.
+    case task
+    /// `WakeForRemoteNotification`.
+    case remoteNotification = "remote-notification"
+    /// `WakeForBusCall` (a session-bus call to a frozen app).
+    case busCall = "bus-call"
+    /// A lock of the frozen app was waited for (`lock-contended`).
+    case lock
+    /// Anything a person or a manager asked for (`Launch --background`, a hold, `RunTaskNow`).
+    case user
+
+    /// In the order they are listed above.
+    public static func < (lhs: WakeCause, rhs: WakeCause) -> Bool {
+        allCases.firstIndex(of: lhs) ?? 0 < allCases.firstIndex(of: rhs) ?? 0
+    }
+
+    /// The cause of a wake decision (`resume` or `launch` into the background).
+    static func of(_ d: Decision) -> WakeCause {
+        switch d.reason {
+        case .remoteNotification: return .remoteNotification
+        case .busCall: return .busCall
+        case .lockContended: return .lock
+        case .taskScheduled: return .task
+        default:
+            if case .launched(_, .backgroundTask) = d.detail, d.reason != .userRequest { return .task }
+            return .user
+        }
+    }
+}
+
+/// Background CPU time and wakes over some span of time.
+public struct EnergyFigures: Hashable, Sendable {
+    /// CPU time used while not in the foreground (µs).
+    public var backgroundCPUUSec: Int64 = 0
+    /// Background wakes by cause.
+    public var wakes: [WakeCause: Int64] = [:]
+
+    /// No CPU, no wakes.
+    public init(backgroundCPUUSec: Int64 = 0, wakes: [WakeCause: Int64] = [:]) {
+        self.backgroundCPUUSec = backgroundCPUUSec
+        self.wakes = wakes
+    }
+
+    /// Every wake, whatever its cause.
+    public var totalWakes: Int64 { wakes.values.reduce(0, +) }
+
+    mutating func add(_ other: EnergyFigures) {
+        backgroundCPUUSec = saturatingAdd(backgroundCPUUSec, other.backgroundCPUUSec)
+        for (cause, n) in other.wakes { wakes[cause, default: 0] += n }
+    }
+}
+
+/// What one app's background work cost (SPEC §16, `AppInfo.energy`).
+public struct AppEnergy: Hashable, Sendable {
+    /// Since accounting began (kept across daemon restarts).
+    public var total: EnergyFigures
+    /// Over the last 24 hours (wall clock, whole hours).
+    public var last24h: EnergyFigures
+}
+
+/// One app's accounts as they are kept (and persisted by the shell).
+public struct EnergyAccount: Hashable, Sendable {
+    /// Since accounting began.
+    public var total = EnergyFigures()
+    /// Per wall-clock hour (`microsecondsSinceEpoch / 1 h`), oldest first; only the last 24 are kept.
+    public var hours: [Int64: EnergyFigures] = [:]
+
+    /// An empty account.
+    public init(total: EnergyFigures = EnergyFigures(), hours: [Int64: EnergyFigures] = [:]) {
+        self.total = total
+        self.hours = hours
+    }
+}
+
+/// When the shell must read an app's cumulative CPU usage (cgroup `cpu.stat` `usage_usec`, or the app's
+/// processes' `/proc/PID/stat`) and feed it to ``EnergyLedger/measured(_:_:usage:at:)``.
+public enum EnergyMeasurement: Hashable, Sendable {
+    /// A background period begins (the app entered the background, was launched or resumed into it).
+    case periodBegins
+    /// It ends (suspended, back in the foreground, terminated or exited).
+    case periodEnds
+}
+
+/// SPEC §16's accounting, pure: which decisions begin and end a background period (the time an app spends
+/// not in the foreground and not frozen), which are wakes and of what cause, and the sums per app over the
+/// last 24 h and since accounting began. The shell feeds it every decision (``observe(_:at:)``), reads the
+/// app's CPU usage when told to, and persists ``accounts``.
+public struct EnergyLedger: Sendable {
+    static let hourUSec: Int64 = 3_600_000_000
+
+    /// Every app's account.
+    public private(set) var accounts: [AppID: EnergyAccount]
+    /// Usage read at the start of each open background period.
+    private var marks: [AppID: Int64] = [:]
+    /// Apps whose period began but whose usage has not been fed yet.
+    private var opening: Set<AppID> = []
+
+    /// A ledger that continues `accounts` (from the state directory; empty on a first start).
+    public init(accounts: [AppID: EnergyAccount] = [:]) {
+        self.accounts = accounts
+    }
+
+    /// What decision `d` means for its app's background time: a measurement to make now (before the
+    /// decision's action is performed), or none. A wake is counted here.
+    public mutating func observe(_ d: Decision, at realtime: RealtimeInstant) -> EnergyMeasurement? {
+        guard let app = d.app, let state = d.state else { return nil }
+        let previous = d.previousState
+        let isWake = (d.kind == .resume && previous == .suspended && state == .background)
+            || (d.kind == .launch && previous == .notRunning && state == .background)
+        if isWake {
+            var wake = EnergyFigures()
+            wake.wakes[WakeCause.of(d)] = 1
+            add(wake, to: app, at: realtime)
+        }
+        let open = marks[app] != nil || opening.contains(app)
+        if state == .background, let previous, previous != .background, !open {
+            opening.insert(app)
+            return .periodBegins
+        }
+        if open, state != .background || d.kind == .terminate {
+            return .periodEnds
+        }
+        return nil
+    }
+
+    /// The usage (µs, cumulative, `nil`: it could not be read) the shell read for `measurement`. At a
+    /// period's end, returns the CPU time the period used (`nil`: unknown), which is added to the accounts.
+    @discardableResult
+    public mutating func measured(
+        _ app: AppID, _ measurement: EnergyMeasurement, usage: Int64?, at realtime: RealtimeInstant
+    ) -> Int64? {
+        switch measurement {
+        case .periodBegins:
+            opening.remove(app)
+            marks[app] = usage
+            return nil
+        case .periodEnds:
+            opening.remove(app)
+            guard let mark = marks.removeValue(forKey: app), let usage else { return nil }
+            // A counter that went backwards belongs to a new cgroup or process: nothing is known of the period.
+            let used = Swift.max(0, usage - mark)
+            add(EnergyFigures(backgroundCPUUSec: used), to: app, at: realtime)
+            return used
+        }
+    }
+
+    /// The app's figures at `realtime` (zero for an app never accounted).
+    public func energy(of app: AppID, at realtime: RealtimeInstant) -> AppEnergy {
+        guard let account = accounts[app] else { return AppEnergy(total: EnergyFigures(), last24h: EnergyFigures()) }
+        let hour = realtime.microsecondsSinceEpoch / Self.hourUSec
+        var day = EnergyFigures()
+        for (h, figures) in account.hours where h > hour - 24 && h <= hour { day.add(figures) }
+        return AppEnergy(total: account.total, last24h: day)
+    }
+
+    private mutating func add(_ figures: EnergyFigures, to app: AppID, at realtime: RealtimeInstant) {
+        let hour = realtime.microsecondsSinceEpoch / Self.hourUSec
+        var account = accounts[app] ?? EnergyAccount()
+        account.total.add(figures)
+        account.hours[hour, default: EnergyFigures()].add(figures)
+        account.hours = account.hours.filter { $0.key > hour - 24 }
+        accounts[app] = account
+    }
+}

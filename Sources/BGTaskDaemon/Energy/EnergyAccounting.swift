@@ -1,0 +1,86 @@
+import BGTaskConfig
+import BGTaskCore
+import BGTaskProtocol
+import Dispatch
+import Logging
+
+/// SPEC §16: the daemon's energy accounts (the core's ``EnergyLedger``) and where they are kept.
+final class EnergyAccounting: @unchecked Sendable {
+    // @unchecked: used only on the daemon's queue.
+    var ledger: EnergyLedger
+    let store: EnergyStore?
+    let logger: Logger
+
+    init(stateDirectory: String?, queue: DispatchQueue, logger: Logger) {
+        self.logger = logger
+        guard let stateDirectory else {
+            store = nil
+            ledger = EnergyLedger()
+            return
+        }
+        let store = EnergyStore(directory: stateDirectory, queue: queue)
+        let (accounts, warnings) = store.load()
+        for w in warnings { logger.warning("\(w)") }
+        self.store = store
+        ledger = EnergyLedger(accounts: accounts)
+    }
+
+    func save() {
+        let logger = self.logger
+        store?.save(ledger.accounts) { error in logger.warning("cannot save the energy accounts: \(error)") }
+    }
+
+    /// The last accounts, written before the daemon exits (its writer queue would not get to run).
+    func flush() {
+        guard let store else { return }
+        var bytes: [UInt8] = []
+        EnergyJSON.encode(ledger.accounts).write(into: &bytes)
+        bytes.append(UInt8(ascii: "\n"))
+        if let error = StateStore.writeAtomically(
+            bytes, path: store.path, temporaryPath: store.temporaryPath, directory: store.directory)
+        {
+            logger.warning("cannot save the energy accounts: \(error)")
+        }
+    }
+}
+
+extension DaemonService {
+    /// SPEC §16: what decision `d` means for its app's energy account, measured now (before the decision's
+    /// action is performed). Returns the CPU time of the background period a `suspend` ends, for the entry's
+    /// `BGTASKD_BACKGROUND_CPU_USEC=`.
+    func accountEnergy(_ d: Decision) -> Int64? {
+        // Only decisions that change an app's state matter (not the grants and ends of the call path).
+        guard let app = d.app, d.previousState != nil else { return nil }
+        let now = clock.realtime()
+        var used: Int64?
+        let measurement = energy.ledger.observe(d, at: now)
+        if let measurement {
+            let usage = EnergyMeter.usage(
+                cgroupPath: (freezer as? CgroupFreezer)?.layout.appPath(app.rawValue), pid: d.pid,
+                adopted: adoption?.hasInstances(app) == true ? adoption?.processes(app) ?? [] : [])
+            used = energy.ledger.measured(app, measurement, usage: usage, at: now)
+        }
+        if measurement == .periodEnds || d.kind == .resume || d.kind == .launch { energy.save() }
+        return d.kind == .suspend ? used : nil
+    }
+
+    /// The app's energy as `AppInfo.energy` shows it.
+    func appEnergy(_ app: AppID) -> AppEnergy {
+        energy.ledger.energy(of: app, at: clock.realtime())
+    }
+}
+
+extension DaemonService {
+    /// `AppInfo.energy`.
+    func wireEnergy(_ app: AppID) -> ManagerWire.AppEnergy {
+        let e = appEnergy(app)
+        func counts(_ f: EnergyFigures) -> [String: Int64] {
+            var out: [String: Int64] = [:]
+            for (cause, n) in f.wakes { out[cause.rawValue] = n }
+            return out
+        }
+        return ManagerWire.AppEnergy(
+            backgroundCPUUSec: e.total.backgroundCPUUSec, backgroundCPU24hUSec: e.last24h.backgroundCPUUSec,
+            wakes: counts(e.total), wakes24h: counts(e.last24h))
+    }
+}

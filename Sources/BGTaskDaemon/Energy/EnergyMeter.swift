@@ -1,0 +1,58 @@
+import BGTaskConfig
+import BGTaskCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// SPEC §16: reads how much CPU time an app has used so far (µs, cumulative): its cgroup's `cpu.stat`
+/// `usage_usec` (present without the cpu controller) with the cgroup freezer, the `/proc/PID/stat` times
+/// (utime, stime and those of reaped children) of its processes otherwise, plus those of its adopted
+/// instances' processes. Short reads of kernel files: fine on the daemon's queue.
+enum EnergyMeter {
+    /// `nil`: nothing could be read (no cgroup, no process).
+    static func usage(cgroupPath: String?, pid: Int32?, adopted: [Int32]) -> Int64? {
+        var total: Int64?
+        func add(_ n: Int64?) { if let n { total = (total ?? 0) + n } }
+        var cgroupHoldsPid = false
+        if let cgroupPath, let stat = FileIO.read(cgroupPath + "/cpu.stat") {
+            add(cpuStatUsage(stat))
+            cgroupHoldsPid = pid.map { Cgroup.procsRecursive(cgroupPath).contains($0) } ?? true
+        }
+        if let pid, !cgroupHoldsPid {
+            // A process outside the cgroup (signal freezer, or one that could not be moved into it).
+            for p in SignalFreezer.processTree(root: pid) { add(processUsage(p)) }
+        }
+        for p in adopted { add(processUsage(p)) }
+        return total
+    }
+
+    /// `usage_usec` of a `cpu.stat` text.
+    static func cpuStatUsage(_ text: String) -> Int64? {
+        for line in text.split(separator: "\n") {
+            let parts = line.split(separator: " ")
+            if parts.count == 2, parts[0] == "usage_usec" { return Int64(parts[1]) }
+        }
+        return nil
+    }
+
+    /// utime + stime + cutime + cstime of `/proc/PID/stat`, in µs.
+    static func processUsage(_ pid: Int32) -> Int64? {
+        guard let text = FileIO.read("/proc/\(pid)/stat") else { return nil }
+        return statUsage(text, ticksPerSecond: Int64(sysconf(Int32(_SC_CLK_TCK))))
+    }
+
+    /// The times of a `/proc/PID/stat` line (fields 14–17, counted after the command's closing parenthesis).
+    static func statUsage(_ text: String, ticksPerSecond: Int64) -> Int64? {
+        guard let close = text.lastIndex(of: ")"), ticksPerSecond > 0 else { return nil }
+        let fields = text[text.index(after: close)...].split(separator: " ")
+        // fields[0] is field 3 (state): utime is field 14.
+        guard fields.count > 14 else { return nil }
+        var ticks: Int64 = 0
+        for i in 11...14 {
+            guard let n = Int64(fields[i]), n >= 0 else { return nil }
+            ticks += n
+        }
+        return ticks * 1_000_000 / ticksPerSecond
+    }
+}

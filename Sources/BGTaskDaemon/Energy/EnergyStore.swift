@@ -1,0 +1,122 @@
+import BGTaskConfig
+import BGTaskCore
+import BGTaskProtocol
+import Dispatch
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// SPEC §16: the energy accounts as a JSON object (keys sorted when written: equal accounts, equal bytes).
+enum EnergyJSON {
+    static let formatVersion: Int64 = 1
+
+    static func figures(_ f: EnergyFigures) -> JSON {
+        var wakes: [String: JSON] = [:]
+        for (cause, n) in f.wakes { wakes[cause.rawValue] = .int(n) }
+        return .object(["backgroundCPUUSec": .int(f.backgroundCPUUSec), "wakes": .object(wakes)])
+    }
+
+    static func figures(from json: JSON?) -> EnergyFigures? {
+        guard let o = json?.objectValue, let cpu = o["backgroundCPUUSec"]?.intValue, cpu >= 0 else { return nil }
+        var f = EnergyFigures(backgroundCPUUSec: cpu)
+        for (raw, n) in o["wakes"]?.objectValue ?? [:] {
+            if let cause = WakeCause(rawValue: raw), let n = n.intValue, n >= 0 { f.wakes[cause] = n }
+        }
+        return f
+    }
+
+    static func encode(_ accounts: [AppID: EnergyAccount]) -> JSON {
+        var apps: [String: JSON] = [:]
+        for (app, account) in accounts {
+            var hours: [String: JSON] = [:]
+            for (hour, f) in account.hours { hours[String(hour)] = figures(f) }
+            apps[app.rawValue] = .object(["total": figures(account.total), "hours": .object(hours)])
+        }
+        return .object(["version": .int(formatVersion), "apps": .object(apps)])
+    }
+
+    /// Entries that make no sense are skipped and reported; `nil` only for a file that is not an object.
+    static func decode(_ json: JSON) -> (accounts: [AppID: EnergyAccount], warnings: [String])? {
+        guard let root = json.objectValue else { return nil }
+        var accounts: [AppID: EnergyAccount] = [:]
+        var warnings: [String] = []
+        for (raw, value) in (root["apps"]?.objectValue ?? [:]).sorted(by: { $0.key < $1.key }) {
+            guard let app = AppID(raw), let total = figures(from: value["total"]) else {
+                warnings.append("skipped the energy entry of \(raw.debugDescription)")
+                continue
+            }
+            var account = EnergyAccount(total: total)
+            for (h, f) in value["hours"]?.objectValue ?? [:] {
+                if let hour = Int64(h), let f = figures(from: f) { account.hours[hour] = f }
+            }
+            accounts[app] = account
+        }
+        return (accounts, warnings)
+    }
+}
+
+/// Keeps the energy accounts in `energy.json` in the state directory, written as ``StateStore`` writes
+/// (temporary file, fsync, rename, fsync of the directory: a `kill -9` leaves the old file or the new one)
+/// on a private queue, so that no fsync stalls the daemon's queue. Saves made while a write is under way
+/// are written together by the next one.
+final class EnergyStore: @unchecked Sendable {
+    // @unchecked: the mutable properties are used only on `queue`.
+    let directory: String
+    let path: String
+    let temporaryPath: String
+    private let queue: DispatchQueue
+    private let ioQueue = DispatchQueue(label: "bgtaskd.energy-writer")
+    private var latest: [UInt8]?
+    private var writing = false
+    /// Writes done (for tests).
+    private(set) var writes = 0
+
+    static let fileName = "energy.json"
+
+    init(directory: String, queue: DispatchQueue) {
+        self.directory = directory
+        self.path = directory + "/" + Self.fileName
+        self.temporaryPath = directory + "/." + Self.fileName + ".tmp"
+        self.queue = queue
+    }
+
+    /// The saved accounts; none on a first start. A file that cannot be read back is moved aside.
+    func load() -> (accounts: [AppID: EnergyAccount], warnings: [String]) {
+        unlink(temporaryPath)
+        guard let bytes = StateStore.readAll(path) else {
+            if errno == ENOENT { return ([:], []) }
+            return ([:], ["cannot read \(path): \(String(cString: strerror(errno))); energy accounts start empty"])
+        }
+        if let json = try? JSON.parse(bytes), let decoded = EnergyJSON.decode(json) { return decoded }
+        let aside = path + ".corrupt"
+        rename(path, aside)
+        return ([:], ["\(path) could not be read back; moved it to \(aside); energy accounts start empty"])
+    }
+
+    func save(_ accounts: [AppID: EnergyAccount], logFailure: @escaping @Sendable (String) -> Void) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        var bytes: [UInt8] = []
+        EnergyJSON.encode(accounts).write(into: &bytes)
+        bytes.append(UInt8(ascii: "\n"))
+        latest = bytes
+        startWrite(logFailure)
+    }
+
+    private func startWrite(_ logFailure: @escaping @Sendable (String) -> Void) {
+        guard !writing, let bytes = latest else { return }
+        latest = nil
+        writing = true
+        let (path, temporaryPath, directory) = (self.path, self.temporaryPath, self.directory)
+        ioQueue.async { [weak self] in
+            let error = StateStore.writeAtomically(bytes, path: path, temporaryPath: temporaryPath, directory: directory)
+            if let error { logFailure(error) }
+            guard let self else { return }
+            self.queue.async {
+                self.writing = false
+                self.writes += 1
+                self.startWrite(logFailure)
+            }
+        }
+    }
+}
