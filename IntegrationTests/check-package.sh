@@ -101,8 +101,8 @@ check "the Swift runtime is in /usr/lib/bgtaskd" test -f /usr/lib/bgtaskd/libswi
 for p in bgtaskd bgtaskd-launcher bgtaskctl bgtaskd-focus; do
   check "$p finds every library, its Swift ones only in /usr/lib/bgtaskd" bash -c "
     ldd /usr/bin/$p | tee /dev/stderr | (! grep -q 'not found') &&
-    ldd /usr/bin/$p | grep -q '=> /usr/lib/bgtaskd/libswiftCore.so' &&
-    ! ldd /usr/bin/$p | grep -i 'swift\|dispatch\|BlocksRuntime' | grep -v '=> /usr/lib/bgtaskd/'"
+    ldd /usr/bin/$p | grep -Eq '=> /usr/(bin/\.\./)?lib/bgtaskd/libswiftCore.so ' &&
+    ! ldd /usr/bin/$p | grep -i 'swift\|dispatch\|BlocksRuntime' | grep -Ev '=> /usr/(bin/\.\./)?lib/bgtaskd/'"
 done
 for p in bgtaskd bgtaskd-launcher bgtaskctl bgtaskd-focus; do
   check "$p --version without the toolchain" /usr/bin/$p --version
