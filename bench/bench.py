@@ -874,6 +874,29 @@ def row_freeze(t: Table, res: dict, a):
               ratio(ours[1], raw_busy[1]))
     if "warning" in out.stderr:
         t.notes.append("row 5: " + out.stderr.strip().splitlines()[-1])
+    row_resume(t, res, a)
+
+
+def row_resume(t: Table, res: dict, a):
+    """Row 5b: bench/resume_latency.py: Foreground of a suspended app → the app read did-become-active."""
+    out = subprocess.run([sys.executable, str(REPO / "bench" / "resume_latency.py"), "--count", "40" if a.quick else "100"],
+                         capture_output=True, text=True, env=dict(os.environ, BGTASKD_BIN_DIR=str(BIN)), timeout=600)
+    figures = {}
+    for line in out.stdout.splitlines():
+        m = re.match(r"(.*?)\s+n=(\d+)\s+median\s+(\d+) µs\s+p99\s+(\d+) µs\s+max\s+(\d+) µs", line)
+        if m:
+            figures[m.group(1).strip()] = tuple(int(m.group(i)) for i in range(2, 6))
+    res["resume"] = {"figures": figures, "stderr": out.stderr[-500:]}
+    ours = next((v for k, v in figures.items() if k.startswith("bgtaskd")), None)
+    raw = next((v for k, v in figures.items() if k.startswith("raw")), None)
+    if out.returncode != 0 or not ours or not raw:
+        why = (out.stderr.strip().splitlines() or ["no output"])[-1]
+        t.add("5b", "resume: Foreground of a suspended app → it read did-become-active", "not measured", why)
+        return
+    t.add("5b", f"resume: Foreground of a suspended app → it read did-become-active, median / p99 (n={ours[0]})",
+          f"{fmt_us(ours[1])} / {fmt_us(ours[2])}",
+          f"raw cgroup.freeze 0 + one socket hop → read: {fmt_us(raw[1])} / {fmt_us(raw[2])}",
+          ratio(ours[1], raw[1]), "≤ 1.5×", verdict(ours[1] <= 1.5 * raw[1]))
 
 
 def row_locks(t: Table, res: dict, a):

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import signal
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -121,8 +121,9 @@ def main():
                 try:
                     wait_for(lambda: m.state(app_id) == "suspended", 5, "suspended", interval=0.0005)
                 except AssertionError:
-                    print(m.app(app_id), len(measured), file=sys.stderr)
-                    os.system(f"journalctl -o cat _PID={daemon.pid} -n 15 --no-pager >&2")
+                    # Say why: the app and the daemon's last journal lines.
+                    print(m.app(app_id), file=sys.stderr)
+                    subprocess.run(["journalctl", "-o", "cat", f"_PID={daemon.pid}", "-n", "15", "--no-pager"])
                     raise
                 wait_for(lambda: read_events(cg.app(app_id)).get("frozen") == 1, 5, "frozen", interval=0.0005)
                 time.sleep(SPACING_MS / 1000)
@@ -155,7 +156,6 @@ def main():
     print(f"resume latency, a lifecycle-aware Python app, {os.cpu_count()} CPUs, kernel {os.uname().release}")
     print(describe("bgtaskd: Foreground → app read did-become-active", measured))
     print(describe("raw: cgroup.freeze 0 + one socket message → read", baseline))
-    import shutil
     shutil.rmtree(root, ignore_errors=True)
 
 

@@ -37,6 +37,11 @@ public struct CommandLineSpec: Sendable {
     public struct Exit: Error, Equatable, Sendable {
         public var text: String
         public var status: Int32
+
+        public init(text: String, status: Int32) {
+            self.text = text
+            self.status = status
+        }
     }
 
     var synopsis: String {

@@ -7,14 +7,14 @@ import Testing
         command: "tool", abstract: "A tool.", version: "1.2.3",
         options: [.init("config-dir", help: "Where.", defaultValue: "/etc/x"), .init("socket", help: "Socket.")])
 
-    @Test func valuesBothForms() {
+    @Test func valuesBothForms() throws {
         #expect(try spec.parse(["--config-dir", "/a", "--socket=/s"]).get() == ["config-dir": "/a", "socket": "/s"])
         #expect(try spec.parse([]).get() == [:])
         #expect(try spec.parse(["--socket=", "--socket", "/t"]).get() == ["socket": "/t"])
         #expect(try spec.parse(["--socket", "--config-dir"]).get() == ["socket": "--config-dir"])
     }
 
-    @Test func helpAndVersion() throws {
+    @Test func helpAndVersion() {
         guard case .failure(let help) = spec.parse(["--socket", "/s", "-h"]) else { Issue.record("no help"); return }
         #expect(help.status == 0 && help.text.contains("--config-dir <config-dir>") && help.text.contains("(default: /etc/x)"))
         #expect(spec.parse(["--version"]) == .failure(.init(text: "1.2.3\n", status: 0)))
