@@ -1000,7 +1000,7 @@ def first_answer(t: Table, res: dict, a, ready_base_us: float):
     for i in range(runs):
         path = str(work / f"echo{i}")
         t0 = time.monotonic()
-        p = subprocess.Popen([str(TOOL), "echo-server", "--socket", path, "--reply-sizes", str(reply_bytes - 1)],
+        p = subprocess.Popen([str(TOOL), "echo-server", "--socket", path, "--reply-sizes", f"{reply_bytes - 1},{reply_bytes - 1}"],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         t2, _ = first_call(path, b'{"method":"io.bgtaskd.Manager.ListApps"}\0', t0)
         base.append((t2 - t0) * 1e6)
