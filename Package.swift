@@ -62,8 +62,7 @@ let package = Package(
         .executableTarget(
             name: "bgtaskd-focus",
             dependencies: [
-                "BGTaskFocus", "CWlrToplevel", "BGTaskClient", "BGTaskProtocol",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "BGTaskFocus", "CWlrToplevel", "BGTaskClient", "BGTaskProtocol", "BGTaskCommandLine",
             ]
         ),
         // The daemons' command line (long options with values, --help, --version), without ArgumentParser.

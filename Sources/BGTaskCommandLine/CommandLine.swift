@@ -2,8 +2,8 @@
 import Glibc
 #endif
 
-/// The command line of the daemons (`bgtaskd`, `bgtaskd-launcher`): long options that take a value
-/// (`--name VALUE` or `--name=VALUE`), `--help`/`-h` and `--version`. Parsed by hand, not with
+/// The command line of the daemons (`bgtaskd`, `bgtaskd-launcher`, `bgtaskd-focus`): long options that take
+/// a value (`--name VALUE` or `--name=VALUE`), flags (`--name`), `--help`/`-h` and `--version`. Parsed by hand, not with
 /// ArgumentParser, which links FoundationEssentials: 6.7 MB installed and 2 MB of a daemon's RSS for a
 /// handful of options (docs/performance.md). `bgtaskctl` keeps ArgumentParser.
 public struct CommandLineSpec: Sendable {
@@ -11,11 +11,20 @@ public struct CommandLineSpec: Sendable {
         public var name: String
         public var help: String
         public var defaultValue: String?
+        /// A flag takes no value; given, its value is "true".
+        public var isFlag: Bool
 
         public init(_ name: String, help: String, defaultValue: String? = nil) {
             self.name = name
             self.help = help
             self.defaultValue = defaultValue
+            self.isFlag = false
+        }
+
+        public static func flag(_ name: String, help: String) -> Option {
+            var o = Option(name, help: help)
+            o.isFlag = true
+            return o
         }
     }
 
@@ -45,7 +54,7 @@ public struct CommandLineSpec: Sendable {
     }
 
     var synopsis: String {
-        "\(command) " + options.map { "[--\($0.name) <\($0.name)>]" }.joined(separator: " ")
+        "\(command) " + options.map { $0.isFlag ? "[--\($0.name)]" : "[--\($0.name) <\($0.name)>]" }.joined(separator: " ")
     }
 
     public var usage: String {
@@ -53,7 +62,7 @@ public struct CommandLineSpec: Sendable {
         if !discussion.isEmpty { text += discussion + "\n\n" }
         text += "USAGE: \(synopsis)\n\nOPTIONS:\n"
         for o in options {
-            text += "  --\(o.name) <\(o.name)>\n        \(o.help)"
+            text += (o.isFlag ? "  --\(o.name)" : "  --\(o.name) <\(o.name)>") + "\n        \(o.help)"
             if let d = o.defaultValue { text += " (default: \(d))" }
             text += "\n"
         }
@@ -84,6 +93,11 @@ public struct CommandLineSpec: Sendable {
             guard name.hasPrefix("--"), let option = options.first(where: { $0.name == name.dropFirst(2) }) else {
                 return .failure(usageError("Unknown option '\(argument)'"))
             }
+            if option.isFlag {
+                guard value == nil else { return .failure(usageError("Unknown option '\(argument)'")) }
+                values[option.name] = "true"
+                continue
+            }
             if value == nil {
                 guard i < arguments.count else { return .failure(usageError("Missing value for '--\(option.name) <\(option.name)>'")) }
                 value = arguments[i]
@@ -92,6 +106,15 @@ public struct CommandLineSpec: Sendable {
             values[option.name] = value
         }
         return .success(values)
+    }
+
+    /// The integer value of option `name` (nil: not given), or the usage error naming it.
+    public func integer(_ values: [String: String], _ name: String) -> Result<Int?, Exit> {
+        guard let text = values[name] else { return .success(nil) }
+        guard let n = Int(text) else {
+            return .failure(usageError("The value '\(text)' is invalid for '--\(name) <\(name)>'"))
+        }
+        return .success(n)
     }
 
     /// Prints `exit`'s text (stdout for help and version, stderr for errors) and exits with its status.
