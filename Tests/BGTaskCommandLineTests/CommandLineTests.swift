@@ -30,3 +30,23 @@ import Testing
         }
     }
 }
+
+/// Flags and integer values (bgtaskd-focus).
+@Suite struct CommandLineFlagTests {
+    let spec = CommandLineSpec(
+        command: "focus", abstract: "F.", version: "1",
+        options: [.flag("no-wayland", help: "No."), .init("debounce", help: "Ms.", defaultValue: "300")])
+
+    @Test func flagsTakeNoValue() throws {
+        #expect(try spec.parse(["--no-wayland", "--debounce", "5"]).get() == ["no-wayland": "true", "debounce": "5"])
+        guard case .failure(let e) = spec.parse(["--no-wayland=yes"]) else { Issue.record("parsed"); return }
+        #expect(e.status == 64 && e.text.hasPrefix("Error: Unknown option '--no-wayland=yes'\nUsage: focus [--no-wayland] [--debounce <debounce>]"))
+    }
+
+    @Test func integers() {
+        #expect(spec.integer(["debounce": "42"], "debounce") == .success(42))
+        #expect(spec.integer([:], "debounce") == .success(nil))
+        guard case .failure(let e) = spec.integer(["debounce": "x"], "debounce") else { Issue.record("parsed"); return }
+        #expect(e.text.hasPrefix("Error: The value 'x' is invalid for '--debounce <debounce>'"))
+    }
+}
