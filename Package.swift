@@ -62,20 +62,21 @@ let package = Package(
         .executableTarget(
             name: "bgtaskd-focus",
             dependencies: [
-                "BGTaskFocus", "CWlrToplevel", "BGTaskClient", "BGTaskProtocol",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "BGTaskFocus", "CWlrToplevel", "BGTaskClient", "BGTaskProtocol", "BGTaskCommandLine",
             ]
         ),
+        // The daemons' command line (long options with values, --help, --version), without ArgumentParser.
+        .target(name: "BGTaskCommandLine"),
         .executableTarget(
             name: "bgtaskd",
-            dependencies: ["BGTaskDaemon", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            // No ArgumentParser: it links FoundationEssentials (BGTaskCommandLine).
+            dependencies: ["BGTaskDaemon", "BGTaskCommandLine"]
         ),
         // Privilege separation: starts apps on bgtaskd's request, so that the daemon runs unprivileged.
         .executableTarget(
             name: "bgtaskd-launcher",
             dependencies: [
-                "BGTaskLaunch", "BGTaskProtocol", "BGTaskConfig", "CSystemd",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "BGTaskLaunch", "BGTaskProtocol", "BGTaskConfig", "CSystemd", "BGTaskCommandLine",
             ]
         ),
         // bgtaskctl's pure half: typed daemon replies in, lines out (tables, durations, colour and width
@@ -111,6 +112,7 @@ let package = Package(
         .testTarget(name: "BGTaskVarlinkTests", dependencies: ["BGTaskVarlink", "BGTaskProtocol", "CSystemd"]),
         .testTarget(name: "BGTaskDaemonTests", dependencies: ["BGTaskDaemon", "BGTaskVarlink", "CSystemd"]),
         .testTarget(name: "BGTaskFocusTests", dependencies: ["BGTaskFocus"]),
+        .testTarget(name: "BGTaskCommandLineTests", dependencies: ["BGTaskCommandLine"]),
         .testTarget(name: "BGTaskCtlKitTests", dependencies: ["BGTaskCtlKit", "BGTaskProtocol", "BGTaskModel"]),
     ],
     swiftLanguageModes: [.v6]

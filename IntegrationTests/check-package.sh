@@ -96,8 +96,14 @@ check "the catalog's Support: file exists" bash -c "
 # The installed programs run with the Swift toolchain hidden.
 mount -t tmpfs tmpfs /opt/swift
 check "no Swift toolchain visible" bash -c '! command -v swift && test -z "$(ls /opt/swift)"'
-check "bgtaskd links no Swift library" bash -c '! ldd /usr/bin/bgtaskd | grep -i swift'
-check "bgtaskctl links no Swift library" bash -c '! ldd /usr/bin/bgtaskctl | grep -i swift'
+# The four programs share the package's one copy of the Swift runtime in /usr/lib/bgtaskd.
+check "the Swift runtime is in /usr/lib/bgtaskd" test -f /usr/lib/bgtaskd/libswiftCore.so
+for p in bgtaskd bgtaskd-launcher bgtaskctl bgtaskd-focus; do
+  check "$p finds every library, its Swift ones only in /usr/lib/bgtaskd" bash -c "
+    ldd /usr/bin/$p | tee /dev/stderr | (! grep -q 'not found') &&
+    ldd /usr/bin/$p | grep -Eq '=> /usr/(bin/\.\./)?lib/bgtaskd/libswiftCore.so ' &&
+    ! ldd /usr/bin/$p | grep -i 'swift\|dispatch\|BlocksRuntime' | grep -Ev '=> /usr/(bin/\.\./)?lib/bgtaskd/'"
+done
 for p in bgtaskd bgtaskd-launcher bgtaskctl bgtaskd-focus; do
   check "$p --version without the toolchain" /usr/bin/$p --version
 done

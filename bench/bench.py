@@ -281,6 +281,23 @@ def rss_kib(pid: int) -> int:
     return int(status_fields(pid)["VmRSS"].split()[0])
 
 
+def rss_parts(pid: int) -> tuple[int, int]:
+    """(anonymous RSS, RSS of the Swift runtime's libraries and libdispatch) in KiB, from /proc/PID/smaps."""
+    anon = swift = 0
+    name = ""
+    for line in open(f"/proc/{pid}/smaps"):
+        first = line.split(None, 1)[0]
+        if "-" in first and not first.endswith(":"):
+            parts = line.split()
+            name = parts[5] if len(parts) > 5 else ""
+        elif first == "Anonymous:":
+            anon += int(line.split()[1])
+        elif first == "Rss:" and ("/libswift" in name or "/libdispatch" in name or "/libBlocksRuntime" in name
+                                  or "/libFoundation" in name):
+            swift += int(line.split()[1])
+    return anon, swift
+
+
 def switches_by_thread(pid: int) -> dict[str, int]:
     """Voluntary + involuntary context switches of each thread: each one is a wake-up or a preemption."""
     out = {}
@@ -355,6 +372,15 @@ def idle_wakeups(pid: int, seconds: float, settle_max: float = 9.0) -> tuple[flo
     return switches_since(pid, before) / seconds, settled
 
 
+def pin_process(pid: int, cpus: set[int]):
+    """Every thread of `pid` on `cpus` (threads made later inherit it from the thread that makes them)."""
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            os.sched_setaffinity(int(tid), cpus)
+        except OSError:
+            pass  # a thread that just ended
+
+
 def journald_pid() -> int:
     """The running systemd-journald of this mount namespace (0 if none is found): a test's private
     journald elsewhere on the machine (in a namespace of its own) is not the one the daemon writes to."""
@@ -386,9 +412,11 @@ def settle_journald(max_s: float = 10.0) -> float:
     return time.monotonic() - t0
 
 
-def tool(*args, pass_fds=(), input_bytes=None, timeout=300) -> dict:
+def tool(*args, pass_fds=(), input_bytes=None, timeout=300, cpu: int | None = None) -> dict:
+    """Runs a `bgtaskd-bench` subcommand and returns its JSON; `cpu`: the client runs on that CPU only."""
+    pin = (lambda: os.sched_setaffinity(0, {cpu})) if cpu is not None else None
     out = subprocess.run([str(TOOL), *args], capture_output=True, pass_fds=pass_fds, input=input_bytes,
-                         timeout=timeout)
+                         timeout=timeout, preexec_fn=pin)
     if out.returncode != 0:
         raise SystemExit(f"bgtaskd-bench {args[0]} failed ({out.returncode}): {out.stderr.decode()[-2000:]}")
     return json.loads(out.stdout.decode().strip().splitlines()[-1])
@@ -466,6 +494,7 @@ def rows_calls(t: Table, res: dict, a):
         launch_all(d, apps)
         launch_all(d2, apps)
         res["idle_rss_kib"] = rss_kib(d.pid)
+        res["idle_anon_kib"], res["idle_swift_kib"] = rss_parts(d.pid)
         res["idle_wakeups_per_s"], res["idle_settle_s"] = idle_wakeups(d.pid, 2 if a.quick else 5)
         probe = tool("rtt", "--socket", d.socket, "--app", apps[0], "--pairs", "10", "--warmup", "0")
         sizes = ",".join(str(x) for x in probe["reply_bytes"])
@@ -474,6 +503,9 @@ def rows_calls(t: Table, res: dict, a):
         secho = [str(TOOL), "sync-epoll-echo-server", "--socket", str(work / "secho"), "--reply-sizes", sizes]
         jecho = [str(TOOL), "journal-echo-server", "--socket", str(work / "jecho"), "--reply-sizes", sizes]
         ref = [sys.executable, str(REPO / "bench" / "ref_server.py"), f"unix:{work / 'ref'}"]
+        with Server(echo, str(work / "echo")) as e:
+            time.sleep(0.5)
+            res["echo_idle_rss_kib"] = rss_kib(e.proc.pid)
         with Server(echo, str(work / "echo")) as e, Server(decho, str(work / "decho")) as x, \
                 Server(secho, str(work / "secho")) as y, Server(jecho, str(work / "jecho")) as j, \
                 Server(ref, str(work / "ref"), ready_line=True) as p:
@@ -503,6 +535,29 @@ def rows_calls(t: Table, res: dict, a):
                     for f in ("errors", "denied"):
                         rtt[k][f] += r[f]
                     rtt[k]["request_bytes"], rtt[k]["reply_bytes"] = r["request_bytes"], r["reply_bytes"]
+            # Row 1 pinned: client and server on one CPU, then on two (server on CPU 0, client on CPU 1),
+            # so each ratio compares like with like instead of the scheduler's mix.
+            pinned = {(mode, k): [] for mode in ("one", "two") for k in ("bgtaskd", "echo")}
+            pinned_cpu = {"one": {"ns": 0, "calls": 0}, "two": {"ns": 0, "calls": 0}}
+            if len(os.sched_getaffinity(0)) >= 2:
+                everything = os.sched_getaffinity(0)
+                for _ in range(rounds // 2):
+                    for mode, client_cpu in (("one", 0), ("two", 1)):
+                        for k, pid, path in (("bgtaskd", d.pid, d.socket), ("echo", e.proc.pid, e.path)):
+                            settle_journald(3)
+                            pin_process(pid, {0})
+                            c0 = cpu_ns(d.pid)
+                            r = tool("rtt", "--socket", path, "--app", apps[0], "--pairs", str(pairs), "--warmup",
+                                     "200", cpu=client_cpu)
+                            if k == "bgtaskd":
+                                pinned_cpu[mode]["ns"] += cpu_ns(d.pid) - c0
+                                pinned_cpu[mode]["calls"] += 2 * (pairs + 200)
+                            pin_process(pid, everything)
+                            pinned[(mode, k)] += r["begin_ns"] + r["end_ns"]
+            res["rtt_pinned"] = {f"{mode}_{k}": statistics.median(us(v)) if v else None
+                                 for (mode, k), v in pinned.items()}
+            res["rtt_pinned_cpu_us"] = {m: c["ns"] / c["calls"] / 1000 if c["calls"] else None
+                                        for m, c in pinned_cpu.items()}
             for _ in range(max(2, rounds // 2)):
                 for k, path in [*targets.items(), ("bgtaskd_every_entry", d2.socket)]:
                     settle_journald(3)
@@ -556,6 +611,13 @@ def rows_calls(t: Table, res: dict, a):
     t.add(1, f"call round trip, sequential (Begin/End {req} B → {rep} B), median", fmt_us(dm),
           f"bare echo (epoll): {fmt_us(em)}", ratio(dm, em), "≤ 2×", verdict(dm <= 2 * em))
     t.add("", "  p99", fmt_us(dp), f"bare echo (epoll): {fmt_us(ep)}", ratio(dp, ep))
+    for mode, what in (("one", "client and server pinned to one CPU"), ("two", "pinned to two CPUs (server 0, client 1)")):
+        ours, base = res["rtt_pinned"].get(f"{mode}_bgtaskd"), res["rtt_pinned"].get(f"{mode}_echo")
+        if ours and base:
+            cpu_call = res["rtt_pinned_cpu_us"][mode]
+            t.add("", f"  median, {what}; daemon CPU {fmt_us(cpu_call)}/call", fmt_us(ours),
+                  f"bare echo (epoll), pinned the same: {fmt_us(base)}", ratio(ours, base), "≤ 2×",
+                  verdict(ours <= 2 * base))
     t.add("", "  median", fmt_us(dm), f"echo, epoll thread + queue.sync (the daemon's loop): {fmt_us(ym)}", ratio(dm, ym))
     t.add("", "    (that echo itself against the bare echo)", fmt_us(ym), f"bare echo (epoll): {fmt_us(em)}", ratio(ym, em))
     t.add("", "    (echo on one Dispatch source, the loop before issue 15)", fmt_us(xm), f"bare echo (epoll): {fmt_us(em)}",
@@ -759,6 +821,7 @@ def row_scale(t: Table, res: dict, a):
                 raise SystemExit("bgtaskd-bench scale failed")
             r = json.loads(line)
             loaded_rss = rss_kib(d.pid)
+            loaded_anon = rss_parts(d.pid)[0]
             stats = d.call("io.bgtaskd.Manager.Stats")["stats"]
             loaded_wakeups, loaded_settle = idle_wakeups(d.pid, 2 if a.quick else 3)
         finally:
@@ -770,6 +833,7 @@ def row_scale(t: Table, res: dict, a):
         per_level.append((lv["live_assertions"], statistics.median(v), pct(v, 99), lv["rss_kib"],
                           lv["daemon_cpu_ns_per_call"] / 1000))
     res["scale"] = {"levels": per_level, "launch_s": r.get("launch_s"), "loaded_rss_kib": loaded_rss,
+                    "loaded_anon_kib": loaded_anon,
                     "loaded_idle_wakeups_per_s": loaded_wakeups, "loaded_idle_settle_s": loaded_settle,
                     "stats": stats, "denied": r["denied"]}
     first = per_level[0]
@@ -789,9 +853,15 @@ def row_scale(t: Table, res: dict, a):
         t.add("", f"launch into the foreground, per app (Launch + Foreground, pipelined, {n_apps:,} apps)",
               fmt_us(per_app), f"posix_spawn of /bin/sleep: {fmt_us(res['scale']['spawn_baseline_us'])}",
               ratio(per_app, res["scale"]["spawn_baseline_us"]))
+    base_rss = res.get("echo_idle_rss_kib")
+    base_text = f"bare echo server (a Swift process at rest): {fmt_kib(base_rss)}" if base_rss else ""
     t.add("", f"daemon RSS, {n_apps:,} apps running, {stats['liveAssertions']:,} assertions", fmt_kib(loaded_rss),
-          "", "", "≤ 64 MiB", verdict(loaded_rss <= 64 * 1024))
-    t.add("", "idle RSS (64 apps running, no clients)", fmt_kib(res["idle_rss_kib"]))
+          base_text, ratio(loaded_rss, base_rss) if base_rss else "", "≤ 40 MiB", verdict(loaded_rss <= 40 * 1024))
+    t.add("", "  of which anonymous (heap, stacks)", fmt_kib(res["scale"]["loaded_anon_kib"]))
+    t.add("", "idle RSS (64 apps running, no clients)", fmt_kib(res["idle_rss_kib"]), base_text,
+          ratio(res["idle_rss_kib"], base_rss) if base_rss else "", "≤ 10 MiB", verdict(res["idle_rss_kib"] <= 10 * 1024))
+    t.add("", "  of which anonymous (heap, stacks) / file pages of the Swift runtime",
+          f"{fmt_kib(res['idle_anon_kib'])} / {fmt_kib(res['idle_swift_kib'])}")
     t.add("", "wake-ups/s idle, no deadline pending (64 apps)", f"{res['idle_wakeups_per_s']:.1f}", "", "",
           "0", verdict(res["idle_wakeups_per_s"] == 0))
     t.add("", f"wake-ups/s idle, {n_apps:,} apps, {stats['liveAssertions']:,} assertions",
@@ -841,6 +911,29 @@ def row_freeze(t: Table, res: dict, a):
               ratio(ours[1], raw_busy[1]))
     if "warning" in out.stderr:
         t.notes.append("row 5: " + out.stderr.strip().splitlines()[-1])
+    row_resume(t, res, a)
+
+
+def row_resume(t: Table, res: dict, a):
+    """Row 5b: bench/resume_latency.py: Foreground of a suspended app → the app read did-become-active."""
+    out = subprocess.run([sys.executable, str(REPO / "bench" / "resume_latency.py"), "--count", "40" if a.quick else "100"],
+                         capture_output=True, text=True, env=dict(os.environ, BGTASKD_BIN_DIR=str(BIN)), timeout=600)
+    figures = {}
+    for line in out.stdout.splitlines():
+        m = re.match(r"(.*?)\s+n=(\d+)\s+median\s+(\d+) µs\s+p99\s+(\d+) µs\s+max\s+(\d+) µs", line)
+        if m:
+            figures[m.group(1).strip()] = tuple(int(m.group(i)) for i in range(2, 6))
+    res["resume"] = {"figures": figures, "stderr": out.stderr[-500:]}
+    ours = next((v for k, v in figures.items() if k.startswith("bgtaskd")), None)
+    raw = next((v for k, v in figures.items() if k.startswith("raw")), None)
+    if out.returncode != 0 or not ours or not raw:
+        why = (out.stderr.strip().splitlines() or ["no output"])[-1]
+        t.add("5b", "resume: Foreground of a suspended app → it read did-become-active", "not measured", why)
+        return
+    t.add("5b", f"resume: Foreground of a suspended app → it read did-become-active, median / p99 (n={ours[0]})",
+          f"{fmt_us(ours[1])} / {fmt_us(ours[2])}",
+          f"raw cgroup.freeze 0 + one socket hop → read: {fmt_us(raw[1])} / {fmt_us(raw[2])}",
+          ratio(ours[1], raw[1]), "≤ 1.5×", verdict(ours[1] <= 1.5 * raw[1]))
 
 
 def row_locks(t: Table, res: dict, a):
@@ -898,25 +991,126 @@ def row_startup(t: Table, res: dict, a):
     om, bm = statistics.median(ours), statistics.median(base)
     t.add(6, f"start-up, exec → READY=1, 64 manifests, median of {runs}", fmt_us(om),
           f"native process sending READY=1 at once: {fmt_us(bm)}", ratio(om, bm))
-    if not res.get("startup_10k_apps_s"):
-        # Row 4 did not run (`--only 6`): one start with 10,000 manifests here, as row 4 makes them.
-        with Daemon("startup-10k", BASE_CONF.format(max=16), [f"org.bench.S{i:05d}" for i in range(10000)]) as d:
-            res["startup_10k_apps_s"] = d.ready_s
+    first_answer(t, res, a, bm)
+
+
+def first_call(path: str, message: bytes, t0: float) -> tuple[float, int]:
+    """Connects to `path` as soon as it exists, sends `message`, reads the whole reply: (monotonic time the
+    reply was complete, its size). The server is the one spawned at `t0`."""
+    while True:
+        try:
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(path)
+            break
+        except (FileNotFoundError, ConnectionRefusedError):
+            s.close()
+            if time.monotonic() - t0 > 60:
+                raise SystemExit(f"{path}: no server after 60 s")
+            time.sleep(0.0005)
+    with s:
+        s.sendall(message)
+        buf = bytearray()
+        while not buf.endswith(b"\0"):
+            chunk = s.recv(1 << 20)
+            if not chunk:
+                raise SystemExit(f"{path}: closed before the reply")
+            buf += chunk
+    return time.monotonic(), len(buf)
+
+
+def first_answer(t: Table, res: dict, a, ready_base_us: float):
+    """Row 6, first answer: exec → the first ListApps answered with 10,000 manifests (not only READY=1),
+    beside the bare echo server spawned the same way answering its first message with a reply as large."""
+    runs = 2 if a.quick else 5
+    apps = [f"org.bench.S{i:05d}" for i in range(10000)]
+    ours, ready, cpu, listed, reply_bytes = [], [], [], 0, 0
+    d = Daemon("first-answer", BASE_CONF.format(max=16), apps)
+    try:
+        for _ in range(runs):
+            settle_journald(3)
+            notify = NotifySocket(str(d.root / "notify"))
             t0 = time.monotonic()
-            d.call("org.varlink.service.GetInfo")
-            res["startup_10k_first_call_s"] = time.monotonic() - t0
-            t0 = time.monotonic()
-            res["startup_10k_listed"] = len(d.call("io.bgtaskd.Manager.ListApps")["apps"])
-            res["startup_10k_list_s"] = time.monotonic() - t0
-    if res.get("startup_10k_apps_s"):
-        t.add("", "start-up, exec → READY=1, 10,000 manifests (one start)", fmt_us(res["startup_10k_apps_s"] * 1e6),
-              f"native process sending READY=1 at once: {fmt_us(bm)}", ratio(res["startup_10k_apps_s"] * 1e6, bm),
-              "≤ 100 ms", "yes" if res["startup_10k_apps_s"] <= 0.1 else "NO")
-    if res.get("startup_10k_first_call_s"):
-        # Calls wait until every app is registered (issue 15): what a client sees right after READY=1.
-        t.notes.append(f"row 6: 10,000 manifests: after READY=1 the first call (GetInfo) was answered in "
-                       f"{fmt_us(res['startup_10k_first_call_s'] * 1e6)} (it waits for the apps to be registered); "
-                       f"then ListApps listed {res['startup_10k_listed']} apps in {fmt_us(res['startup_10k_list_s'] * 1e6)}")
+            d.proc = subprocess.Popen(d.argv(), env=dict(os.environ, NOTIFY_SOCKET=notify.path),
+                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            t1 = notify.wait_ready(60)
+            notify.close()
+            t2, reply_bytes = first_call(d.socket, b'{"method":"io.bgtaskd.Manager.ListApps"}\0', t0)
+            cpu.append(cpu_ns(d.proc.pid) / 1000)
+            ready.append((t1 - t0) * 1e6 if t1 else float("nan"))
+            ours.append((t2 - t0) * 1e6)
+            if not listed:
+                listed = len(d.call("io.bgtaskd.Manager.ListApps")["apps"])
+            d.proc.send_signal(signal.SIGTERM)
+            d.proc.wait(30)
+    finally:
+        d.stop()
+    work = Path(tempfile.mkdtemp(prefix="bgtaskd-bench-first-", dir="/tmp"))
+    base = []
+    for i in range(runs):
+        path = str(work / f"echo{i}")
+        t0 = time.monotonic()
+        p = subprocess.Popen([str(TOOL), "echo-server", "--socket", path, "--reply-sizes", f"{reply_bytes - 1},{reply_bytes - 1}"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        t2, _ = first_call(path, b'{"method":"io.bgtaskd.Manager.ListApps"}\0', t0)
+        base.append((t2 - t0) * 1e6)
+        p.kill()
+        p.wait()
+    shutil.rmtree(work, ignore_errors=True)
+    res["first_answer_us"] = {"bgtaskd": ours, "ready": ready, "baseline": base, "listed": listed,
+                              "reply_bytes": reply_bytes, "cpu": cpu}
+    om, rm, bm = statistics.median(ours), statistics.median(ready), statistics.median(base)
+    t.add("", f"start-up, exec → READY=1, 10,000 manifests, median of {runs}", fmt_us(rm),
+          f"native process sending READY=1 at once: {fmt_us(ready_base_us)}", ratio(rm, ready_base_us))
+    t.add("", f"first answer: exec → first ListApps answered ({listed:,} apps, {reply_bytes / 1e6:.1f} MB), "
+              f"median of {runs}", fmt_us(om),
+          f"bare echo: exec → first reply as large: {fmt_us(bm)}", ratio(om, bm), "≤ 100 ms", verdict(om <= 100_000))
+    t.add("", "  the daemon's CPU time (all threads) from exec to that answer, median", fmt_us(statistics.median(cpu)))
+
+
+def package_file() -> Path | None:
+    debs = sorted((REPO / ".build-deb").glob("bgtaskd_*.deb"))
+    return debs[-1] if debs else None
+
+
+def row_bytes(t: Table, res: dict, a):
+    """Row 8: bytes on the device: the Debian package (`make deb`) installed, and bgtaskd in it, beside systemd."""
+    deb = package_file()
+    if not deb:
+        t.add(8, "installed size of the package", "not measured", "no .build-deb/bgtaskd_*.deb: run `make deb`")
+        return
+    listing = subprocess.run(["dpkg-deb", "--contents", str(deb)], capture_output=True, text=True, check=True).stdout
+    sizes = {}
+    for line in listing.splitlines():
+        f = line.split()
+        if len(f) >= 6 and f[0].startswith("-"):
+            sizes[f[5].lstrip(".")] = int(f[2])
+    installed_kib = int(subprocess.run(["dpkg-deb", "-f", str(deb), "Installed-Size"], capture_output=True, text=True,
+                                       check=True).stdout.strip())
+    files_total = sum(sizes.values())
+    daemon = sizes.get("/usr/bin/bgtaskd", 0)
+    runtime = sum(v for k, v in sizes.items() if k.startswith("/usr/lib/bgtaskd/"))
+    programs = sum(v for k, v in sizes.items() if k.startswith("/usr/bin/"))
+
+    def installed(pkg):
+        out = subprocess.run(["dpkg-query", "-W", "-f", "${Installed-Size}", pkg], capture_output=True, text=True)
+        return int(out.stdout) * 1024 if out.returncode == 0 and out.stdout.strip().isdigit() else 0
+
+    systemd_pkg = installed("systemd")
+    logind = sum(os.path.getsize(p) for p in ("/usr/lib/systemd/systemd-logind",) if os.path.exists(p))
+    shared = sorted(Path("/usr/lib/x86_64-linux-gnu/systemd").glob("libsystemd-shared-*.so"))
+    shared_size = shared[0].stat().st_size if shared else 0
+    res["bytes"] = {"deb": deb.name, "installed_size_kib": installed_kib, "files": files_total, "bgtaskd": daemon,
+                    "runtime": runtime, "programs": programs, "systemd_installed": systemd_pkg,
+                    "logind": logind, "libsystemd_shared": shared_size}
+    mb = lambda v: f"{v / 1e6:.1f} MB"
+    t.add(8, f"installed size of the package ({deb.name}, dpkg Installed-Size)", mb(installed_kib * 1024),
+          f"the systemd package installed: {mb(systemd_pkg)}" if systemd_pkg else "", ratio(installed_kib * 1024, systemd_pkg)
+          if systemd_pkg else "", "≤ 25 MB", verdict(installed_kib * 1024 <= 25e6))
+    t.add("", "  of which the four programs (stripped) / the shared Swift runtime (/usr/lib/bgtaskd)",
+          f"{mb(programs)} / {mb(runtime)}")
+    t.add("", "bgtaskd (the daemon's binary)", mb(daemon),
+          f"systemd-logind + libsystemd-shared: {mb(logind + shared_size)}" if logind else "",
+          ratio(daemon, logind + shared_size) if logind else "", "≤ 8 MB", verdict(daemon <= 8e6))
 
 
 def main():
@@ -930,10 +1124,11 @@ def main():
             raise SystemExit(f"{p} is missing: `swift build -c release` first (or set BGTASKD_BIN_DIR)")
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 65536)), hard))
-    only = set(a.only.split(",")) if a.only else {"1", "r", "2", "3", "4", "5", "6", "7", "W"}
+    only = set(a.only.split(",")) if a.only else {"1", "r", "2", "3", "4", "5", "6", "7", "8", "W"}
     t, res = Table(), {"machine": machine()}
     started = time.monotonic()
-    steps = [("12", rows_calls), ("1r", row_recording), ("3", row_deadlines), ("4", row_scale), ("5", row_freeze), ("6", row_startup), ("7", row_locks), ("W", row_wakes)]
+    steps = [("12", rows_calls), ("1r", row_recording), ("3", row_deadlines), ("4", row_scale), ("5", row_freeze), ("6", row_startup),
+             ("7", row_locks), ("8", row_bytes), ("W", row_wakes)]
     for rows, fn in steps:
         if not only & set(rows):
             continue

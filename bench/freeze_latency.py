@@ -62,13 +62,20 @@ def describe(name: str, usec: list[float]) -> str:
 
 
 def start_daemon(bin_dir: Path, root: Path, cgroup: str, app_id: str, port: int) -> subprocess.Popen:
+    return start_daemon_with(bin_dir, root, conf(cgroup, grace=f"{SPACING_MS}ms"),
+                             {app_id: http_server_manifest(app_id, port)})
+
+
+def start_daemon_with(bin_dir: Path, root: Path, config_text: str, manifests: dict[str, str]) -> subprocess.Popen:
+    """A bgtaskd on `root` with this bgtaskd.conf drop-in and these manifests, once it answers GetInfo."""
     config = root / "config"
     (config / "bgtaskd.conf.d").mkdir(parents=True)
     (config / "apps.d").mkdir()
     (root / "state").mkdir()
     (root / "runtime").mkdir()
-    (config / "bgtaskd.conf.d" / "50-bench.conf").write_text(conf(cgroup, grace=f"{SPACING_MS}ms"))
-    (config / "apps.d" / f"{app_id}.app").write_text(http_server_manifest(app_id, port))
+    (config / "bgtaskd.conf.d" / "50-bench.conf").write_text(config_text)
+    for app_id, text in manifests.items():
+        (config / "apps.d" / f"{app_id}.app").write_text(text)
     sock = str(root / "runtime" / "io.bgtaskd")
     log = open(root / "daemon.log", "wb")
     proc = subprocess.Popen(

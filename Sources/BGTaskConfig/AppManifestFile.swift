@@ -283,7 +283,7 @@ public struct AppManifestFile: Hashable, Sendable {
             if let prefix = program.first, "@-:+!".contains(prefix) {
                 throw .invalid("executable prefixes (@, -, :, +, !) are not supported: \(quoted(program))")
             }
-            guard program.hasPrefix("/") || !program.contains("/") else {
+            guard program.hasPrefix("/") || !program.containsBytes("/") else {
                 throw .invalid("executable must be an absolute path or a bare name to look up in PATH: \(quoted(program))")
             }
             draft.exec = words
@@ -349,7 +349,7 @@ public struct AppManifestFile: Hashable, Sendable {
 
 /// 1–255 characters of `A-Za-z0-9._-`, not starting or ending with `.`, without `..`.
 func isValidIdentifier(_ id: String) -> Bool {
-    guard !id.isEmpty, id.utf8.count <= 255, !id.hasPrefix("."), !id.hasSuffix("."), !id.contains("..") else {
+    guard !id.isEmpty, id.utf8.count <= 255, !id.hasPrefix("."), !id.hasSuffix("."), !id.containsBytes("..") else {
         return false
     }
     return id.utf8.allSatisfy { c in

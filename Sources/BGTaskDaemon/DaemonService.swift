@@ -127,9 +127,11 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
     private func register(_ manifests: [AppID: AppManifestFile]) {
         // Overwritten, not cleared: an app whose manifest went keeps its uid for its last decisions.
         var resolved: [Account?: UInt32] = [:]
-        // App IDs are ASCII (A-Za-z0-9._-), where strcmp's order is String's `<`, at a fraction of its cost
-        // (issue 15: sorting 10,000 IDs was 4% of start-up).
-        for (id, manifest) in manifests.sorted(by: { strcmp($0.key.rawValue, $1.key.rawValue) < 0 }) {
+        // App IDs are ASCII (A-Za-z0-9._-), where the bytes' order is String's `<`. Only the IDs are
+        // sorted, compared in place: sorting the (ID, manifest) pairs with strcmp copied every manifest and
+        // made a C string per comparison (14% of exec → first ListApps with 10,000 apps, perf).
+        for id in manifests.keys.sorted(by: { $0.rawValue.utf8Precedes($1.rawValue) }) {
+            guard let manifest = manifests[id] else { continue }
             let uid = resolved[manifest.user] ?? resolveUser(manifest.user)?.uid ?? getuid()
             resolved[manifest.user] = uid
             uidByApp[id] = uid

@@ -31,7 +31,7 @@ public enum BusOwnerMatch: Sendable {
         }
         guard let leaf = cgroupLeaf(pid) else { return nil }
         return apps.first { app in
-            leaf == app.appID || leaf.contains("-\(app.appID)-") || leaf.contains("-\(app.appID)@")
+            leaf == app.appID || leaf.containsBytes("-\(app.appID)-") || leaf.containsBytes("-\(app.appID)@")
                 || leaf.hasSuffix("-\(app.appID).scope") || leaf.hasSuffix("-\(app.appID).service")
         }?.appID
     }

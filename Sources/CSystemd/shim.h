@@ -8,6 +8,8 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/uio.h>
+/* mallopt(M_ARENA_MAX) and malloc_trim: the daemon's memory at rest (Daemon.swift). */
+#include <malloc.h>
 
 /* Glibc only declares struct ucred under _GNU_SOURCE, which Swift's Glibc module does not set. */
 struct bgtaskd_ucred {

@@ -1,5 +1,5 @@
-import ArgumentParser
 import BGTaskClient
+import BGTaskCommandLine
 import BGTaskFocus
 import BGTaskProtocol
 import CWlrToplevel
@@ -11,9 +11,9 @@ import Glibc
 
 /// `bgtaskd-focus`: follows the compositor's toplevels (wlr-foreign-toplevel-management-unstable-v1) and
 /// tells bgtaskd which app is in front (`io.bgtaskd.Manager.SetFocus`, reason `compositor-focus`).
-struct FocusCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "bgtaskd-focus",
+struct FocusCommand {
+    static let spec = CommandLineSpec(
+        command: "bgtaskd-focus",
         abstract: "Tells bgtaskd which app the Wayland compositor has in front (SPEC §13).",
         discussion: """
             Runs in the user's session (systemd/bgtaskd-focus.service, a user unit). Each toplevel's \
@@ -24,43 +24,68 @@ struct FocusCommand: ParsableCommand {
             suspended wakes it for BusCallBudgetSec (WakeForBusCall), so the caller gets its answer. The \
             caller needs Manager control rights (root or ControlGroup=). Exits 1 when the compositor goes.
             """,
-        version: "0.1.0"
-    )
+        version: "0.1.0",
+        options: [
+            .init("socket", help: "bgtaskd's socket (default: $BGTASKD_SOCKET, else /run/bgtaskd/io.bgtaskd)."),
+            .init("display", help: "Wayland display (default: $WAYLAND_DISPLAY)."),
+            .init("debounce", help: "How long a change of the front app must last before it is told, in milliseconds.", defaultValue: "300"),
+            .init("idle-timeout", help: "After this many milliseconds without user activity the screen counts as blanked: the front app goes to the background (screen-locked) until the user is back. 0: off. Use the screen-blank time of the session (swayidle's, phosh's).", defaultValue: "0"),
+            .init("session", help: "logind session whose LockedHint and IdleHint to follow (default: $XDG_SESSION_ID, else the program's own session, else the display session of its user)."),
+            .flag("no-logind", help: "Do not follow logind's LockedHint and IdleHint (the session locked or idle: the front app goes to the background, screen-locked)."),
+            .flag("no-wayland", help: "Follow no compositor: only wake suspended apps for method calls on the session bus (a device whose compositor offers no wlr-foreign-toplevel-management)."),
+            .flag("no-session-bus", help: "Do not watch the session bus for method calls to suspended apps."),
+            .init("session-bus", help: "The session bus to watch (default: $DBUS_SESSION_BUS_ADDRESS, else the user bus)."),
+            .init("unfocused", help: "How a window that is neither activated nor minimized counts: background (a phone, a tiling workspace: only the front window shows) or inactive (a desktop: it stays visible, foreground-inactive).", defaultValue: "background"),
+            .flag("no-scenes", help: "Report only the front app (SetFocus), not every window as a scene (SetSceneState): for a daemon without scenes."),
+        ])
 
-    @Option(help: "bgtaskd's socket (default: $BGTASKD_SOCKET, else /run/bgtaskd/io.bgtaskd).")
     var socket: String?
-
-    @Option(help: "Wayland display (default: $WAYLAND_DISPLAY).")
     var display: String?
-
-    @Option(help: "How long a change of the front app must last before it is told, in milliseconds.")
     var debounce: Int = 300
-
-    @Option(name: .customLong("idle-timeout"), help: "After this many milliseconds without user activity the screen counts as blanked: the front app goes to the background (screen-locked) until the user is back. 0: off. Use the screen-blank time of the session (swayidle's, phosh's).")
     var idleTimeout: Int = 0
-
-    @Option(name: .customLong("session"), help: "logind session whose LockedHint and IdleHint to follow (default: $XDG_SESSION_ID, else the program's own session, else the display session of its user).")
     var logindSession: String?
-
-    @Flag(name: .customLong("no-logind"), help: "Do not follow logind's LockedHint and IdleHint (the session locked or idle: the front app goes to the background, screen-locked).")
     var noLogind = false
-
-    @Flag(name: .customLong("no-wayland"), help: "Follow no compositor: only wake suspended apps for method calls on the session bus (a device whose compositor offers no wlr-foreign-toplevel-management).")
     var noWayland = false
-
-    @Option(name: .customLong("unfocused"), help: "How a window that is neither activated nor minimized counts: background (a phone, a tiling workspace: only the front window shows) or inactive (a desktop: it stays visible, foreground-inactive).")
-    var unfocused: String = "background"
-
-    @Flag(name: .customLong("no-scenes"), help: "Report only the front app (SetFocus), not every window as a scene (SetSceneState): for a daemon without scenes.")
+    var unfocused: SceneTracker.Unfocused = .background
     var noScenes = false
-
-    @Flag(name: .customLong("no-session-bus"), help: "Do not watch the session bus for method calls to suspended apps.")
     var noSessionBus = false
-
-    @Option(name: .customLong("session-bus"), help: "The session bus to watch (default: $DBUS_SESSION_BUS_ADDRESS, else the user bus).")
     var sessionBus: String?
 
-    func run() throws {
+    /// Parses the command line (without ArgumentParser: it links FoundationEssentials) and runs.
+    static func main() -> Never {
+        let values: [String: String]
+        switch spec.parse(Array(CommandLine.arguments.dropFirst())) {
+        case .failure(let exit): CommandLineSpec.finish(exit)
+        case .success(let v): values = v
+        }
+        var command = FocusCommand()
+        command.socket = values["socket"]
+        command.display = values["display"]
+        command.logindSession = values["session"]
+        command.sessionBus = values["session-bus"]
+        command.noLogind = values["no-logind"] != nil
+        command.noWayland = values["no-wayland"] != nil
+        command.noSessionBus = values["no-session-bus"] != nil
+        command.noScenes = values["no-scenes"] != nil
+        if let raw = values["unfocused"] {
+            guard let mode = SceneTracker.Unfocused(rawValue: raw) else {
+                CommandLineSpec.finish(spec.usageError("--unfocused takes background or inactive, not '\(raw)'"))
+            }
+            command.unfocused = mode
+        }
+        switch spec.integer(values, "debounce") {
+        case .failure(let exit): CommandLineSpec.finish(exit)
+        case .success(let n): if let n { command.debounce = n }
+        }
+        switch spec.integer(values, "idle-timeout") {
+        case .failure(let exit): CommandLineSpec.finish(exit)
+        case .success(let n): if let n { command.idleTimeout = n }
+        }
+        command.run()
+    }
+
+    /// Follows the compositor (and the session bus) until it goes; exits 1 then.
+    func run() -> Never {
         let path = socket ?? getenv("BGTASKD_SOCKET").map { String(cString: $0) } ?? "/run/bgtaskd/io.bgtaskd"
         // SPEC §14: bus calls to suspended apps, on a thread of their own.
         let waker = noSessionBus ? nil : BusCallWaker(socketPath: path, address: sessionBus)
@@ -68,18 +93,15 @@ struct FocusCommand: ParsableCommand {
         if noWayland {
             guard watching, let waker else {
                 log("--no-wayland and no session bus to watch: nothing to do")
-                throw ExitCode(1)
+                exit(1)
             }
             waker.run()
-            throw ExitCode(1)
+            exit(1)
         }
         if watching, let waker {
             DispatchQueue(label: "bgtaskd-focus.session-bus").async { waker.run() }
         }
-        guard let mode = SceneTracker.Unfocused(rawValue: unfocused) else {
-            throw ValidationError("--unfocused takes background or inactive, not '\(unfocused)'")
-        }
-        let session = FocusSession(socketPath: path, debounceUSec: Int64(max(0, debounce)) * 1000, unfocused: mode)
+        let session = FocusSession(socketPath: path, debounceUSec: Int64(max(0, debounce)) * 1000, unfocused: unfocused)
         session.sceneMode = !noScenes
         var error = [CChar](repeating: 0, count: 256)
         let context = Unmanaged.passUnretained(session).toOpaque()
@@ -103,7 +125,7 @@ struct FocusCommand: ParsableCommand {
             display, callback, idleCallback, UInt32(clamping: max(0, idleTimeout)), &idleAvailable, context, &error, error.count)
         else {
             log(cString(error))
-            throw ExitCode(1)
+            exit(1)
         }
         defer { bgtaskd_focus_destroy(focus) }
         log("following the compositor's toplevels; telling \(path) (debounce \(debounce) ms)")
@@ -129,7 +151,8 @@ struct FocusCommand: ParsableCommand {
             let timeout = next.map { Int32(clamping: max(0, ($0 - monotonicUSec() + 999) / 1000)) } ?? -1
             if bgtaskd_focus_wait(focus, timeout) < 0 {
                 log("the compositor closed the connection")
-                throw ExitCode(1)
+                bgtaskd_focus_destroy(focus)
+                exit(1)
             }
             session.deadlineReached()
             session.scenesDue()

@@ -1,3 +1,1 @@
-import ArgumentParser
-
 FocusCommand.main()

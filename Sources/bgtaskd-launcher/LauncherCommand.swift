@@ -1,4 +1,4 @@
-import ArgumentParser
+import BGTaskCommandLine
 import BGTaskConfig
 import BGTaskLaunch
 import CSystemd
@@ -11,9 +11,9 @@ import Glibc
 /// request (privilege separation: the daemon runs unprivileged, this small program holds the right to
 /// change uid and to write into the daemon's delegated cgroup). The daemon names only the app; what
 /// runs, as whom, comes from the app's manifest in DIR/apps.d.
-struct LauncherCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "bgtaskd-launcher",
+struct LauncherCommand {
+    static let spec = CommandLineSpec(
+        command: "bgtaskd-launcher",
         abstract: "Starts bgtaskd's apps on the daemon's request (io.bgtaskd.Launcher).",
         discussion: """
             Under systemd the listening socket is passed (bgtaskd-launcher.socket) and connections are \
@@ -22,34 +22,52 @@ struct LauncherCommand: ParsableCommand {
             its command, user, working directory and environment come from DIR/apps.d/<app-id>.app, \
             read on every request.
             """,
-        version: "0.1.0"
-    )
+        version: "0.1.0",
+        options: [
+            .init("socket", help: "Bind and listen on this path when no socket is passed by systemd."),
+            .init("allow-uid", help: "User (name or uid) whose requests are served, besides root."),
+            .init("config-dir", help: "Directory holding apps.d/ with the app manifests.", defaultValue: "/etc/bgtaskd"),
+            .init("adopt-from", help: "The cgroup holding users' user-UID.slice (under the cgroup2 mount point a directory, otherwise a path in the cgroup hierarchy, as AdoptFrom=): ControlAppUnit acts only on app units below it.", defaultValue: "user.slice"),
+        ])
 
-    @Option(help: "Bind and listen on this path when no socket is passed by systemd.")
     var socket: String?
-
-    @Option(name: .customLong("allow-uid"), help: "User (name or uid) whose requests are served, besides root.")
     var allowUID: String?
-
-    @Option(name: .customLong("config-dir"), help: "Directory holding apps.d/ with the app manifests.")
     var configDir: String = "/etc/bgtaskd"
-
-    @Option(name: .customLong("adopt-from"), help: "The cgroup holding users' user-UID.slice (under the cgroup2 mount point a directory, otherwise a path in the cgroup hierarchy, as AdoptFrom=): ControlAppUnit acts only on app units below it.")
     var adoptFrom: String = "user.slice"
 
-    func validate() throws {
-        if !configDir.hasPrefix("/") {
-            throw ValidationError("--config-dir must be an absolute path")
-        }
-        if let allowUID, resolveAllowed(allowUID) == nil {
-            throw ValidationError("--allow-uid \(allowUID): no such user")
-        }
-        if let socket, !isNormalizedAbsolutePath(socket) {
-            throw ValidationError("--socket must be an absolute, normalized path")
+    /// Parses the command line and runs; never returns.
+    static func main() -> Never {
+        switch spec.parse(Array(CommandLine.arguments.dropFirst())) {
+        case .failure(let exit):
+            CommandLineSpec.finish(exit)
+        case .success(let values):
+            var command = LauncherCommand()
+            command.socket = values["socket"]
+            command.allowUID = values["allow-uid"]
+            if let v = values["config-dir"] { command.configDir = v }
+            if let v = values["adopt-from"] { command.adoptFrom = v }
+            if let message = command.validate() { CommandLineSpec.finish(spec.usageError(message)) }
+            let message = command.run()
+            CommandLineSpec.finish(spec.usageError(message))
         }
     }
 
-    func run() throws {
+    /// What is wrong with the options, if anything.
+    func validate() -> String? {
+        if !configDir.hasPrefix("/") {
+            return "--config-dir must be an absolute path"
+        }
+        if let allowUID, resolveAllowed(allowUID) == nil {
+            return "--allow-uid \(allowUID): no such user"
+        }
+        if let socket, !isNormalizedAbsolutePath(socket) {
+            return "--socket must be an absolute, normalized path"
+        }
+        return nil
+    }
+
+    /// Serves until the process ends; returns only why it cannot start.
+    func run() -> String {
         var allowed: Set<UInt32> = [0]
         if let allowUID, let uid = resolveAllowed(allowUID) { allowed.insert(uid) }
         let listenFD: Int32
@@ -60,12 +78,12 @@ struct LauncherCommand: ParsableCommand {
         } else if let socket {
             switch UnixSocketIO.listen(path: socket) {
             case .success(let fd): listenFD = fd
-            case .failure(let error): throw ValidationError(error.message)
+            case .failure(let error): return error.message
             }
             chmod(socket, 0o600)
             if let other = allowed.first(where: { $0 != 0 }) { _ = chown(socket, other, UInt32.max) }
         } else {
-            throw ValidationError("no socket passed by systemd: give --socket PATH")
+            return "no socket passed by systemd: give --socket PATH"
         }
         LauncherServer(listenFD: listenFD, allowedUIDs: allowed, configDirectory: configDir, adoptFrom: adoptFrom).run()
     }

@@ -1,3 +1,4 @@
+import BGTaskConfig
 import BGTaskCore
 
 #if canImport(Glibc)
@@ -149,7 +150,7 @@ public enum ProcLocks: Sendable {
         var out: [String: Int32] = [:]
         for pid in pids {
             for fd in names(in: "/proc/\(pid)/fdinfo") {
-                guard let text = readFile("/proc/\(pid)/fdinfo/\(fd)"), text.contains("OFDLCK") else { continue }
+                guard let text = readFile("/proc/\(pid)/fdinfo/\(fd)"), text.containsBytes("OFDLCK") else { continue }
                 for line in text.split(separator: "\n") where line.hasPrefix("lock:") {
                     if let entry = parseLine(line.dropFirst("lock:".count)), entry.kind == "OFDLCK", !entry.waiter,
                        let file = entry.file

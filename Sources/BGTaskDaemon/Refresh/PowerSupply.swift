@@ -1,3 +1,4 @@
+import BGTaskConfig
 import BGTaskCore
 import Dispatch
 
@@ -75,7 +76,7 @@ final class PowerSupplyMonitor: @unchecked Sendable {
             let n = buf.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
             if n <= 0 { break }
             // "change@/devices/.../power_supply/AC\0ACTION=change\0...SUBSYSTEM=power_supply\0..."
-            if String(decoding: buf[0..<n], as: UTF8.self).contains("power_supply") { relevant = true }
+            if String(decoding: buf[0..<n], as: UTF8.self).containsBytes("power_supply") { relevant = true }
         }
         if relevant { check() }
     }
