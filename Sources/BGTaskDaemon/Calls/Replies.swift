@@ -127,16 +127,15 @@ extension DaemonService {
 
     func settings() -> ManagerWire.Settings {
         let d = config.daemon
-        let settings = ManagerWire.Settings(
-            backgroundAppRefresh: RefreshMode(rawValue: d.backgroundAppRefresh.rawValue) ?? .on, lowPowerMode: false, onExternalPower: true, network: .unmetered,
-            freezerBackend: freezer.name, socket: config.socketPath, didEnterBackgroundTimeoutUSec: d.didEnterBackgroundTimeoutUSec,
-            backgroundTimeBudgetUSec: d.backgroundTimeBudgetUSec, expirationWarningUSec: d.expirationWarningUSec,
-            maxBackgroundTasksPerApp: Int64(d.maxBackgroundTasksPerApp), launchTimeoutUSec: d.launchTimeoutUSec,
-            killTimeoutUSec: d.killTimeoutUSec, freezerBackendReason: freezerReason, dryRun: dryRun)
-        // Background App Refresh overrides the conditions in force (a JSON object: RefreshController's interface).
-        var json = settings.json
-        refresh.overrideSettings(&json)
-        return (try? ManagerWire.Settings(json: json)) ?? settings
+        // The Background App Refresh values in force are the refresh machine's (set at run time, saved).
+        let policy = refresh.policyInForce
+        return ManagerWire.Settings(
+            backgroundAppRefresh: policy.mode, lowPowerMode: policy.lowPowerMode, onExternalPower: policy.onExternalPower,
+            network: policy.network, freezerBackend: freezer.name, socket: config.socketPath,
+            didEnterBackgroundTimeoutUSec: d.didEnterBackgroundTimeoutUSec, backgroundTimeBudgetUSec: d.backgroundTimeBudgetUSec,
+            expirationWarningUSec: d.expirationWarningUSec, maxBackgroundTasksPerApp: Int64(d.maxBackgroundTasksPerApp),
+            launchTimeoutUSec: d.launchTimeoutUSec, killTimeoutUSec: d.killTimeoutUSec, freezerBackendReason: freezerReason,
+            dryRun: dryRun)
     }
 
     func stats() -> ManagerWire.DaemonStats {

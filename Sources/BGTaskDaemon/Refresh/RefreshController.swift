@@ -100,12 +100,10 @@ final class RefreshController: @unchecked Sendable {
     func pendingCount(for app: AppID) -> Int { machine.pendingCount(for: app) }
     var plans: Int { machine.plans }
 
-    /// Adjusts `GetSettings` with the run-time state (global mode, low power, conditions).
-    func overrideSettings(_ settings: inout [String: JSON]) {
-        settings["backgroundAppRefresh"] = .string(machine.mode.rawValue)
-        settings["lowPowerMode"] = .bool(machine.state.lowPowerMode)
-        settings["onExternalPower"] = .bool(machine.onExternalPower)
-        settings["network"] = .string(machine.network.rawValue)
+    /// The Background App Refresh values in force (`GetSettings`): the global mode, Low Power Mode and the
+    /// conditions, as set at run time or detected.
+    var policyInForce: (mode: RefreshMode, lowPowerMode: Bool, onExternalPower: Bool, network: NetworkCondition) {
+        (machine.mode, machine.state.lowPowerMode, machine.onExternalPower, machine.network)
     }
 
     // MARK: - Inputs from the daemon
