@@ -115,6 +115,8 @@ EXPECTED = {
     f"{APP_IFACE}.PendingTaskRequests": APP_OWNER,
     f"{APP_IFACE}.CompleteTask": APP_OWNER,
     f"{APP_IFACE}.RefreshStatus": APP_OWNER,
+    f"{APP_IFACE}.BeginContinuedTask": APP_OWNER,
+    f"{APP_IFACE}.UpdateTaskProgress": APP_OWNER,
     f"{MANAGER}.ListApps": EVERYONE,
     f"{MANAGER}.GetApp": EVERYONE,
     f"{MANAGER}.ListAssertions": EVERYONE,
@@ -141,6 +143,8 @@ EXPECTED = {
     f"{MANAGER}.Hold": CONTROL,
     f"{MANAGER}.GetRecording": CONTROL,
     f"{MANAGER}.WakeForBusCall": CONTROL,
+    f"{MANAGER}.ListContinuedTasks": EVERYONE,
+    f"{MANAGER}.CancelContinuedTask": CONTROL,
 }
 
 # Streams: called with more; the first reply decides.
@@ -151,7 +155,7 @@ VALUES = {
     "appId": A, "interface": APP_IFACE, "eventId": 999_999, "name": "org.test.note", "taskId": 1,
     "activityId": 1, "mode": "audio", "identifier": f"{A}.refresh", "kind": "refresh", "success": True,
     "enabled": True, "network": "unmetered", "reason": "compositor-focus", "sender": ":1.42", "member": "Activate",
-    "sceneId": "s", "state": "background",
+    "sceneId": "s", "state": "background", "title": "t", "completedUnits": 1,
 }
 
 IDENTITIES = {
