@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Freeze latency of the cgroup freezer (issue 5), beside a raw cgroup.freeze measured in the same run.
+"""Freeze latency of the cgroup freezer, beside a raw cgroup.freeze measured in the same run.
 
 - bgtaskd: decision → frozen confirmed, as the daemon logs it (`BGTASKD_FREEZE_LATENCY_USEC`: from the
   moment it performs the core's `freeze` action — microseconds after the grace-window decision, in the
