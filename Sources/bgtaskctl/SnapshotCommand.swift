@@ -18,7 +18,7 @@ struct Snapshot: ParsableCommand {
 
     func run() throws {
         let (reply, _) = try global.connect().manager(.getApp, ManagerWire.GetApp(appId: app), reply: ManagerWire.GetAppReply.self)
-        let scenes = (reply.app.scenes ?? []).filter { $0.snapshotPath != nil }
+        let scenes = reply.app.scenes.filter { $0.snapshotPath != nil }
         let chosen = scene.map { id in scenes.first { $0.sceneId == id } }
             ?? scenes.max { ($0.snapshotRealtimeUSec ?? 0) < ($1.snapshotRealtimeUSec ?? 0) }
         guard let chosen, let path = chosen.snapshotPath else {
