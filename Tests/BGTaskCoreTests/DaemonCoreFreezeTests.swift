@@ -61,6 +61,26 @@ import Testing
         #expect(Self.checks(c.handle(.deadlineReached, now: due + DaemonCore.lateFreezeCheck)).isEmpty)
     }
 
+    /// The look at 1 s after the freeze says late; one a microsecond before does not (the next one does).
+    @Test func theLookAtOneSecondSaysLateAndTheOneAMicrosecondBeforeDoesNot() {
+        for early in [false, true] {
+            var (c, t0) = Self.freezing()
+            _ = c.handle(.freezeStarted(Self.app, partsAwaited: 1, own: .notYet), now: t0)
+            #expect(Self.checks(c.handle(.deadlineReached, now: t0 + .microseconds(500))) == [false])
+            // The answer comes late (a busy machine): the next look is 1 ms after it.
+            let answered = t0 + DaemonCore.lateFreeze - .milliseconds(1) - (early ? Self.us : .microseconds(0))
+            _ = c.handle(.freezeChecked(Self.app, .notYet), now: answered)
+            let due = answered + .milliseconds(1)
+            if early {
+                let next = Self.look(&c, at: due, late: false)
+                #expect(next == due + .milliseconds(2))
+                _ = Self.look(&c, at: next ?? due, late: true)
+            } else {
+                #expect(Self.look(&c, at: due, late: true) == due + DaemonCore.lateFreezeCheck)
+            }
+        }
+    }
+
     @Test func theFreezersReportCountsOnceAndAThawCallsTheLooksOff() {
         var (c, t0) = Self.freezing()
         _ = c.handle(.freezeStarted(Self.app, partsAwaited: 1, own: .notYet), now: t0)
@@ -68,17 +88,14 @@ import Testing
         #expect(Self.suspends(c.handle(.freezeChecked(Self.app, .frozen), now: t0)))
         #expect(c.handle(.freezeChecked(Self.app, .frozen), now: t0).isEmpty)
         #expect(Self.checks(c.handle(.deadlineReached, now: t0 + .microseconds(500))).isEmpty)
-        // Frozen again and thawed (foreground) before it is done: no look follows.
-        _ = c.handle(.lifecycle(.foregroundRequested(Self.app, exclusive: true), request: nil, from: nil), now: t0)
-        _ = c.handle(.lifecycle(.backgroundRequested(Self.app), request: nil, from: nil), now: t0)
-        let t1 = t0 + LifecycleConfig.default.didEnterBackgroundTimeout
-        _ = c.handle(.deadlineReached, now: t1)
-        _ = c.handle(.lifecycle(.locksObserved(Self.app, LockObservation()), request: nil, from: nil), now: t1)
-        _ = c.handle(.freezeStarted(Self.app, partsAwaited: 1, own: .notYet), now: t1)
-        #expect(c.peekNextDeadline() == t1 + .microseconds(500))
-        _ = c.handle(.lifecycle(.foregroundRequested(Self.app, exclusive: true), request: nil, from: nil), now: t1)
-        #expect(Self.checks(c.handle(.deadlineReached, now: t1 + .microseconds(500))).isEmpty)
-        #expect(c.handle(.freezeChecked(Self.app, .frozen), now: t1 + .microseconds(500)).isEmpty)
+        // Another freeze thawed (foreground) before it is done: no look follows, a late report decides nothing.
+        var (c2, t1) = Self.freezing()
+        _ = c2.handle(.freezeStarted(Self.app, partsAwaited: 1, own: .notYet), now: t1)
+        #expect(c2.peekNextDeadline() == t1 + .microseconds(500))
+        let thawed = c2.handle(.lifecycle(.foregroundRequested(Self.app, exclusive: true), request: nil, from: nil), now: t1)
+        #expect(thawed.contains { if case .perform(.thaw, _, _) = $0 { return true } else { return false } })
+        #expect(Self.checks(c2.handle(.deadlineReached, now: t1 + .microseconds(500))).isEmpty)
+        #expect(c2.handle(.freezeChecked(Self.app, .frozen), now: t1 + .microseconds(500)).isEmpty)
     }
 
     @Test func aFreezerThatCannotFreezeFallsBackToSignalsAsADecisionThenGivesUp() {
