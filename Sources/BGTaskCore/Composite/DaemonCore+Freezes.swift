@@ -41,9 +41,13 @@ extension DaemonCore {
     /// run). A log line only: the time limit that decides is `FreezeTimeoutSec`.
     public static let lateFreeze = TimeSpan.microseconds(1_000_000)
 
-    /// The earliest look due at a freeze under way.
+    /// The earliest look due at a freeze under way (read after every feed: no array made for it).
     var nextFreezeCheck: Instant? {
-        ownFreezes.values.compactMap(\.due).min()
+        var earliest: Instant?
+        for f in ownFreezes.values {
+            if let due = f.due, earliest.map({ due < $0 }) ?? true { earliest = due }
+        }
+        return earliest
     }
 
     /// The lifecycle machine asked for a freeze: the own freezer's part starts now.
