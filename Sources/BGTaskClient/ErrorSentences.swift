@@ -199,6 +199,7 @@ public enum ErrorSentences: Sendable {
         case .contendedLock: return "\(a) kept a file lock others waited for longer than LockDeferralSec="
         case .freezeTimeout: return "\(a) could not be frozen within FreezeTimeoutSec= (a process in uninterruptible sleep)"
         case .freezeFailed: return "\(a) could not be frozen (its cgroup.freeze could not be written)"
+        case .freezeFallback: return "\(a)'s cgroup could not be frozen: it was stopped with signals instead"
         case .thawedExternally: return "something other than bgtaskd thawed \(a)"
         case .snapshotRefused: return "a scene snapshot of \(a) was not a PNG or was larger than SnapshotMaxBytes="
         case .snapshotTimeout: return "\(a) did not write its scene snapshots within SnapshotTimeoutSec="

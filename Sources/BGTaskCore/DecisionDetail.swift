@@ -50,6 +50,8 @@ public enum DecisionDetail: Hashable, Sendable, Codable {
     case freezeAbandoned([StalledProcess], after: TimeSpan, attempt: Int, retryIn: TimeSpan?)
     /// The freeze could not be made (`error`); tried again in `retryIn`.
     case freezeNotMade(error: String, retryIn: TimeSpan)
+    /// The freezer could not freeze the app (`error`): it is stopped with SIGSTOP instead.
+    case freezeFellBack(error: String)
     /// SPEC §14: frozen again: someone else thawed the app's cgroup.
     case refrozenAfterExternalThaw
 

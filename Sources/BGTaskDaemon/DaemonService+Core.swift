@@ -174,8 +174,9 @@ extension DaemonService {
     /// (tests call it by hand).
     func deadlineReached() { feedCore(.deadlineReached) }
 
-    /// A part of an app's freeze (the freezer, the adopted instances) reports it done after `perform`
-    /// found it not done; the core counts the parts (``CoreInput/freezePartDone(_:)``).
+    /// A part of an app's freeze (the adopted instances) reports it done after `perform` found it not done;
+    /// the core counts the parts (``CoreInput/freezePartDone(_:)``; the own freezer's report is
+    /// ``CoreInput/freezeChecked(_:_:)``).
     func freezePartDone(_ app: AppID) {
         feedFact(.freezePartDone(app))
     }

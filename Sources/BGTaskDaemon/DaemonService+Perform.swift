@@ -32,6 +32,10 @@ extension DaemonService {
             }
         case .releasePausedConnections:
             server?.releaseHeld()
+        case .checkFreeze(let app, let processes, let late):
+            return .freezeChecked(app, freezer.checkFreeze(app: app, pid: processes.pid, late: late))
+        case .freezeWithSignals(let app, let processes):
+            return .freezeChecked(app, freezer.freezeWithSignals(app: app, pid: processes.pid))
         }
         return nil
     }
@@ -78,9 +82,11 @@ extension DaemonService {
             checkSnapshots(app)  // SPEC §15: what the app wrote before it stops
             // The core records the suspension once the freeze is done (SPEC §9: suspended only once the
             // processes are stopped): now, or when the parts not done yet have reported it (the core
-            // counts them: `freezeStarted`, then `freezePartDone` from each).
+            // counts them: `freezeStarted`, then `freezePartDone` or `freezeChecked` from each). The own
+            // freezer's answer is a fact: when to look again, or to fall back to SIGSTOP, is the core's.
             var awaited = 0
-            if processes.own, !freezer.freeze(app: app, pid: processes.pid) { awaited += 1 }
+            let own = processes.own ? freezer.freeze(app: app, pid: processes.pid) : .frozen
+            if own != .frozen { awaited += 1 }
             if !processes.instances.isEmpty, let adoption {
                 switch adoption.freeze(app) {
                 case .done: break
@@ -90,7 +96,7 @@ extension DaemonService {
                     return fact(.freezeFailed(app, error: error))
                 }
             }
-            return awaited == 0 ? fact(.freezeConfirmed(app)) : .freezeStarted(app, partsAwaited: awaited)
+            return awaited == 0 ? fact(.freezeConfirmed(app)) : .freezeStarted(app, partsAwaited: awaited, own: own)
         case .thaw(let app, let processes, _):
             if processes.own { freezer.thaw(app: app, pid: processes.pid) }
             if !processes.instances.isEmpty { adoption?.thaw(app) }

@@ -112,7 +112,7 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
         }
         self.launcher = launcher ?? Launcher(queue: queue)
         self.launcher.onExit = { [weak self] pid, status in self?.processExited(pid: pid, status: status) }
-        freezer.onFrozen = { [weak self] app in self?.freezePartDone(app) }
+        freezer.onFrozen = { [weak self] app in self?.feedFact(.freezeChecked(app, .frozen)) }
         (freezer as? CgroupFreezer)?.onThawedExternally = { [weak self] app in self?.thawedExternally(app) }
         self.launcher.start()
         refresh = RefreshController(

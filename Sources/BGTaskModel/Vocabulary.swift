@@ -222,6 +222,9 @@ public enum Reason: String, CaseIterable, Hashable, Sendable, Codable {
     case freezeTimeout = "freeze-timeout"
     /// The freeze could not be made at all (a `cgroup.freeze` write failed): the app stays in the background.
     case freezeFailed = "freeze-failed"
+    /// The daemon's freezer could not freeze the app (a `cgroup.freeze` write failed): its processes are
+    /// stopped with SIGSTOP instead (SPEC §9), suspended once they all are.
+    case freezeFallback = "freeze-fallback"
     /// SPEC §14: the cgroup of an app held frozen was thawed by someone else: frozen again.
     case thawedExternally = "thawed-externally"
     /// SPEC §15: not every `scene-snapshot` was acknowledged within `SnapshotTimeoutSec`: frozen regardless.

@@ -92,7 +92,7 @@ import Testing
         _ = c.handle(.deadlineReached, now: grace)
         let freeze = send(.locksObserved(app, LockObservation()), at: grace)
         #expect(freeze.contains { if case .perform(.freeze, _, _) = $0 { return true } else { return false } })
-        _ = c.handle(.freezeStarted(app, partsAwaited: 2), now: grace)
+        _ = c.handle(.freezeStarted(app, partsAwaited: 2, own: .frozen), now: grace)
         #expect(!suspends(c.handle(.freezePartDone(app), now: grace)))
         #expect(suspends(c.handle(.freezePartDone(app), now: grace)))
         #expect(c.lifecycle.app(app, now: grace)?.state == .suspended)
@@ -104,7 +104,7 @@ import Testing
         let again = grace + LifecycleConfig.default.didEnterBackgroundTimeout
         _ = c.handle(.deadlineReached, now: again)
         _ = send(.locksObserved(app, LockObservation()), at: again)
-        _ = c.handle(.freezeStarted(app, partsAwaited: 1), now: again)
+        _ = c.handle(.freezeStarted(app, partsAwaited: 1, own: .frozen), now: again)
         _ = send(.foregroundRequested(app, exclusive: true), at: again)
         #expect(c.handle(.freezePartDone(app), now: again).isEmpty)
         #expect(c.lifecycle.app(app, now: again)?.state == .active)

@@ -31,9 +31,22 @@ private final class FakeFreezer: Freezer, @unchecked Sendable {
     var doneAtOnce = true
     func prepareLaunch(app: AppID) -> Int32? { nil }
     func attach(app: AppID, pid: Int32) { recorder.processes.append("attach \(app) \(pid)") }
-    func freeze(app: AppID, pid: Int32?) -> Bool {
+    func freeze(app: AppID, pid: Int32?) -> FreezeFact {
         recorder.processes.append("freeze \(app) \(pid ?? 0)")
-        return doneAtOnce
+        if let freezeFails { return .failed(freezeFails) }
+        return doneAtOnce ? .frozen : .notYet
+    }
+    /// What `freeze` says instead of `frozen`/`notYet` (a failed `cgroup.freeze` write).
+    var freezeFails: String?
+    /// What a look says: not done until the test says so (`frozen(_:)`, or this).
+    var lookSays = FreezeFact.notYet
+    func checkFreeze(app: AppID, pid: Int32?, late: Bool) -> FreezeFact {
+        recorder.processes.append("check \(app) late=\(late)")
+        return lookSays
+    }
+    func freezeWithSignals(app: AppID, pid: Int32?) -> FreezeFact {
+        recorder.processes.append("freeze-with-signals \(app) \(pid ?? 0)")
+        return .frozen
     }
     /// The freeze of `app` is done now (every process stopped).
     func frozen(_ app: AppID) { onFrozen?(app) }
@@ -294,6 +307,49 @@ private final class ServiceHarness: @unchecked Sendable {
         // A second report of the same freeze changes nothing.
         h.queue.sync { h.freezer.frozen(mail) }
         #expect(h.decisions(monitor).filter { $0.decision == "suspend" }.count == 1)
+    }
+
+    /// The shell looks at a freeze not done only when the core's deadline says so (none 1 µs before it), and
+    /// performs the core's fallback to SIGSTOP when the freezer cannot freeze (DaemonCore+Freezes.swift).
+    @Test func theShellLooksAtAFreezeAtTheCoresDeadlineAndFallsBackToSignalsOnItsDecision() throws {
+        for fails in [false, true] {
+            let h = try ServiceHarness()
+            defer { h.removeStateDirectory() }
+            h.queue.sync {
+                h.freezer.doneAtOnce = false
+                h.freezer.freezeFails = fails ? "x/cgroup.freeze: Permission denied" : nil
+            }
+            let ctl = h.connect()
+            let monitor = h.connect()
+            h.call(monitor, "io.bgtaskd.Manager.Monitor", more: true)
+            h.call(ctl, "io.bgtaskd.Manager.Launch", ["appId": .string(mail.rawValue)])
+            let pid = try #require(h.processes.first.flatMap { Int32($0.split(separator: " ").last ?? "") })
+            let app = h.connect(uid: 0, pid: pid)
+            h.call(app, "io.bgtaskd.App.CheckIn", ["appId": .string(mail.rawValue)], more: true)
+            let calls = h.connect(uid: 0, pid: pid)
+            h.call(ctl, "io.bgtaskd.Manager.Background", ["appId": .string(mail.rawValue)])
+            let entered = try #require(h.lastEvent(app, "did-enter-background"))
+            h.call(calls, "io.bgtaskd.App.Acknowledge", ["eventId": entered])
+            if fails {
+                #expect(h.processes.suffix(2) == ["freeze \(mail) \(pid)", "freeze-with-signals \(mail) \(pid)"])
+                #expect(h.decisions(monitor).filter { $0.decision == "policy" }.map(\.reason) == ["freeze-fallback"])
+                #expect(h.decisions(monitor).filter { $0.decision == "suspend" }.map(\.reason) == ["no-assertions"])
+                continue
+            }
+            #expect(h.processes.last == "freeze \(mail) \(pid)")
+            h.advance(.microseconds(499))
+            #expect(h.processes.last == "freeze \(mail) \(pid)")
+            h.advance(.microseconds(1))
+            #expect(h.processes.last == "check \(mail) late=false")
+            #expect(!h.decisions(monitor).map(\.decision).contains("suspend"))
+            h.queue.sync { h.freezer.lookSays = .frozen }
+            h.advance(.microseconds(999))
+            #expect(h.processes.last == "check \(mail) late=false")
+            #expect(h.processes.filter { $0.hasPrefix("check") }.count == 1)
+            h.advance(.microseconds(1))
+            #expect(h.processes.filter { $0.hasPrefix("check") }.count == 2)
+            #expect(h.decisions(monitor).filter { $0.decision == "suspend" }.map(\.reason) == ["no-assertions"])
+        }
     }
 
     @Test func aTerminatedAppIsKilledWhenItOutlivesItsTimeouts() throws {

@@ -31,10 +31,15 @@ public enum CoreInput: Hashable, Sendable, Codable {
     case stopping
     /// The shell performed a `.freeze` and `partsAwaited` of its parts (the daemon's own freezer, the adopted
     /// cgroups) have not reported it done yet: the freeze is confirmed once they all have
-    /// (``freezePartDone(_:)``), unless a thaw, kill or release of the app calls it off first.
-    case freezeStarted(AppID, partsAwaited: Int)
-    /// One part of the app's freeze under way reports it done (the freezer's only other report is a failure).
+    /// (``freezePartDone(_:)``, ``freezeChecked(_:_:)``), unless a thaw, kill or release of the app calls it
+    /// off first. `own`: what the daemon's own freezer said (`frozen` too when it had no part); not `frozen`:
+    /// its part is one of those awaited, and the core decides what follows (DaemonCore+Freezes.swift).
+    case freezeStarted(AppID, partsAwaited: Int, own: FreezeFact)
+    /// One part of the app's freeze under way (an adopted cgroup's) reports it done.
     case freezePartDone(AppID)
+    /// The daemon's own freezer's answer to ``CoreAction/checkFreeze(_:_:late:)`` or
+    /// ``CoreAction/freezeWithSignals(_:_:)``, or its report that the freeze is done (an inotify event).
+    case freezeChecked(AppID, FreezeFact)
 }
 
 /// Imperatives for the shell, in the order it must perform them: one type for every machine the
@@ -50,6 +55,13 @@ public enum CoreAction: Hashable, Sendable {
     case pauseConnection(CallOrigin, DenialBudget.Pause)
     /// The denial budget's interval ended: read the paused connections again.
     case releasePausedConnections
+    /// Look whether the daemon's own freezer's freeze of the app is done (a plain look, no waiting) and feed
+    /// ``CoreInput/freezeChecked(_:_:)``; `late`: it is not done after ``DaemonCore/lateFreeze`` (log the
+    /// processes that still run, once).
+    case checkFreeze(AppID, Processes, late: Bool)
+    /// The freezer could not freeze the app (the `policy`/`freeze-fallback` decision before this says why):
+    /// stop its processes with SIGSTOP and feed ``CoreInput/freezeChecked(_:_:)``.
+    case freezeWithSignals(AppID, Processes)
 }
 
 extension CoreAction {
@@ -57,7 +69,7 @@ extension CoreAction {
     public var decision: Decision? {
         switch self {
         case .perform(let action, _, _): return action.decision
-        case .journalSummaries, .pauseConnection, .releasePausedConnections: return nil
+        case .journalSummaries, .pauseConnection, .releasePausedConnections, .checkFreeze, .freezeWithSignals: return nil
         }
     }
 }

@@ -14,9 +14,11 @@ public struct DaemonCore: Sendable {
     public private(set) var coalesced = 0
     /// `coalesced` summaries, since start (Stats).
     public private(set) var summaries = 0
-    private var out: [CoreAction] = []
+    var out: [CoreAction] = []
     /// Freezes performed and not yet done, by app: how many parts have still to report it.
     private var freezesAwaited: [AppID: Int] = [:]
+    /// The daemon's own freezer's part of each freeze under way (DaemonCore+Freezes.swift).
+    var ownFreezes: [AppID: OwnFreeze] = [:]
 
     /// A core with no apps, with the lifecycle configuration and the budgets' limits of the first load.
     public init(lifecycle config: LifecycleConfig, journal: JournalBudget.Limits, denial: DenialBudget.Limits) {
@@ -40,7 +42,9 @@ public struct DaemonCore: Sendable {
     /// ``CoreInput/deadlineReached``. Mutating so that a shell keeping the core in a class reads it in
     /// place (no copy of the machine per call); changes nothing.
     public mutating func peekNextDeadline() -> Instant? {
-        Self.earliest(Self.earliest(lifecycle.peekNextDeadline(), journalBudget.nextDeadline), denialBudget.nextDeadline)
+        Self.earliest(
+            Self.earliest(Self.earliest(lifecycle.peekNextDeadline(), journalBudget.nextDeadline), denialBudget.nextDeadline),
+            nextFreezeCheck)
     }
 
     /// Whether `caller` may make an App call for `app` (a query, no input: the refusal itself is fed as
@@ -55,7 +59,9 @@ public struct DaemonCore: Sendable {
         switch input {
         case .lifecycle(let input, let request, let origin):
             switch input {
-            case .freezeConfirmed(let app), .freezeStalled(let app, _), .freezeFailed(let app, _): freezesAwaited[app] = nil
+            case .freezeConfirmed(let app), .freezeStalled(let app, _), .freezeFailed(let app, _):
+                freezesAwaited[app] = nil
+                ownFreezes[app] = nil
             default: break
             }
             for action in lifecycle.handle(input, now: now, request: request) {
@@ -64,6 +70,7 @@ public struct DaemonCore: Sendable {
         case .decisionTaken(let d, let origin):
             take(.record(d), from: origin, now: now)
         case .deadlineReached:
+            freezeChecksDue(now: now)
             let ended = journalBudget.deadlineReached(now: now)
             if !ended.isEmpty { summarise(ended) }
             if denialBudget.deadlineReached(now: now) { out.append(.releasePausedConnections) }
@@ -74,29 +81,47 @@ public struct DaemonCore: Sendable {
         case .stopping:
             let ended = journalBudget.closeWindow(now: now)
             if !ended.isEmpty { summarise(ended) }
-        case .freezeStarted(let app, let parts):
+        case .freezeStarted(let app, let parts, let own):
             freezesAwaited[app] = parts
+            freezerAnswered(app, own, now: now)
         case .freezePartDone(let app):
-            guard let left = freezesAwaited[app] else { break }
-            if left > 1 {
-                freezesAwaited[app] = left - 1
-                break
-            }
-            freezesAwaited[app] = nil
-            for action in lifecycle.handle(.freezeConfirmed(app), now: now) { take(action, from: nil, now: now) }
+            partDone(app, now: now)
+        case .freezeChecked(let app, let fact):
+            freezeChecked(app, fact, now: now)
         }
         let actions = out
         out = []
         return actions
     }
 
+    /// One part of the app's freeze under way is done: the freeze is confirmed once every part is.
+    mutating func partDone(_ app: AppID, now: Instant) {
+        guard let left = freezesAwaited[app] else { return }
+        if left > 1 {
+            freezesAwaited[app] = left - 1
+            return
+        }
+        freezesAwaited[app] = nil
+        feedLifecycle(.freezeConfirmed(app), now: now)
+    }
+
+    /// A fact the composite feeds the lifecycle machine itself (no call's); its actions are taken.
+    mutating func feedLifecycle(_ input: Input, now: Instant) {
+        for action in lifecycle.handle(input, now: now) { take(action, from: nil, now: now) }
+    }
+
     /// One lifecycle action: its entry's fate (the journal budget), then the action, then, for a refusal of
     /// a call, the denial budget's verdict on the caller.
-    private mutating func take(_ action: Action, from origin: CallOrigin?, now: Instant) {
+    mutating func take(_ action: Action, from origin: CallOrigin?, now: Instant) {
         switch action {
-        case .freeze(let app, _, _), .thaw(let app, _, _), .kill(let app, _, _), .release(let app):
-            // A new freeze counts its parts afresh; a thaw, kill or release calls the one under way off.
+        case .freeze(let app, let processes, let held):
+            // A new freeze counts its parts afresh.
             freezesAwaited[app] = nil
+            freezeAsked(app, processes, held, now: now)
+        case .thaw(let app, _, _), .kill(let app, _, _), .release(let app):
+            // A thaw, kill or release calls the freeze under way off.
+            freezesAwaited[app] = nil
+            ownFreezes[app] = nil
         default:
             break
         }

@@ -64,6 +64,8 @@ enum DecisionMessages {
                 + "in the background; processes that did not stop: \(stalled.map(\.description).joined(separator: ", ")); \(next)"
         case .freezeNotMade(let error, let retryIn):
             return "could not suspend \(app): \(error); it stays in the background, trying again in \(retryIn)"
+        case .freezeFellBack(let error):
+            return "cannot freeze \(app) (\(error)): stopping it with signals"
         case .refrozenAfterExternalThaw:
             return "suspended \(app) again: its cgroup was thawed by someone else"
         case .launchCancelled(let cause):

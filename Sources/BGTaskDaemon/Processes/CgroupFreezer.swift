@@ -13,7 +13,8 @@ import BGTaskConfig
 /// the write returns; kill is `cgroup.kill`, which also works on a frozen app. An app whose process
 /// checked in from outside and cannot be moved into its cgroup is managed with signals instead.
 /// A freeze that does not complete is the core's deadline (`FreezeTimeoutSec`, SPEC §14), not this
-/// freezer's: it only reports "frozen". A cgroup it froze that someone else thaws (`cgroup.freeze` 0, seen
+/// freezer's: it only reports "frozen" (or "failed": a `cgroup.freeze` write that failed; the fallback to
+/// SIGSTOP is the core's decision, `freeze-fallback`, performed by ``freezeWithSignals(app:pid:)``). A cgroup it froze that someone else thaws (`cgroup.freeze` 0, seen
 /// through the same inotify watch) is reported to ``onThawedExternally``.
 final class CgroupFreezer: Freezer {
     var name: String { "cgroup" }
@@ -25,10 +26,6 @@ final class CgroupFreezer: Freezer {
     let logger: Logger
     /// `KillTimeoutSec=`: between SIGTERM and cgroup.kill for what a previous run left running.
     let killTimeoutUSec: Int64
-    /// The signal freezer logs a stop not done after this (a log line only: the time limit that decides is
-    /// the core's `FreezeTimeoutSec`).
-    static let confirmWarningUSec: Int64 = 1_000_000
-
     private let watcher: CgroupEventsWatcher
     /// Per-app fallback: apps whose process could not be moved into their cgroup.
     private let signals: SignalFreezer
@@ -66,7 +63,6 @@ final class CgroupFreezer: Freezer {
         self.killTimeoutUSec = killTimeoutUSec
         self.watcher = watcher
         watcher.onChange = { [weak self] key in self?.eventsChanged(key) }
-        signals.onFrozen = { [weak self] app in self?.onFrozen?(app) }
     }
 
     /// The cgroup freezer when a writable cgroup v2 subtree is available (`CgroupRoot=`, or the daemon's
@@ -162,16 +158,14 @@ final class CgroupFreezer: Freezer {
         }
     }
 
-    func freeze(app: AppID, pid: Int32?) -> Bool {
+    func freeze(app: AppID, pid: Int32?) -> FreezeFact {
         if signalManaged.contains(app) { return signals.freeze(app: app, pid: pid) }
         let start = Monotonic.nowUSec()
         let path = layout.appPath(app.rawValue)
         let e = Cgroup.write(path + "/cgroup.freeze", "1")
         guard e == 0 else {
-            logger.warning("cannot freeze \(app) (\(path)/cgroup.freeze: \(Cgroup.errorText(e))): stopping it with signals",
-                           metadata: ["BGTASKD_APP": "\(app)"])
-            signalManaged.insert(app)
-            return signals.freeze(app: app, pid: pid)
+            cancelPending(app)
+            return .failed("\(path)/cgroup.freeze: \(Cgroup.errorText(e))")
         }
         cancelPending(app)
         // issue 15: the watch is normally in place since the launch, before the write: then the kernel's
@@ -181,16 +175,31 @@ final class CgroupFreezer: Freezer {
         // Usually already frozen; otherwise the inotify watch reports it.
         if Cgroup.events(path)?.frozen == true {
             confirmed(app, startUSec: start)
-            return true
+            return .frozen
         }
         if !watchedBefore { watcher.watch(path, key: app.rawValue) }
         pendingFreezes[app] = PendingFreeze(startUSec: start)
         // The kernel may have finished between the write and a watch added just now: look once more.
         if !watchedBefore, Cgroup.events(path)?.frozen == true {
             confirmed(app, startUSec: start)
-            return true
+            return .frozen
         }
-        return false
+        return .notYet
+    }
+
+    func checkFreeze(app: AppID, pid: Int32?, late: Bool) -> FreezeFact {
+        if signalManaged.contains(app) { return signals.checkFreeze(app: app, pid: pid, late: late) }
+        // Not pending: the inotify watch saw it done meanwhile.
+        guard let pending = pendingFreezes[app] else { return .frozen }
+        guard Cgroup.events(layout.appPath(app.rawValue))?.frozen == true else { return .notYet }
+        confirmed(app, startUSec: pending.startUSec)
+        return .frozen
+    }
+
+    /// The core's fallback (`freeze-fallback`): the app is managed with signals from now on.
+    func freezeWithSignals(app: AppID, pid: Int32?) -> FreezeFact {
+        signalManaged.insert(app)
+        return signals.freeze(app: app, pid: pid)
     }
 
     func thaw(app: AppID, pid: Int32?) {

@@ -19,11 +19,16 @@ protocol Freezer: AnyObject {
     func prepareLaunch(app: AppID) -> Int32?
     /// Adopts a process the daemon did not start (an app that checked in on its own).
     func attach(app: AppID, pid: Int32)
-    /// Freezes the app's processes. True when the freeze is already done (every process frozen or stopped,
-    /// or none to stop); otherwise the freezer watches for it and calls ``onFrozen`` once it is done (a
-    /// thaw, kill or release of the app calls that off).
-    func freeze(app: AppID, pid: Int32?) -> Bool
-    /// A freeze that `freeze` did not find done is done now (called on the daemon's queue).
+    /// Freezes the app's processes and says what it found: `frozen` (every process frozen or stopped, or
+    /// none to stop), `notYet`, or `failed` (it could not freeze: why). What follows is the core's
+    /// (DaemonCore+Freezes.swift): it looks again with ``checkFreeze(app:pid:late:)``, or falls back to
+    /// ``freezeWithSignals(app:pid:)``. No timer of its own.
+    func freeze(app: AppID, pid: Int32?) -> FreezeFact
+    /// Looks once whether the freeze under way is done (`late`: log the processes that still run).
+    func checkFreeze(app: AppID, pid: Int32?, late: Bool) -> FreezeFact
+    /// Stops the app's processes with SIGSTOP (the core's fallback when ``freeze(app:pid:)`` failed).
+    func freezeWithSignals(app: AppID, pid: Int32?) -> FreezeFact
+    /// A freeze it watches (the cgroup freezer's inotify watch) is done now (called on the daemon's queue).
     var onFrozen: ((AppID) -> Void)? { get set }
     func thaw(app: AppID, pid: Int32?)
     /// SIGTERM (or another signal) to every process of the app.
@@ -47,7 +52,9 @@ final class NoFreezer: Freezer {
     var onFrozen: ((AppID) -> Void)?
     func prepareLaunch(app: AppID) -> Int32? { nil }
     func attach(app: AppID, pid: Int32) {}
-    func freeze(app: AppID, pid: Int32?) -> Bool { true }
+    func freeze(app: AppID, pid: Int32?) -> FreezeFact { .frozen }
+    func checkFreeze(app: AppID, pid: Int32?, late: Bool) -> FreezeFact { .frozen }
+    func freezeWithSignals(app: AppID, pid: Int32?) -> FreezeFact { .frozen }
     func thaw(app: AppID, pid: Int32?) {}
     func signal(app: AppID, pid: Int32?, _ sig: Int32) {}
     func kill(app: AppID, pid: Int32?) {}

@@ -18,12 +18,11 @@ import Glibc
 /// A freeze is done only when every process signalled is stopped (`T`/`t` in /proc/PID/stat) or gone:
 /// kill(2) only makes SIGSTOP pending, and each process (each thread) stops when it is next scheduled —
 /// tens of milliseconds for busy processes on a loaded machine. It is looked at once right after the
-/// signals; if not done yet, a timer on the daemon's queue looks again (0.5 ms, then doubling up to
-/// 20 ms apart; 100 ms apart once late), since the kernel gives no event for "a process that is not my
-/// child stopped" (waitid/SIGCHLD report stops of children only, a pidfd only the exit). Not done after
-/// `CgroupFreezer.confirmWarningUSec` (1 s): a warning naming the processes that still run, and it is
-/// still awaited, as the cgroup freezer does. SIGCONT needs no such wait: the kernel wakes every stopped
-/// thread in kill(2) itself, so no process is stopped any more when it returns.
+/// signals; if not done yet, the core says when to look again (``checkFreeze(app:pid:late:)``; the core's
+/// deadlines, DaemonCore+Freezes.swift), since the kernel gives no event for "a process that is not my
+/// child stopped" (waitid/SIGCHLD report stops of children only, a pidfd only the exit). A look the core
+/// says is late logs a warning naming the processes that still run. SIGCONT needs no such wait: the kernel
+/// wakes every stopped thread in kill(2) itself, so no process is stopped any more when it returns.
 final class SignalFreezer: Freezer {
     var name: String { "signal" }
     var onFrozen: ((AppID) -> Void)?
@@ -36,22 +35,16 @@ final class SignalFreezer: Freezer {
     let queue: DispatchQueue
     let logger: Logger
 
-    /// Freezes whose processes were not all stopped yet when last looked at.
+    /// Freezes whose processes were not all stopped yet when last looked at: the facts a look needs (which
+    /// processes were signalled, since when, whether a warning was logged). When to look is the core's.
     private var pending: [AppID: PendingStop] = [:]
     private struct PendingStop {
         /// Every process SIGSTOP was sent to.
         var pids: [Int32]
         var startUSec: Int64
-        /// The "not stopped after 1 s" warning was logged.
+        /// The "still running" warning was logged.
         var warned = false
     }
-    /// One timer for every pending freeze, armed only while one is pending.
-    private var recheckTimer: (any DispatchSourceTimer)?
-    private var recheckArmed = false
-    private var recheckDelayUSec: Int64 = SignalFreezer.firstRecheckUSec
-    static let firstRecheckUSec: Int64 = 500
-    static let maxRecheckUSec: Int64 = 20_000
-    static let lateRecheckUSec: Int64 = 100_000
 
     /// Freezes confirmed, and the latency of the last one (µs).
     private(set) var confirmedFreezes = 0
@@ -63,13 +56,11 @@ final class SignalFreezer: Freezer {
         self.records = records
     }
 
-    deinit { recheckTimer?.cancel() }
-
     func prepareLaunch(app: AppID) -> Int32? { nil }
     func attach(app: AppID, pid: Int32) {}
 
-    func freeze(app: AppID, pid: Int32?) -> Bool {
-        guard let pid else { return true }
+    func freeze(app: AppID, pid: Int32?) -> FreezeFact {
+        guard let pid else { return .frozen }
         pending[app] = nil
         let start = Monotonic.nowUSec()
         // issue 5: recorded before stopping (a crash in between must not leave an unrecorded stop),
@@ -81,12 +72,31 @@ final class SignalFreezer: Freezer {
         if stopped != known { records?.stopped(app: app, pids: stopped) }
         if Self.notStopped(stopped).isEmpty {
             confirmed(app, startUSec: start, late: false)
-            return true
+            return .frozen
         }
         pending[app] = PendingStop(pids: stopped, startUSec: start)
-        armRecheck(restart: true)
-        return false
+        return .notYet
     }
+
+    func checkFreeze(app: AppID, pid: Int32?, late: Bool) -> FreezeFact {
+        guard let stop = pending[app] else { return .frozen }
+        let running = Self.notStopped(stop.pids)
+        if running.isEmpty {
+            pending[app] = nil
+            confirmed(app, startUSec: stop.startUSec, late: stop.warned)
+            return .frozen
+        }
+        if late, !stop.warned {
+            pending[app]?.warned = true
+            let list = running.map { "\($0.pid) (\($0.state))" }.joined(separator: " ")
+            logger.warning(
+                "\(app) is not stopped \(DaemonCore.lateFreeze.microseconds / 1000) ms after SIGSTOP (processes still running: \(list))",
+                metadata: ["BGTASKD_APP": "\(app)"])
+        }
+        return .notYet
+    }
+
+    func freezeWithSignals(app: AppID, pid: Int32?) -> FreezeFact { freeze(app: app, pid: pid) }
 
     func thaw(app: AppID, pid: Int32?) {
         pending[app] = nil
@@ -165,59 +175,6 @@ final class SignalFreezer: Freezer {
         } else {
             logger.info("froze \(app): every process stopped (SIGSTOP) after \(latency) µs", metadata: metadata)
         }
-    }
-
-    /// Arms the look-again timer (`restart`: a new freeze, from the shortest delay).
-    private func armRecheck(restart: Bool) {
-        if restart { recheckDelayUSec = Self.firstRecheckUSec }
-        if restart || !recheckArmed {
-            if recheckTimer == nil {
-                let t = DispatchSource.makeTimerSource(queue: queue)
-                t.setEventHandler { [weak self] in self?.recheck() }
-                recheckTimer = t
-                t.schedule(deadline: .now() + .microseconds(Int(recheckDelayUSec)), leeway: .microseconds(100))
-                t.resume()
-            } else {
-                recheckTimer?.schedule(deadline: .now() + .microseconds(Int(recheckDelayUSec)), leeway: .microseconds(100))
-            }
-            recheckArmed = true
-        }
-    }
-
-    /// Looks at every pending freeze again; reports those done, warns about those late.
-    private func recheck() {
-        recheckArmed = false
-        let now = Monotonic.nowUSec()
-        var done: [AppID] = []
-        var anyLate = false
-        for (app, stop) in pending {
-            let running = Self.notStopped(stop.pids)
-            if running.isEmpty {
-                done.append(app)
-                continue
-            }
-            if !stop.warned, now - stop.startUSec >= CgroupFreezer.confirmWarningUSec {
-                pending[app]?.warned = true
-                let list = running.map { "\($0.pid) (\($0.state))" }.joined(separator: " ")
-                logger.warning(
-                    "\(app) is not stopped \(CgroupFreezer.confirmWarningUSec / 1000) ms after SIGSTOP (processes still running: \(list))",
-                    metadata: ["BGTASKD_APP": "\(app)"])
-            }
-            if pending[app]?.warned == true { anyLate = true }
-        }
-        for app in done {
-            guard let stop = pending.removeValue(forKey: app) else { continue }
-            confirmed(app, startUSec: stop.startUSec, late: stop.warned)
-        }
-        if !pending.isEmpty {
-            recheckDelayUSec = anyLate ? Self.lateRecheckUSec : min(recheckDelayUSec * 2, Self.maxRecheckUSec)
-            recheckTimer?.schedule(deadline: .now() + .microseconds(Int(recheckDelayUSec)), leeway: .microseconds(100))
-            recheckArmed = true
-        } else {
-            // Disarmed, not suspended (a suspended timer cannot be re-scheduled cheaply).
-            recheckTimer?.schedule(deadline: .distantFuture)
-        }
-        for app in done.sorted() { onFrozen?(app) }
     }
 
     /// The app's processes (`root`: its main process, if any), daemonized descendants included.
