@@ -3,7 +3,7 @@
  *     toplevel_request minimize|unminimize|activate|close APP_ID TITLE
  * Exit status 0 once the compositor reports the requested state (minimized set or cleared, activated, closed),
  * 2 when no such toplevel exists, 3 when the compositor does not honour the request within 5 s, 1 on other errors.
- * Built by IntegrationTests/integration/test_focus_scenes.py with cc and wayland-scanner from
+ * Built by IntegrationTests/integration/test_focus_minimize.py with cc and wayland-scanner from
  * protocols/wlr-foreign-toplevel-management-unstable-v1.xml. */
 #include <poll.h>
 #include <stdint.h>
