@@ -9,7 +9,8 @@
 # dpkg-dev, man-db, bash-completion, zsh and fish (completion syntax checks). libwayland-dev and
 # libwayland-bin (bgtaskd-focus: libwayland-client, wayland-scanner), sway and foot (the headless
 # compositor and Wayland clients of IntegrationTests/integration/test_focus.py), phoc (Phosh's compositor, the
-# phone's own, headless in test_focus_scenes.py), wtype (user activity, same test),
+# phone's own, headless in test_focus_scenes.py), wtype (user activity, same test), wayfire (a compositor that
+# honours minimize requests: test_focus_minimize.py) and gcc (that test builds its task-bar tool with cc),
 # dbus-daemon (a private system bus for a real systemd-logind in the session-lock test, logind_support.py;
 # a session bus in test_bus_calls.py), python3-dbus and python3-gi (the session-bus app of
 # test_bus_calls.py and the stand-in for systemd's manager of test_system_sleep.py, run by /usr/bin/python3),
@@ -25,7 +26,7 @@ fi
 need=()
 for pkg in libsystemd-dev pkg-config systemd util-linux procps iproute2 python3-pip \
     scdoc debhelper lintian dpkg-dev man-db bash-completion zsh fish \
-    libwayland-dev libwayland-bin sway foot phoc wtype dbus-daemon python3-dbus python3-gi systemd-journal-remote; do
+    libwayland-dev libwayland-bin sway foot phoc wayfire gcc wtype dbus-daemon python3-dbus python3-gi systemd-journal-remote; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
 done
 # python3-pip is only needed when there is no pip at all.
