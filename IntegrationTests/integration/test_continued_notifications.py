@@ -84,21 +84,30 @@ def mako_list(sway, bus: str) -> list[dict]:  # noqa: F811
     return [{k: v["data"] for k, v in n.items()} for n in shown]
 
 
-def test_a_continued_task_is_a_notification_with_its_progress_and_its_cancel_cancels_it(
-        daemon, bin_dir, sway, session_bus, tmp_path):  # noqa: F811
+@pytest.fixture
+def mako(sway, session_bus):  # noqa: F811
+    """mako, the notification server, on the headless sway and the private session bus."""
     if not shutil.which("mako"):
         pytest.fail("mako is missing: scripts/install-deps.sh installs mako-notifier")
-    mako = sway.spawn(["mako"], "mako.log", DBUS_SESSION_BUS_ADDRESS=session_bus)
+    server = sway.spawn(["mako"], "mako.log", DBUS_SESSION_BUS_ADDRESS=session_bus)
     log = sway.runtime / "mako.log"
 
-    def mako_up():
-        if mako.poll() is not None:
-            pytest.skip(f"mako could not start here (exit status {mako.returncode}):\n{log.read_text(errors='replace')[-2000:]}")
+    def up():
+        if server.poll() is not None:
+            pytest.skip(f"mako could not start here (exit status {server.returncode}):\n{log.read_text(errors='replace')[-2000:]}")
         r = subprocess.run([*sway.as_user(), "makoctl", "list"], env=sway.env(DBUS_SESSION_BUS_ADDRESS=session_bus),
                            capture_output=True, text=True, timeout=10)
         return r.returncode == 0
-    wait_for(mako_up, 15, "mako to own org.freedesktop.Notifications")
+    wait_for(up, 15, "mako to own org.freedesktop.Notifications")
+    return server
 
+
+def exporting(sway, bus: str) -> dict | None:  # noqa: F811
+    return next((n for n in mako_list(sway, bus) if n.get("summary") == "Exporting"), None)
+
+
+def test_a_continued_task_is_a_notification_with_its_progress_and_its_cancel_cancels_it(
+        daemon, bin_dir, sway, session_bus, mako, tmp_path):  # noqa: F811
     d, lines = notifications_daemon(daemon, tmp_path)
     start_focus(sway, bin_dir, d, session_bus)
     focus_log = sway.runtime / "focus.log"
@@ -108,7 +117,7 @@ def test_a_continued_task_is_a_notification_with_its_progress_and_its_cancel_can
     task = wait_for(lambda: next((l["task"] for l in lines() if "task" in l), None), 10, "the continued task")
 
     def ours():
-        return next((n for n in mako_list(sway, session_bus) if n.get("summary") == "Exporting"), None)
+        return exporting(sway, session_bus)
     first = wait_for(ours, 15, "the task's notification")
     assert first["app-name"] == "Exporter" and first["body"].endswith("%"), first
     assert first["actions"] == {"cancel": "Cancel"}, first
@@ -128,6 +137,18 @@ def test_a_continued_task_is_a_notification_with_its_progress_and_its_cancel_can
     wait_for(lambda: call(d.socket, f"{MANAGER}.ListContinuedTasks")["tasks"] == [], 10, "the task to end")
     wait_for(lambda: ours() is None, 10, "the notification to close")
     assert f"the user cancelled {APP} task {task}" in focus_log.read_text()
+
+
+def test_a_task_that_ends_has_its_notification_closed(daemon, bin_dir, sway, session_bus, mako, tmp_path):  # noqa: F811
+    """The app is terminated: its task ends, and bgtaskd-focus closes the notification (CloseNotification;
+    mako keeps a notification until it is closed: no expiry)."""
+    d, lines = notifications_daemon(daemon, tmp_path)
+    start_focus(sway, bin_dir, d, session_bus)
+    call(d.socket, f"{MANAGER}.Launch", appId=APP)
+    wait_for(lambda: exporting(sway, session_bus), 15, "the task's notification")
+    call(d.socket, f"{MANAGER}.Terminate", appId=APP)
+    wait_for(lambda: call(d.socket, f"{MANAGER}.ListContinuedTasks")["tasks"] == [], 10, "the task to end")
+    wait_for(lambda: exporting(sway, session_bus) is None, 10, "the notification to close")
 
 
 def test_without_a_notification_server_focus_says_so_once_and_carries_on(
