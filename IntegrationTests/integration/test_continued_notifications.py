@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -30,25 +31,47 @@ from test_focus import sway  # noqa: E402,F401
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run the session user's processes")
 
 
-@pytest.fixture
-def session_bus(sway):  # noqa: F811
-    """dbus-daemon --session of the sway user, on a socket in its runtime directory; stopped at the end."""
+# A session bus that starts no service (no servicedir): no server unless one is started.
+BARE_BUS = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>session</type>
+  <listen>unix:tmpdir=/tmp</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow send_destination="*" eavesdrop="true"/>
+    <allow eavesdrop="true"/>
+    <allow own="*"/>
+  </policy>
+</busconfig>
+"""
+
+
+def start_bus(sway, bare: bool):  # noqa: F811
     if not shutil.which("dbus-daemon"):
         pytest.fail("dbus-daemon is missing: scripts/install-deps.sh installs it")
     address = f"unix:path={sway.runtime}/bus"
+    config = ["--session"]
+    if bare:
+        (sway.runtime / "bus.conf").write_text(BARE_BUS)
+        config = [f"--config-file={sway.runtime}/bus.conf"]
     read, write = os.pipe()
-    bus = subprocess.Popen([*sway.as_user(), "dbus-daemon", "--session", f"--address={address}", "--nofork",
+    bus = subprocess.Popen([*sway.as_user(), "dbus-daemon", *config, f"--address={address}", "--nofork",
                             "--nopidfile", f"--print-address={write}"], pass_fds=(write,),
                            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     os.close(write)
     with os.fdopen(read) as r:
         printed = r.readline().strip()
-    try:
-        assert printed.startswith(address), f"dbus-daemon said {printed!r}"
-        yield address
-    finally:
-        bus.terminate()
-        bus.wait(10)
+    assert printed.startswith(address), f"dbus-daemon said {printed!r}"
+    sway.procs.append(bus)  # stopped with sway's processes, before its runtime directory goes
+    return address
+
+
+@pytest.fixture
+def session_bus(sway):  # noqa: F811
+    """dbus-daemon --session (the distribution's session.conf: services are activated) of the sway user,
+    on a socket in its runtime directory; stopped at the end."""
+    return start_bus(sway, bare=False)
 
 
 def notifications_daemon(daemon, tmp_path):
@@ -84,8 +107,7 @@ def mako_list(sway, bus: str) -> list[dict]:  # noqa: F811
     return [{k: v["data"] for k, v in n.items()} for n in shown]
 
 
-@pytest.fixture
-def mako(sway, session_bus):  # noqa: F811
+def start_mako(sway, session_bus: str):  # noqa: F811
     """mako, the notification server, on the headless sway and the private session bus."""
     if not shutil.which("mako"):
         pytest.fail("mako is missing: scripts/install-deps.sh installs mako-notifier")
@@ -100,6 +122,11 @@ def mako(sway, session_bus):  # noqa: F811
         return r.returncode == 0
     wait_for(up, 15, "mako to own org.freedesktop.Notifications")
     return server
+
+
+@pytest.fixture
+def mako(sway, session_bus):  # noqa: F811
+    return start_mako(sway, session_bus)
 
 
 def exporting(sway, bus: str) -> dict | None:  # noqa: F811
@@ -151,10 +178,17 @@ def test_a_task_that_ends_has_its_notification_closed(daemon, bin_dir, sway, ses
     wait_for(lambda: exporting(sway, session_bus) is None, 10, "the notification to close")
 
 
+@pytest.mark.parametrize("bus", ["bare", "activating"])
 def test_without_a_notification_server_focus_says_so_once_and_carries_on(
-        daemon, bin_dir, sway, session_bus, tmp_path):  # noqa: F811
-    """No server owns org.freedesktop.Notifications: the Notify calls (seen with dbus-monitor) fail, and
-    bgtaskd-focus says so once however often the task's progress changes."""
+        daemon, bin_dir, sway, tmp_path, bus):  # noqa: F811
+    """No server owns org.freedesktop.Notifications: the Notify call (seen with dbus-monitor) fails, and
+    bgtaskd-focus says so once and does not call again at each progress, until a server comes
+    (NameOwnerChanged): then the task is shown. `bare`: a bus that starts no service (ServiceUnknown);
+    `activating`: the distribution's session.conf, whose D-Bus activation starts mako (its service file)
+    without a compositor: it takes the name and dies at each call, and bgtaskd-focus calls again no
+    sooner than 5 s after a failure."""
+    session_bus = start_bus(sway, bare=bus == "bare")
+    started = time.monotonic()
     watch = sway.spawn(["dbus-monitor", "--address", session_bus,
                         "type='method_call',interface='org.freedesktop.Notifications'"], "monitor.log")
     monitor_log = sway.runtime / "monitor.log"
@@ -163,10 +197,20 @@ def test_without_a_notification_server_focus_says_so_once_and_carries_on(
     d, lines = notifications_daemon(daemon, tmp_path)
     start_focus(sway, bin_dir, d, session_bus)
     call(d.socket, f"{MANAGER}.Launch", appId=APP)
-    wait_for(lambda: sum(1 for l in lines() if l.get("progress")) >= 10, 20, "10 progress reports")
-    wait_for(lambda: monitor_log.read_text(errors="replace").count("member=Notify") >= 3, 20, "three Notify calls")
+    wait_for(lambda: "member=Notify" in monitor_log.read_text(errors="replace"), 20, "a Notify call")
+    done = sum(1 for l in lines() if l.get("progress"))
+    wait_for(lambda: sum(1 for l in lines() if l.get("progress")) >= done + 20, 20, "20 more progress reports")
     text = monitor_log.read_text(errors="replace")
     assert 'string "Exporting"' in text and 'string "cancel"' in text and 'string "value"' in text, text[-3000:]
-    focus_log = (sway.runtime / "focus.log").read_text()
-    assert focus_log.count("no notification server owns org.freedesktop.Notifications") == 1, focus_log
+    assert 'string "resident"' in text and "variant             int32 " in text, text[-3000:]
+    # 20 progress reports (two more percent) later: the one call (a bare bus: retried after a minute), or
+    # one per 5 s (a server activated and gone), said once.
+    calls = text.count("member=Notify")
+    bound = 1 if bus == "bare" else 1 + int((time.monotonic() - started) / 5)
+    assert calls <= bound, (calls, (sway.runtime / "focus.log").read_text()[-3000:])
+    focus_log = sway.runtime / "focus.log"
+    assert focus_log.read_text().count("no notification server owns org.freedesktop.Notifications") == 1
     assert watch.poll() is None
+    # A server comes: the task is shown.
+    start_mako(sway, session_bus)
+    wait_for(lambda: exporting(sway, session_bus), 15, "the task's notification once mako runs")

@@ -13,6 +13,7 @@
 struct bgtaskd_notify {
     sd_bus *bus;
     bgtaskd_notify_callback callback;
+    bgtaskd_notify_server_callback server_callback;
     void *context;
 };
 
@@ -33,14 +34,25 @@ static int on_closed(sd_bus_message *m, void *userdata, sd_bus_error *e) {
     return 0;
 }
 
-bgtaskd_notify *bgtaskd_notify_open(const char *address, bgtaskd_notify_callback callback, void *context,
-                                    char *error, size_t error_size) {
+static int on_owner(sd_bus_message *m, void *userdata, sd_bus_error *e) {
+    (void)e;
+    struct bgtaskd_notify *n = userdata;
+    const char *name = NULL, *old_owner = NULL, *new_owner = NULL;
+    if (sd_bus_message_read(m, "sss", &name, &old_owner, &new_owner) >= 0 && name && strcmp(name, SERVER) == 0)
+        n->server_callback(n->context, new_owner && *new_owner);
+    return 0;
+}
+
+bgtaskd_notify *bgtaskd_notify_open(const char *address, bgtaskd_notify_callback callback,
+                                    bgtaskd_notify_server_callback server_callback, void *context, char *error,
+                                    size_t error_size) {
     struct bgtaskd_notify *n = calloc(1, sizeof *n);
     if (!n) {
         snprintf(error, error_size, "out of memory");
         return NULL;
     }
     n->callback = callback;
+    n->server_callback = server_callback;
     n->context = context;
     const char *env = getenv("DBUS_SESSION_BUS_ADDRESS");
     const char *use = address && *address ? address : (env && *env ? env : NULL);
@@ -55,6 +67,11 @@ bgtaskd_notify *bgtaskd_notify_open(const char *address, bgtaskd_notify_callback
     }
     if (r >= 0) r = sd_bus_match_signal(n->bus, NULL, NULL, PATH, SERVER, "ActionInvoked", on_action, n);
     if (r >= 0) r = sd_bus_match_signal(n->bus, NULL, NULL, PATH, SERVER, "NotificationClosed", on_closed, n);
+    if (r >= 0)
+        r = sd_bus_add_match(n->bus, NULL,
+                             "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',"
+                             "member='NameOwnerChanged',arg0='" SERVER "'",
+                             on_owner, n);
     if (r < 0) {
         snprintf(error, error_size, "cannot connect to the session bus%s%s: %s", use ? " " : "", use ? use : "",
                  strerror(-r));

@@ -26,6 +26,12 @@ final class TaskNotifier: @unchecked Sendable {
     private var names: [String: String] = [:]
     private var connection: VarlinkClientConnection?
     private var serverMissingSaid = false
+    /// After a failed Notify (no server): when (monotonic µs) to try again. A minute later, or 5 s after
+    /// the failure once a server takes the name (NameOwnerChanged): a server that D-Bus activation starts
+    /// and that dies at once (mako without a compositor) takes the name at each call, so a server's coming
+    /// is never followed by a call sooner than that.
+    private var retryAtUSec: Int64?
+    private var lastFailureUSec: Int64 = 0
     private var shownOnce = false
     private var wakeRead: Int32 = -1
     private var wakeWrite: Int32 = -1
@@ -53,7 +59,11 @@ final class TaskNotifier: @unchecked Sendable {
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
             _ = fcntl(fd, F_SETFL, O_NONBLOCK)
         }
-        guard let b = bgtaskd_notify_open(address, callback, context, &error, error.count) else {
+        let serverCallback: bgtaskd_notify_server_callback = { context, present in
+            guard let context else { return }
+            Unmanaged<TaskNotifier>.fromOpaque(context).takeUnretainedValue().server(present: present != 0)
+        }
+        guard let b = bgtaskd_notify_open(address, callback, serverCallback, context, &error, error.count) else {
             log("not showing continued tasks as notifications: \(cString(error))")
             close(fds[0])
             close(fds[1])
@@ -74,11 +84,14 @@ final class TaskNotifier: @unchecked Sendable {
         DispatchQueue(label: "bgtaskd-focus.monitor").async { Self.followMonitor(socketPath: socketPath, wake: wake) }
         refresh()
         while true {
-            let r = bgtaskd_notify_wait(bus, wakeRead, -1)
+            let timeout = retryAtUSec.map { Int32(clamping: max(0, ($0 - monotonicUSec() + 999) / 1000)) } ?? -1
+            let r = bgtaskd_notify_wait(bus, wakeRead, timeout)
             if r < 0 { break }
             if r == 1 {
                 var bytes = [UInt8](repeating: 0, count: 256)
                 while read(wakeRead, &bytes, bytes.count) > 0 {}
+                refresh()
+            } else if let retryAtUSec, monotonicUSec() >= retryAtUSec {
                 refresh()
             }
         }
@@ -127,6 +140,8 @@ final class TaskNotifier: @unchecked Sendable {
     }
 
     private func refresh() {
+        if let retryAtUSec, monotonicUSec() < retryAtUSec { return }
+        retryAtUSec = nil
         let tasks: [ManagerWire.ContinuedTask]
         do {
             let reply = try client().call(ManagerMethod.listContinuedTasks.qualifiedName)
@@ -141,7 +156,13 @@ final class TaskNotifier: @unchecked Sendable {
                 appID: $0.appId, taskID: $0.taskId.rawValue, title: $0.title, subtitle: $0.subtitle,
                 completedUnits: $0.completedUnits, totalUnits: $0.totalUnits)
         }
-        for step in plan.update(seen, names: names) { perform(step) }
+        for step in plan.update(seen, names: names) {
+            if retryAtUSec == nil {
+                perform(step)
+            } else if case .show(let key, _, _) = step {
+                plan.shown(key, id: 0)  // not shown: tried again when a server comes
+            }
+        }
     }
 
     private func learnNames() {
@@ -163,6 +184,8 @@ final class TaskNotifier: @unchecked Sendable {
                 &error, error.count)
             plan.shown(key, id: id)
             if id == 0 {
+                lastFailureUSec = monotonicUSec()
+                retryAtUSec = lastFailureUSec + 60_000_000
                 if !serverMissingSaid {
                     log("no notification server owns org.freedesktop.Notifications (\(cString(error))): continued tasks are not shown")
                 }
@@ -189,6 +212,14 @@ final class TaskNotifier: @unchecked Sendable {
             log("CancelContinuedTask(\(task.appID), \(task.taskID)) failed: \(error)")
             dropConnection()
         }
+        refresh()
+    }
+
+    /// A server came or went: what the old one showed is gone; everything is shown afresh.
+    private func server(present: Bool) {
+        plan = TaskNotifications()
+        guard present else { return }
+        if retryAtUSec != nil { retryAtUSec = lastFailureUSec + 5_000_000 }
         refresh()
     }
 

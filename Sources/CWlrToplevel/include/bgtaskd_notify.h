@@ -12,10 +12,16 @@ typedef struct bgtaskd_notify bgtaskd_notify;
 /// reason) (`action_key` NULL). Strings are valid only during the call.
 typedef void (*bgtaskd_notify_callback)(void *context, uint32_t id, const char *action_key, uint32_t closed_reason);
 
+/// A notification server came (`present` 1) or went (0): the bus's NameOwnerChanged for
+/// org.freedesktop.Notifications.
+typedef void (*bgtaskd_notify_server_callback)(void *context, int present);
+
 /// Connects to the bus at `address` (NULL or empty: $DBUS_SESSION_BUS_ADDRESS, else the user bus) and
-/// subscribes to the notification server's signals. NULL on failure, with the reason in `error`.
-bgtaskd_notify *bgtaskd_notify_open(const char *address, bgtaskd_notify_callback callback, void *context,
-                                    char *error, size_t error_size);
+/// subscribes to the notification server's signals and to its coming and going. NULL on failure, with
+/// the reason in `error`.
+bgtaskd_notify *bgtaskd_notify_open(const char *address, bgtaskd_notify_callback callback,
+                                    bgtaskd_notify_server_callback server_callback, void *context, char *error,
+                                    size_t error_size);
 
 /// Notify(app_name, replaces_id, "", summary, body, actions ["cancel", cancel_label], hints {value (when
 /// percent >= 0), resident, urgency low}, expire_timeout 0). The server's id, or 0 with the reason in `error`.
