@@ -7,6 +7,10 @@
 ///   once the server has given it an id; a task unchanged → nothing.
 /// - A task gone from the list (ended, expired, cancelled) → `CloseNotification` of its notification.
 /// - A notification the server closed itself (the user dismissed it) is not shown again for that task.
+/// - No server (a `Notify` failed): nothing is called again for a minute, or until 5 s after the failure
+///   once a server takes the name; a server that comes or goes has everything shown afresh. A
+///   D-Bus-activatable server that dies at once (mako without a compositor) takes the name at every call:
+///   its coming is never followed by a call sooner than 5 s after the last failure.
 public struct TaskNotifications: Sendable {
     /// One live continued task, as `ListContinuedTasks` tells it.
     public struct Task: Hashable, Sendable {
@@ -74,11 +78,19 @@ public struct TaskNotifications: Sendable {
     private var shownContent: [Key: Content] = [:]
     private var ids: [Key: UInt32] = [:]
     private var dismissed: Set<Key> = []
+    /// After a failed `Notify`: when to call again (monotonic µs); nil: a server answered last.
+    public private(set) var retryAtUSec: Int64?
+    private var lastFailureUSec: Int64 = 0
+    public static let retryUSec: Int64 = 60_000_000
+    public static let retryAfterServerUSec: Int64 = 5_000_000
 
     public init() {}
 
     /// The steps that make the notifications match `tasks`; `names` maps app IDs to display names.
-    public mutating func update(_ tasks: [Task], names: [String: String] = [:]) -> [Step] {
+    /// None while waiting to call a missing server again (``retryAtUSec``).
+    public mutating func update(_ tasks: [Task], names: [String: String] = [:], nowUSec: Int64 = 0) -> [Step] {
+        if let retryAtUSec, nowUSec < retryAtUSec { return [] }
+        retryAtUSec = nil
         var steps: [Step] = []
         let live = Set(tasks.map(\.key))
         for key in shownContent.keys.sorted(by: { ($0.appID, $0.taskID) < ($1.appID, $1.taskID) }) where !live.contains(key) {
@@ -97,10 +109,14 @@ public struct TaskNotifications: Sendable {
     }
 
     /// The server's id for the notification of `key` (from `Notify`'s reply); 0: it was not shown (no
-    /// server), and the next ``update(_:names:)`` tries again.
-    public mutating func shown(_ key: Key, id: UInt32) {
+    /// server, or not called after a failure in the same update), and is tried again at ``retryAtUSec``.
+    public mutating func shown(_ key: Key, id: UInt32, nowUSec: Int64 = 0) {
         if id == 0 {
             shownContent[key] = nil
+            if retryAtUSec == nil {
+                lastFailureUSec = nowUSec
+                retryAtUSec = nowUSec + Self.retryUSec
+            }
         } else if shownContent[key] != nil {
             ids[key] = id
         }
@@ -117,6 +133,14 @@ public struct TaskNotifications: Sendable {
         guard let key = task(forNotification: id) else { return }
         ids[key] = nil
         dismissed.insert(key)
+    }
+
+    /// A server took org.freedesktop.Notifications (`present`) or left it: what was shown is gone.
+    public mutating func server(present: Bool) {
+        shownContent = [:]
+        ids = [:]
+        dismissed = []
+        if present, retryAtUSec != nil { retryAtUSec = lastFailureUSec + Self.retryAfterServerUSec }
     }
 
     public static func content(_ task: Task, name: String?) -> Content {

@@ -26,12 +26,6 @@ final class TaskNotifier: @unchecked Sendable {
     private var names: [String: String] = [:]
     private var connection: VarlinkClientConnection?
     private var serverMissingSaid = false
-    /// After a failed Notify (no server): when (monotonic µs) to try again. A minute later, or 5 s after
-    /// the failure once a server takes the name (NameOwnerChanged): a server that D-Bus activation starts
-    /// and that dies at once (mako without a compositor) takes the name at each call, so a server's coming
-    /// is never followed by a call sooner than that.
-    private var retryAtUSec: Int64?
-    private var lastFailureUSec: Int64 = 0
     private var shownOnce = false
     private var wakeRead: Int32 = -1
     private var wakeWrite: Int32 = -1
@@ -84,14 +78,14 @@ final class TaskNotifier: @unchecked Sendable {
         DispatchQueue(label: "bgtaskd-focus.monitor").async { Self.followMonitor(socketPath: socketPath, wake: wake) }
         refresh()
         while true {
-            let timeout = retryAtUSec.map { Int32(clamping: max(0, ($0 - monotonicUSec() + 999) / 1000)) } ?? -1
+            let timeout = plan.retryAtUSec.map { Int32(clamping: max(0, ($0 - monotonicUSec() + 999) / 1000)) } ?? -1
             let r = bgtaskd_notify_wait(bus, wakeRead, timeout)
             if r < 0 { break }
             if r == 1 {
                 var bytes = [UInt8](repeating: 0, count: 256)
                 while read(wakeRead, &bytes, bytes.count) > 0 {}
                 refresh()
-            } else if let retryAtUSec, monotonicUSec() >= retryAtUSec {
+            } else if let retryAtUSec = plan.retryAtUSec, monotonicUSec() >= retryAtUSec {
                 refresh()
             }
         }
@@ -140,8 +134,7 @@ final class TaskNotifier: @unchecked Sendable {
     }
 
     private func refresh() {
-        if let retryAtUSec, monotonicUSec() < retryAtUSec { return }
-        retryAtUSec = nil
+        if let retryAtUSec = plan.retryAtUSec, monotonicUSec() < retryAtUSec { return }
         let tasks: [ManagerWire.ContinuedTask]
         do {
             let reply = try client().call(ManagerMethod.listContinuedTasks.qualifiedName)
@@ -156,11 +149,11 @@ final class TaskNotifier: @unchecked Sendable {
                 appID: $0.appId, taskID: $0.taskId.rawValue, title: $0.title, subtitle: $0.subtitle,
                 completedUnits: $0.completedUnits, totalUnits: $0.totalUnits)
         }
-        for step in plan.update(seen, names: names) {
-            if retryAtUSec == nil {
+        for step in plan.update(seen, names: names, nowUSec: monotonicUSec()) {
+            if plan.retryAtUSec == nil {
                 perform(step)
             } else if case .show(let key, _, _) = step {
-                plan.shown(key, id: 0)  // not shown: tried again when a server comes
+                plan.shown(key, id: 0)  // a Notify of this update failed: tried again with it
             }
         }
     }
@@ -182,10 +175,8 @@ final class TaskNotifier: @unchecked Sendable {
             let id = bgtaskd_notify_show(
                 bus, content.appName, replacing ?? 0, content.summary, content.body, Int32(content.percent ?? -1), "Cancel",
                 &error, error.count)
-            plan.shown(key, id: id)
+            plan.shown(key, id: id, nowUSec: monotonicUSec())
             if id == 0 {
-                lastFailureUSec = monotonicUSec()
-                retryAtUSec = lastFailureUSec + 60_000_000
                 if !serverMissingSaid {
                     log("no notification server owns org.freedesktop.Notifications (\(cString(error))): continued tasks are not shown")
                 }
@@ -217,10 +208,8 @@ final class TaskNotifier: @unchecked Sendable {
 
     /// A server came or went: what the old one showed is gone; everything is shown afresh.
     private func server(present: Bool) {
-        plan = TaskNotifications()
-        guard present else { return }
-        if retryAtUSec != nil { retryAtUSec = lastFailureUSec + 5_000_000 }
-        refresh()
+        plan.server(present: present)
+        if present { refresh() }
     }
 
     private func closed(_ id: UInt32, reason: UInt32) {

@@ -35,14 +35,39 @@ import Testing
         #expect(n.update([]).isEmpty)
     }
 
-    @Test func withoutAServerTheTaskIsTriedAgainAndNothingIsClosed() {
+    @Test func withoutAServerNothingIsCalledForAMinuteAndNothingIsClosed() {
         var n = TaskNotifications()
-        let a = T(appID: "A", taskID: 1, title: "a", completedUnits: 2)
-        #expect(n.update([a]).count == 1)
-        n.shown(a.key, id: 0)
-        #expect(n.update([a]).count == 1)
-        n.shown(a.key, id: 0)
-        #expect(n.update([]).isEmpty)
+        var a = T(appID: "A", taskID: 1, title: "a", completedUnits: 2)
+        #expect(n.update([a], nowUSec: 1_000).count == 1)
+        n.shown(a.key, id: 0, nowUSec: 1_000)
+        #expect(n.retryAtUSec == 60_001_000)
+        // Progress meanwhile: no call; a minute later: tried again.
+        a.completedUnits = 3
+        #expect(n.update([a], nowUSec: 60_000_999).isEmpty)
+        #expect(n.update([a], nowUSec: 60_001_000).count == 1)
+        #expect(n.retryAtUSec == nil)
+        n.shown(a.key, id: 0, nowUSec: 60_001_000)
+        #expect(n.update([], nowUSec: 200_000_000).isEmpty)
+    }
+
+    @Test func aServerThatComesIsCalledNoSoonerThanFiveSecondsAfterTheFailure() {
+        var n = TaskNotifications()
+        let a = T(appID: "A", taskID: 1, title: "a", completedUnits: 2, totalUnits: 4)
+        _ = n.update([a], nowUSec: 0)
+        n.shown(a.key, id: 0, nowUSec: 0)
+        // An activated server took the name (and died): not called again before 5 s.
+        n.server(present: true)
+        n.server(present: false)
+        n.server(present: true)
+        #expect(n.retryAtUSec == 5_000_000)
+        #expect(n.update([a], nowUSec: 4_999_999).isEmpty)
+        #expect(n.update([a], nowUSec: 5_000_000) == [.show(a.key, TaskNotifications.content(a, name: nil), replacing: nil)])
+        n.shown(a.key, id: 3, nowUSec: 5_000_000)
+        // The server goes and another comes: shown afresh (the old id is gone with the old server).
+        n.server(present: false)
+        n.server(present: true)
+        #expect(n.retryAtUSec == nil)
+        #expect(n.update([a], nowUSec: 6_000_000) == [.show(a.key, TaskNotifications.content(a, name: nil), replacing: nil)])
     }
 
     @Test func aNotificationTheUserDismissedIsNotShownAgainForThatTask() {
