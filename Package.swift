@@ -62,7 +62,7 @@ let package = Package(
         .executableTarget(
             name: "bgtaskd-focus",
             dependencies: [
-                "BGTaskFocus", "CWlrToplevel", "BGTaskClient", "BGTaskProtocol", "BGTaskCommandLine",
+                "BGTaskFocus", "CWlrToplevel", "BGTaskClient", "BGTaskProtocol", "BGTaskModel", "BGTaskCommandLine",
             ]
         ),
         // The daemons' command line (long options with values, --help, --version), without ArgumentParser.

@@ -22,7 +22,9 @@ struct FocusCommand {
             only once it has lasted --debounce, so a quick switch back and forth costs no freeze. It also \
             watches the session bus (as a monitor): a method call addressed to an app bgtaskd holds \
             suspended wakes it for BusCallBudgetSec (WakeForBusCall), so the caller gets its answer. The \
-            caller needs Manager control rights (root or ControlGroup=). Exits 1 when the compositor goes.
+            caller needs Manager control rights (root or ControlGroup=). Where a notification server runs \
+            (org.freedesktop.Notifications), each continued task (SPEC §16) is a notification with its \
+            progress and a Cancel action (CancelContinuedTask). Exits 1 when the compositor goes.
             """,
         version: "0.1.0",
         options: [
@@ -36,6 +38,7 @@ struct FocusCommand {
             .flag("no-session-bus", help: "Do not watch the session bus for method calls to suspended apps."),
             .init("session-bus", help: "The session bus to watch (default: $DBUS_SESSION_BUS_ADDRESS, else the user bus)."),
             .init("unfocused", help: "How a window that is neither activated nor minimized counts: background (a phone, a tiling workspace: only the front window shows) or inactive (a desktop: it stays visible, foreground-inactive).", defaultValue: "background"),
+            .flag("no-notifications", help: "Do not show continued tasks as desktop notifications (org.freedesktop.Notifications on the session bus)."),
             .flag("no-scenes", help: "Report only the front app (SetFocus), not every window as a scene (SetSceneState): for a daemon without scenes."),
         ])
 
@@ -49,6 +52,7 @@ struct FocusCommand {
     var unfocused: SceneTracker.Unfocused = .background
     var noScenes = false
     var noSessionBus = false
+    var noNotifications = false
     var sessionBus: String?
 
     /// Parses the command line (without ArgumentParser: it links FoundationEssentials) and runs.
@@ -67,6 +71,7 @@ struct FocusCommand {
         command.noWayland = values["no-wayland"] != nil
         command.noSessionBus = values["no-session-bus"] != nil
         command.noScenes = values["no-scenes"] != nil
+        command.noNotifications = values["no-notifications"] != nil
         if let raw = values["unfocused"] {
             guard let mode = SceneTracker.Unfocused(rawValue: raw) else {
                 CommandLineSpec.finish(spec.usageError("--unfocused takes background or inactive, not '\(raw)'"))
@@ -90,12 +95,20 @@ struct FocusCommand {
         // SPEC §14: bus calls to suspended apps, on a thread of their own.
         let waker = noSessionBus ? nil : BusCallWaker(socketPath: path, address: sessionBus)
         let watching = waker?.open() ?? false
+        // SPEC §16: continued tasks as notifications, on a thread of their own (TaskNotifier.swift).
+        let notifier = noNotifications ? nil : TaskNotifier(socketPath: path, address: sessionBus)
+        let notifying = notifier?.open() ?? false
+        if notifying, let notifier, !noWayland || watching {
+            DispatchQueue(label: "bgtaskd-focus.notifications").async { notifier.run() }
+        }
         if noWayland {
-            guard watching, let waker else {
+            if watching, let waker {
+                waker.run()
+            } else if notifying, let notifier {
+                notifier.run()
+            } else {
                 log("--no-wayland and no session bus to watch: nothing to do")
-                exit(1)
             }
-            waker.run()
             exit(1)
         }
         if watching, let waker {
