@@ -384,6 +384,11 @@ def test_an_app_looping_a_denied_call_does_not_hide_another_apps_decisions(priva
             assert time.monotonic() < deadline, (st, loop.answered)
             time.sleep(0.02)  # poll interval of Stats: the counter itself is the event awaited
         paused_after = time.monotonic() - t0
+        # The answers sent before the pause are in the looper's socket; its reader may not have taken them
+        # yet on a loaded machine: wait (bounded) until it has read what it will read, then count.
+        settle = time.monotonic() + 10
+        while loop.answered < 100 and loop.is_alive() and time.monotonic() < settle:
+            time.sleep(0.01)  # poll interval of the looper's own count (its reader thread)
         answered_at_pause = loop.answered
         # Meanwhile another app's whole lifecycle, on this connection (same uid, refused nothing): served.
         call(c, f"{MANAGER}.Launch", appId=other, background=False)
