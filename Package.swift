@@ -58,7 +58,7 @@ let package = Package(
         .systemLibrary(name: "CWayland", pkgConfig: "wayland-client", providers: [.apt(["libwayland-dev"])]),
         // Also logind's session (LockedHint, IdleHint) over libsystemd's sd-bus.
         .target(name: "CWlrToplevel", dependencies: ["CWayland"], linkerSettings: [.linkedLibrary("systemd")]),
-        .target(name: "BGTaskFocus"),
+        .target(name: "BGTaskFocus", dependencies: ["BGTaskModel"]),
         .executableTarget(
             name: "bgtaskd-focus",
             dependencies: [
@@ -107,7 +107,7 @@ let package = Package(
         ),
         .testTarget(name: "BGTaskClientTests", dependencies: ["BGTaskClient", "BGTaskProtocol", "BGTaskModel"]),
         .testTarget(name: "BGTaskProtocolTests", dependencies: ["BGTaskProtocol"]),
-        .testTarget(name: "BGTaskConfigTests", dependencies: ["BGTaskConfig"]),
+        .testTarget(name: "BGTaskConfigTests", dependencies: ["BGTaskConfig", "BGTaskModel"]),
         .testTarget(name: "BGTaskLaunchTests", dependencies: ["BGTaskLaunch", "BGTaskProtocol", "BGTaskConfig"]),
         .testTarget(name: "BGTaskVarlinkTests", dependencies: ["BGTaskVarlink", "BGTaskProtocol", "CSystemd"]),
         .testTarget(name: "BGTaskDaemonTests", dependencies: ["BGTaskDaemon", "BGTaskVarlink", "CSystemd"]),

@@ -1,3 +1,4 @@
+import BGTaskModel
 public import BGTaskCore
 
 /// One `NAME=value` of `Environment=`.

@@ -1,3 +1,5 @@
+import BGTaskModel
+
 /// SPEC §14: which app a process owning a session-bus name belongs to, for bgtaskd-focus's bus watch.
 ///
 /// The app whose process (`pid` of `ListApps`) is the owner or one of its ancestors; else the app whose own

@@ -1,3 +1,4 @@
+import BGTaskModel
 import BGTaskConfig
 import Testing
 

@@ -1,12 +1,20 @@
 // The coding of the core's inputs for record and replay (SPEC §17): identifiers and times as their plain
 // values. The enums and structs of the inputs are coded by synthesis (their declarations say `Codable`).
 
-extension AppID: Codable {
-    /// A well-formed identifier (``isValid(_:)``), else a coding error.
+/// An identifier coded as its text, refused when the text is not well formed.
+public protocol TextIdentifierCodable: Codable {
+    init?(_ text: String)
+    var rawValue: String { get }
+    /// What the identifier is, for the coding error ("an app ID").
+    static var codingName: String { get }
+}
+
+extension TextIdentifierCodable {
+    /// A well-formed identifier, else a coding error naming the text.
     public init(from decoder: any Decoder) throws {
         let text = try decoder.singleValueContainer().decode(String.self)
-        guard let id = AppID(text) else {
-            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not an app ID: \(text)"))
+        guard let id = Self(text) else {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not \(Self.codingName): \(text)"))
         }
         self = id
     }
@@ -18,21 +26,12 @@ extension AppID: Codable {
     }
 }
 
-extension SceneID: Codable {
-    /// A well-formed scene identifier (``isValid(_:)``), else a coding error.
-    public init(from decoder: any Decoder) throws {
-        let text = try decoder.singleValueContainer().decode(String.self)
-        guard let id = SceneID(text) else {
-            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not a scene ID: \(text)"))
-        }
-        self = id
-    }
+extension AppID: TextIdentifierCodable {
+    public static var codingName: String { "an app ID" }
+}
 
-    /// The identifier's text.
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.singleValueContainer()
-        try c.encode(rawValue)
-    }
+extension SceneID: TextIdentifierCodable {
+    public static var codingName: String { "a scene ID" }
 }
 
 extension TaskID: Codable {}

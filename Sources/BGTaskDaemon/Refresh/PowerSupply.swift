@@ -1,3 +1,4 @@
+import BGTaskModel
 import BGTaskConfig
 import BGTaskCore
 import Dispatch
