@@ -145,8 +145,9 @@ public struct SceneTracker: Sendable {
     }
 
     func state(_ t: Toplevel) -> String {
-        if t.activated { return "foreground-active" }
+        // Minimized first: a compositor may leave the activated flag on a window it minimized.
         if t.minimized { return "background" }
+        if t.activated { return "foreground-active" }
         return unfocused == .inactive ? "foreground-inactive" : "background"
     }
 }

@@ -35,6 +35,14 @@ import Testing
         #expect(states(t.deadlineReached(nowUSec: 10)) == ["A toplevel-1 disconnected"])
     }
 
+    /// A compositor that keeps a window's activated flag while it minimizes it: minimized wins (a minimized
+    /// window is not in front, whatever else the compositor says).
+    @Test func aMinimizedWindowIsInTheBackgroundEvenIfStillMarkedActivated() {
+        var t = SceneTracker(debounceUSec: 0)
+        t.toplevelChanged(1, appID: "A", title: "", output: nil, activated: true, minimized: true, nowUSec: 0)
+        #expect(states(t.deadlineReached(nowUSec: 0)) == ["A toplevel-1 background"])
+    }
+
     @Test func lockedNothingIsToldUnlockedEverythingIs() {
         var t = SceneTracker(debounceUSec: 100)
         t.toplevelChanged(1, appID: "A", title: "", output: nil, activated: true, minimized: false, nowUSec: 0)
