@@ -59,7 +59,7 @@ extension LifecycleMachine {
         record(
             .grant, .managerHold, i, taskID: task, taskName: name,
             .holdGranted)
-        reply(.taskID(task))
+        reply(.holdID(task))
     }
 
     mutating func warn(_ i: Int, _ task: TaskID) {

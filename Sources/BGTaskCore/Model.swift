@@ -244,6 +244,9 @@ public enum Reply: Hashable, Sendable {
     case checkedIn(state: AppState)
     /// `BeginBackgroundTask`: the new assertion, or ``TaskID/invalid`` when denied (see the `deny` decision).
     case taskID(TaskID)
+    /// `io.bgtaskd.Manager.Hold`: the new hold. The call stays open until the hold ends (``Action/holdLost(_:_:to:because:)``
+    /// or its connection closing).
+    case holdID(TaskID)
     /// `BeginActivity`: the new activity.
     case activityID(ActivityID)
     /// The request failed.

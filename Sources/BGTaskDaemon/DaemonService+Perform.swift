@@ -155,7 +155,7 @@ extension DaemonService {
             launchReplies[app, default: []].append(request)
             return
         }
-        if case .taskID(let task) = reply, task != .invalid, ManagerMethod(request.call) == .hold {
+        if case .holdID = reply {
             // Open until the core says the hold is lost (`.holdLost` names this request).
             holdCalls[id] = request
         }

@@ -11,7 +11,7 @@ import Testing
         h.launchActive(mail)
         let holdCall = RequestID(7)
         let granted = h.machine.handle(.holdRequested(mail, connection: connB, name: "x"), now: h.now, request: holdCall)
-        guard case .reply(.taskID(let hold), to: holdCall)? = granted.last, hold != .invalid else {
+        guard case .reply(.holdID(let hold), to: holdCall)? = granted.last, hold != .invalid else {
             return #expect(Bool(false), "\(granted)")
         }
         // An ordinary assertion on the same app has no Hold call: nothing to end for it.

@@ -71,7 +71,7 @@ import Testing
         _ = h.background(terminal)
         let t0 = h.now
         let hold = h.after(.seconds(1), .holdRequested(terminal, connection: connB, name: "sleep 40"))
-        guard case .taskID(let task)? = hold.replies.first, task != .invalid else {
+        guard case .holdID(let task)? = hold.replies.first, task != .invalid else {
             return #expect(Bool(false), "\(hold.replies)")
         }
         #expect(hold.decisions(.grant).first?.reason == .managerHold)

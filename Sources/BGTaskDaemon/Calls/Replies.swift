@@ -25,12 +25,10 @@ extension DaemonService {
             if let app { checkedIn(app, peer: request.peer) }
             request.reply(checkInReply(app: app, state: state, event: nil), continues: true)
         case .taskID(let id):
-            if ManagerMethod(call) == .hold {
-                // The Hold call stays open until the hold ends (`.holdLost`, or its connection closing).
-                request.reply(ManagerWire.HoldReply(holdId: Int64(id.rawValue)), continues: true)
-                return
-            }
             request.reply(AppWire.BeginBackgroundTaskReply(taskId: id))
+        case .holdID(let id):
+            // The Hold call stays open until the hold ends (`.holdLost`, or its connection closing).
+            request.reply(ManagerWire.HoldReply(holdId: Int64(id.rawValue)), continues: true)
         case .activityID(let id):
             request.reply(AppWire.BeginActivityReply(activityId: id))
         case .failure(let error):
