@@ -213,6 +213,9 @@ final class FakeDaemon: Sendable {
         stream.start()
         defer { stream.stop() }
         #expect(await eventually { daemon.streams.count == 1 })
+        // Closed once the client has its first reply: the fake daemon lists the stream before it answers it,
+        // and a close before that answer is a failed check-in, not a lost stream.
+        #expect(await eventually { inputs.count == 1 })
         daemon.streams.all[0].close()
         #expect(await eventually { daemon.streams.count == 2 })
         #expect(await eventually { inputs.count == 3 })
