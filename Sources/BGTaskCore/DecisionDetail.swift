@@ -166,6 +166,8 @@ public enum DecisionDetail: Hashable, Sendable, Codable {
     /// Resumed for a method call `member` from `sender` on the session bus; runs for `budget`.
     case resumedForBusCall(sender: String, member: String, budget: TimeSpan)
 
+    /// A decision of the refresh machine (SPEC §5, §6, §16): what it was about.
+    case refresh(RefreshNotice.Subject)
     /// Text a shell component wrote itself (decisions made outside the lifecycle machine).
     case note(String)
 }

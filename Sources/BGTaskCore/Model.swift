@@ -237,7 +237,7 @@ public struct Decision: Hashable, Sendable, Codable {
 }
 
 /// The answer to the request an input carried. At most one per ``LifecycleMachine/handle(_:now:)`` call.
-public enum Reply: Hashable, Sendable {
+public enum Reply: Hashable, Sendable, Codable {
     /// Done (also for harmless no-ops such as ending an unknown assertion).
     case ok
     /// `CheckIn` accepted; the first reply of the stream carries this state (before any launch events).

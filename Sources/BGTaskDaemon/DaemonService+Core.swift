@@ -15,13 +15,10 @@ extension DaemonService {
         return id
     }
 
-    /// Feeds a request's input and answers the request from the core's reply. `answer`, if given, gets the
-    /// reply to send when it is ready (issue 11: a RunTaskNow is answered once the state file has it).
-    func run(_ input: Input, for request: VarlinkRequest, answer gate: ((@escaping () -> Void) -> Void)? = nil) {
+    /// Feeds a request's input and answers the request from the core's reply.
+    func run(_ input: Input, for request: VarlinkRequest) {
         let id = openRequest(request)
-        if let gate { replyGates[id] = gate }
         feed(input, request: id)
-        replyGates[id] = nil
         if let still = openRequests.removeValue(forKey: id), still.isOpen, !still.call.more {
             // Every request input yields one reply; this is a safety net for invariants.
             still.reply()
@@ -64,8 +61,8 @@ extension DaemonService {
         take(.lifecycle(first, request: request, from: origin), request: request)
     }
 
-    /// Feeds an input of the core that is no call's (budgets, deadlines, a refresh decision, a freeze's
-    /// parts), performs its actions; the inputs they cause follow.
+    /// Feeds an input of the core that is no call's (budgets, deadlines, refresh, a freeze's parts), performs
+    /// its actions; the inputs they cause follow.
     func feedCore(_ input: CoreInput) { take(input, request: nil) }
 
     /// Feeds `first` (and the inputs its actions cause), performs the actions, re-arms the timer.
@@ -88,38 +85,32 @@ extension DaemonService {
             for action in takeCore(input) {
                 if let follow = perform(action, for: request) { follows.append(follow) }
             }
-            if case .lifecycle(let fact, _, _) = input {
-                switch fact {
-                case .appLaunched(let app, _): answerLaunch(app, failure: nil)
-                case .launchFailed(let app, let message): answerLaunch(app, failure: message)
-                default: break
-                }
-            }
             guard next < follows.count else { break }
             input = follows[next]
             next += 1
         }
-        if let request { deferredLaunches[request] = nil }
         armTimer()
+        armWallTimer()
     }
 
-    /// The one place the core takes an input: at the monotonic now, recorded with both clocks (SPEC §17).
+    /// The one place the core takes an input: at both clocks' now, read together, and recorded with them
+    /// (SPEC §17).
     func takeCore(_ input: CoreInput) -> [CoreAction] {
         let t = now()
-        let actions = core.handle(input, now: t)
-        recording?.append(input, monotonic: t, realtime: clock.realtime(), actions: actions)
+        let wall = clock.realtime()
+        let actions = core.handle(input, now: t, wall: wall)
+        recording?.append(input, monotonic: t, realtime: wall, actions: actions)
         return actions
     }
 
-    /// Answers the Launch/Foreground calls waiting for `app`'s spawn.
-    func answerLaunch(_ app: AppID, failure: String?) {
-        guard let waiting = launchReplies.removeValue(forKey: app) else { return }
-        for request in waiting {
-            if let failure {
-                request.fail(ManagerError.launchFailed(appId: app.rawValue, message: failure))
-            } else {
-                request.reply()
-            }
+    /// Answers the Launch/Foreground call `id` names, which waited for its app's spawn (the core's
+    /// `.answerLaunch`).
+    func answerLaunch(_ app: AppID, to id: RequestID, failure: String?) {
+        guard let request = launchReplies.removeValue(forKey: id) else { return }
+        if let failure {
+            request.fail(ManagerError.launchFailed(appId: app.rawValue, message: failure))
+        } else {
+            request.reply()
         }
     }
 

@@ -24,8 +24,8 @@ extension DaemonService {
         return message
     }
 
-    /// A decision of the refresh machine, taken for `call` if given: the core decides its journal entry
-    /// (and counts a refusal for the caller) like its own.
+    /// A decision taken in the shell (its own, e.g. a snapshot's), for `call` if given: the core decides its
+    /// journal entry (and counts a refusal for the caller) like its own.
     func record(_ decision: Decision, call: VarlinkRequest?) {
         feedCore(.decisionTaken(decision, from: call.map(Self.origin(of:))))
     }
@@ -36,7 +36,6 @@ extension DaemonService {
         let d = decision
         let message = journalMessage(d)
         decisionCount += 1
-        refresh?.observe(d)
         let backgroundCPU = accountEnergy(d)
         let realtime = clock.realtime().microsecondsSinceEpoch
         if let app = d.app {
@@ -97,10 +96,10 @@ extension DaemonService {
     // MARK: - JSON views
 
     /// The app's own Background App Refresh setting ("on"/"off").
-    func refreshSetting(_ app: AppID) -> Bool { refresh.setting(for: app) }
+    func refreshSetting(_ app: AppID) -> Bool { core.refresh.setting(for: app) }
 
     /// SPEC §5: restricted, denied or available.
-    func refreshStatus(_ app: AppID) -> String { refresh.status(for: app) }
+    func refreshStatus(_ app: AppID) -> String { core.refresh.status(for: app).rawValue }
 
     /// Read-only access to the core for the refresh controller.
     var lifecycle: LifecycleMachine { machine }
@@ -121,7 +120,7 @@ extension DaemonService {
                 "bgtaskd has decided nothing about \(app) since it started; earlier decisions are in the journal: "
                     + "journalctl -t bgtaskd BGTASKD_APP=\(app)")
         }
-        if let reason = refresh.denial(app) {
+        if let reason = core.refresh.denial(app) {
             out.append(
                 "Background App Refresh is \(refreshStatus(app)) (\(reason.rawValue)): \(RefreshMessages.explain(reason)); "
                     + "the daemon launches or wakes \(app) for no scheduled task or remote notification")

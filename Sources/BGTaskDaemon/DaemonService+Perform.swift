@@ -36,6 +36,15 @@ extension DaemonService {
             return .freezeChecked(app, freezer.checkFreeze(app: app, pid: processes.pid, late: late))
         case .freezeWithSignals(let app, let processes):
             return .freezeChecked(app, freezer.freezeWithSignals(app: app, pid: processes.pid))
+        case .answerRefresh(let reply, let id):
+            answerRefresh(reply, to: id)
+        case .saveRefreshState(let answer, let id):
+            saveRefreshState(answer: answer, to: id)
+        case .replyAwaitsLaunch(_, let id):
+            // The reply says whether the program could start (issue 12): it comes with the spawn's result.
+            if let request = openRequests.removeValue(forKey: id) { launchReplies[id] = request }
+        case .answerLaunch(let app, let id, let failure):
+            answerLaunch(app, to: id, failure: failure)
         }
         return nil
     }
@@ -53,12 +62,6 @@ extension DaemonService {
             stream.reply(reply, continues: true)
             return nil
         case .launch(let app, _, _):
-            if let id = cause, let request = openRequests[id], let method = ManagerMethod(request.call),
-                [.launch, .foreground].contains(method), WireAppID.optional(request.call.parameters) == app.rawValue
-            {
-                // The reply says whether the program could start (issue 12): it comes with the spawn's result.
-                deferredLaunches[id] = app
-            }
             guard let manifest = config.manifests[app] else { return fact(.launchFailed(app, message: "no manifest")) }
             let cgroupFD = freezer.prepareLaunch(app: app)
             defer { if let cgroupFD { close(cgroupFD) } }
@@ -123,8 +126,8 @@ extension DaemonService {
                 ManagerError.holdLost(appId: app.rawValue, reason: d.reason.rawValue, message: journalMessage(d)))
         case .memoryPressure(let response):
             memoryPressure?.log(response)
-        case .taskStarted(let app, let identifier):
-            refresh?.taskStarted(app, identifier: identifier)
+        case .taskStarted:
+            break  // the core's refresh machine took it
         case .inhibitIdle(let live):
             inhibitIdle(live)
         case .verifyFrozen(let app, let processes):
@@ -151,16 +154,9 @@ extension DaemonService {
             return
         }
         guard let request = openRequests.removeValue(forKey: id) else { return }
-        if case .ok = reply, let app = deferredLaunches.removeValue(forKey: id) {
-            launchReplies[app, default: []].append(request)
-            return
-        }
         if case .holdID = reply {
             // Open until the core says the hold is lost (`.holdLost` names this request).
             holdCalls[id] = request
-        }
-        if let gate = replyGates.removeValue(forKey: id) {
-            return gate { [weak self] in self?.send(reply, to: request) }
         }
         send(reply, to: request)
     }

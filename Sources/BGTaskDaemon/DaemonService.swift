@@ -12,7 +12,7 @@ import Glibc
 /// Serves `io.bgtaskd.App` and `io.bgtaskd.Manager` on the daemon's queue: turns calls into the core's
 /// inputs, performs the core's actions (deliver, launch, freeze, thaw, terminate, kill, reply), journals
 /// every decision, and keeps the one timer armed for the core's next deadline.
-final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
+final class DaemonService: VarlinkService, @unchecked Sendable {
     // @unchecked: used only on `queue`.
     let queue: DispatchQueue
     private(set) var config: LoadedConfiguration
@@ -27,17 +27,21 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
     var dryRun: Bool { freezer.name == "none" }
     let startedUSec = Monotonic.nowUSec()
 
-    /// The one core (SPEC §17: every input it takes can be recorded): lifecycle, journal and denial budgets.
+    /// The one core (SPEC §17: every input it takes can be recorded): lifecycle and refresh machines, journal
+    /// and denial budgets.
     var core: DaemonCore
     /// The lifecycle machine, to read (a copy: not on the per-call path).
     var machine: LifecycleMachine { core.lifecycle }
     var timer: (any DispatchSourceTimer)?
     var armedDeadline: Instant?
+    /// The one wall-clock timer (the core's wall deadline: DaemonService+Refresh.swift).
+    var wallTimer: (any DispatchSourceTimer)?
+    var armedWallDeadline: RealtimeInstant?
     /// SPEC §17: the inputs the core took and its decisions, when `RecordInputs=yes`.
     var recording: InputRecorder?
     let freezer: any Freezer
     let launcher: any AppLauncher
-    /// Background App Refresh: policy, scheduled tasks, persistence (SPEC §5, §6).
+    /// Background App Refresh's I/O: the state file and the power supply (SPEC §5, §6; the core decides).
     private(set) var refresh: RefreshController!
 
     /// Event streams: the CheckIn call of each connection that checked in.
@@ -50,10 +54,9 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
     /// The app's last decision when it is not a cause of its state (StateCause), for `lastDecision`.
     var lastNonCause: [AppID: DecisionRecord] = [:]
     var decisionCount = 0
-    /// Launch/Foreground calls whose reply waits for the spawn's result (issue 12), by app.
-    var launchReplies: [AppID: [VarlinkRequest]] = [:]
-    /// Launch/Foreground requests whose `.ok` waits for the spawn their input caused, by request.
-    var deferredLaunches: [RequestID: AppID] = [:]
+    /// Launch/Foreground calls whose reply waits for the spawn's result (issue 12; the core's
+    /// `.replyAwaitsLaunch`), by the request ID its `.answerLaunch` names.
+    var launchReplies: [RequestID: VarlinkRequest] = [:]
     /// Manager holds (SPEC §12): the `Hold` call of each, open while the hold lives, by the request ID the
     /// core's `.holdLost` names.
     var holdCalls: [RequestID: VarlinkRequest] = [:]
@@ -104,10 +107,11 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
         self.clock = clock
         let lifecycle = Self.lifecycleConfig(config, dryRun: freezer.name == "none")
         let (journalLimits, denialLimits) = Self.budgetLimits(config.daemon)
-        self.core = DaemonCore(lifecycle: lifecycle, journal: journalLimits, denial: denialLimits)
+        let refreshConfig = RefreshController.refreshConfig(config)
+        self.core = DaemonCore(lifecycle: lifecycle, journal: journalLimits, denial: denialLimits, refresh: refreshConfig)
         if config.daemon.recordInputs {
             recording = InputRecorder(
-                start: RecordingStart(lifecycle: lifecycle, journal: journalLimits, denial: denialLimits),
+                start: RecordingStart(lifecycle: lifecycle, journal: journalLimits, denial: denialLimits, refresh: refreshConfig),
                 maxBytes: config.daemon.recordMaxBytes)
         }
         self.launcher = launcher ?? Launcher(queue: queue)
@@ -116,10 +120,16 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
         (freezer as? CgroupFreezer)?.onThawedExternally = { [weak self] app in self?.thawedExternally(app) }
         self.launcher.start()
         refresh = RefreshController(
-            host: self, queue: queue, logger: logger, clock: clock, config: config, stateDirectory: options.stateDir,
-            powerSupplyPath: powerSupplyPath)
+            queue: queue, logger: logger, stateDirectory: options.stateDir, powerSupplyPath: powerSupplyPath
+        ) { [weak self] onPower in self?.powerDetected(onPower) }
+        feedRefresh(.stateLoaded(refresh.loaded))
         register(config.manifests)
         startAdoption()
+        // Refresh starts once the service is built (apps registered): on the next turn of the queue.
+        queue.async { [weak self] in
+            guard let self else { return }
+            self.feedRefresh(.started(detectedPower: self.refresh.start()))
+        }
     }
 
     /// Registers (or re-registers, keeping state) every manifest with the core, in app-id order, each with
@@ -167,7 +177,7 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
         }
         adoption?.remap()
         adoptionSettingsChanged(from: old.daemon.apps)
-        refresh.configurationChanged(newConfig)
+        feedRefresh(.configurationChanged(RefreshController.refreshConfig(newConfig)))
         configureWakeLock()
     }
 
@@ -177,6 +187,8 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
         freezer.thawAll()
         adoption?.thawAll()
         timer?.cancel()
+        wallTimer?.cancel()
+        wallTimer = nil
         refresh.stop()
         energy.flush()
     }
@@ -193,8 +205,6 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
     var nextRequestNumber: UInt64 = 0
     /// Requests fed to the core and not yet answered, by the ID its `.reply` echoes.
     var openRequests: [RequestID: VarlinkRequest] = [:]
-    /// Holds back the reply of a request (see `run(_:for:answer:)`).
-    var replyGates: [RequestID: (@escaping () -> Void) -> Void] = [:]
     /// Permission checks under way (`permitted`) and the core's verdicts on them.
     var checks: Set<RequestID> = []
     var verdicts: [RequestID: Reply] = [:]
@@ -206,16 +216,6 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
     }
 
     func now() -> Instant { clock.monotonic() }
-
-    /// The lifecycle core's facts about an app, for the refresh machine.
-    func refreshFacts(_ app: AppID) -> RefreshAppFacts? {
-        machine.app(app, now: now()).map {
-            RefreshAppFacts(
-                state: $0.state, lifecycleAware: $0.lifecycleAware, terminating: $0.terminating,
-                runningTasks: Set($0.runningTasks.map(\.identifier)), waitingTasks: Set($0.waitingTasks))
-        }
-    }
-
 }
 
 /// Reads a whole (small) file, nil on any error.

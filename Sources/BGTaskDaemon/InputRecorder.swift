@@ -74,6 +74,7 @@ struct InputRecorder: Sendable {
                 break
             }
         }
+        if case .remoteNotificationRequested(_, let payload?, _, _) = input { bytes += payload.json.utf8.count }
         for case .perform(.deliver(_, _, let event), _, _) in actions {
             bytes += event.payload?.json.utf8.count ?? 0
         }

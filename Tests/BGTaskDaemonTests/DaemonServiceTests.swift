@@ -458,19 +458,19 @@ private final class ServiceHarness: @unchecked Sendable {
         // SPEC §16: the timer is armed on the next WakeAlignmentSec=5min slot boundary at or after the date.
         let slot: Int64 = 300_000_000
         let aligned = (begin + slot - 1) / slot * slot
-        #expect(h.queue.sync { h.service.refresh.machine.nextWallDeadline } == RealtimeInstant(microsecondsSinceEpoch: aligned))
+        #expect(h.queue.sync { h.service.core.refresh.nextWallDeadline } == RealtimeInstant(microsecondsSinceEpoch: aligned))
 
         h.time.advance(.seconds(60) - .microseconds(1))
-        h.queue.sync { h.service.refresh.wallDeadlineReached() }
+        h.queue.sync { h.service.wallDeadlineReached() }
         #expect(h.processes.isEmpty)
         h.time.advance(.microseconds(1))
-        h.queue.sync { h.service.refresh.wallDeadlineReached() }
+        h.queue.sync { h.service.wallDeadlineReached() }
         #expect(h.processes.count == 1)
         #expect(h.processes.first?.hasPrefix("spawn \(mail) ") == true)
         let pending = h.call(app, "io.bgtaskd.App.PendingTaskRequests", ["appId": .string(mail.rawValue)])
         #expect(pending.first?.parameters["requests"] == .array([]))
         // Looked at on start, at the submission and at each wake-up: nothing spins.
-        #expect(h.queue.sync { h.service.refresh.plans } < 10)
+        #expect(h.queue.sync { h.service.core.refresh.plans } < 10)
     }
 
     @Test func aRefreshPolicyChangeIsJournaledAndAnsweredOnceSavedAndDeniesAWake() throws {

@@ -7,25 +7,30 @@ public struct RecordingStart: Hashable, Sendable, Codable {
     public var journal: JournalBudget.Limits
     /// The denial budget's limits.
     public var denial: DenialBudget.Limits
+    /// The refresh machine's configuration (absent: the defaults, with no app).
+    public var refresh: RefreshConfig?
 
     /// A start.
-    public init(lifecycle: LifecycleConfig, journal: JournalBudget.Limits, denial: DenialBudget.Limits) {
+    public init(
+        lifecycle: LifecycleConfig, journal: JournalBudget.Limits, denial: DenialBudget.Limits, refresh: RefreshConfig? = nil
+    ) {
         self.lifecycle = lifecycle
         self.journal = journal
         self.denial = denial
+        self.refresh = refresh
     }
 
     /// A core in this start's state.
     public func makeCore() -> DaemonCore {
-        DaemonCore(lifecycle: lifecycle, journal: journal, denial: denial)
+        DaemonCore(lifecycle: lifecycle, journal: journal, denial: denial, refresh: refresh ?? RefreshConfig())
     }
 }
 
 /// One input the core took, with its times and what the core decided (its actions, as text).
 public struct RecordedInput: Hashable, Sendable, Codable {
-    /// The monotonic instant it was fed at (µs): the core's only clock.
+    /// The monotonic instant it was fed at (µs).
     public var monotonicUSec: Int64
-    /// The wall clock then (µs since the epoch), for people reading the file.
+    /// The wall clock then (µs since the epoch): the refresh machine's dates are on it.
     public var realtimeUSec: Int64
     /// The input.
     public var input: CoreInput
@@ -90,7 +95,7 @@ public struct ReplayDifference: Hashable, Sendable {
     public var got: [String]
 }
 
-/// Replays a recording through a fresh core (no clock: each input at its recorded monotonic instant).
+/// Replays a recording through a fresh core (no clock: each input at its recorded instants).
 public enum CoreReplay: Sendable {
     /// The decisions of every input in order, and the first difference (nil: all equal).
     public static func run(_ recording: CoreRecording) -> (decisions: [[String]], difference: ReplayDifference?) {
@@ -99,7 +104,9 @@ public enum CoreReplay: Sendable {
         all.reserveCapacity(recording.inputs.count)
         var first: ReplayDifference?
         for (index, recorded) in recording.inputs.enumerated() {
-            let actions = core.handle(recorded.input, now: Instant(microseconds: recorded.monotonicUSec))
+            let actions = core.handle(
+                recorded.input, now: Instant(microseconds: recorded.monotonicUSec),
+                wall: RealtimeInstant(microsecondsSinceEpoch: recorded.realtimeUSec))
             let got = actions.map(DaemonCore.describe)
             if first == nil, got != recorded.decisions {
                 first = ReplayDifference(index: index, input: recorded, expected: recorded.decisions, got: got)

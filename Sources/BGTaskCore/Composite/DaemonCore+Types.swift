@@ -20,8 +20,8 @@ public enum CoreInput: Hashable, Sendable, Codable {
     /// An input of the lifecycle machine; `request`: the call it answers (its reply names it), `from`: who
     /// made that call (a refusal counts for them).
     case lifecycle(Input, request: RequestID?, from: CallOrigin?)
-    /// A decision taken outside the lifecycle machine (the refresh machine's) is to be journaled; `from`: the
-    /// call it answers. The composite decides its entry (the journal budget) and counts a refusal.
+    /// A decision taken outside the core (the shell's own, e.g. a scene snapshot refused) is to be journaled;
+    /// `from`: the call it answers. The composite decides its entry (the journal budget) and counts a refusal.
     case decisionTaken(Decision, from: CallOrigin?)
     /// The monotonic timer armed for ``DaemonCore/nextDeadline`` fired (early or late: both harmless).
     case deadlineReached
@@ -40,6 +40,14 @@ public enum CoreInput: Hashable, Sendable, Codable {
     /// The daemon's own freezer's answer to ``CoreAction/checkFreeze(_:_:late:)`` or
     /// ``CoreAction/freezeWithSignals(_:_:)``, or its report that the freeze is done (an inotify event).
     case freezeChecked(AppID, FreezeFact)
+    /// An input of the refresh machine (SPEC §5, §6, §16); `request`: the refresh call it answers, `from`: who
+    /// made it (DaemonCore+Refresh.swift).
+    case refresh(RefreshInput, request: RequestID?, from: CallOrigin?)
+    /// `WakeForRemoteNotification` with its payload: the refresh machine decides whether the app may be woken,
+    /// the lifecycle machine delivers it and answers `request`.
+    case remoteNotificationRequested(AppID, payload: Payload?, request: RequestID?, from: CallOrigin?)
+    /// The wall-clock timer armed for ``DaemonCore/nextWallDeadline`` fired (early or late: both harmless).
+    case wallDeadlineReached
 }
 
 /// Imperatives for the shell, in the order it must perform them: one type for every machine the
@@ -62,6 +70,25 @@ public enum CoreAction: Hashable, Sendable {
     /// The freezer could not freeze the app (the `policy`/`freeze-fallback` decision before this says why):
     /// stop its processes with SIGSTOP and feed ``CoreInput/freezeChecked(_:_:)``.
     case freezeWithSignals(AppID, Processes)
+    /// Answer the refresh call `to` names now.
+    case answerRefresh(RefreshReply, to: RequestID)
+    /// Persist the refresh machine's state as it is after this input (``DaemonCore/refresh``'s `state`: the
+    /// latest, never an older copy); then, when `to` names a call, answer it with `answer` once the state is
+    /// durable, or with `Unavailable` `state-not-saved` if the write failed.
+    case saveRefreshState(answer: SavedAnswer?, to: RequestID?)
+    /// The `Launch`/`Foreground` call `to` names started the app's spawn: its `ok` waits for the spawn's
+    /// result (keep the call open; ``answerLaunch(_:to:failure:)`` answers it).
+    case replyAwaitsLaunch(AppID, to: RequestID)
+    /// The spawn a `Launch`/`Foreground` call waits for is done: answer it `ok`, or `LaunchFailed` with
+    /// `failure` (the launcher's text).
+    case answerLaunch(AppID, to: RequestID, failure: String?)
+}
+
+/// The answer a refresh call gets once the state is saved: the refresh machine's, or the lifecycle
+/// machine's reply to the task run the call asked for (`RunTaskNow`).
+public enum SavedAnswer: Hashable, Sendable, Codable {
+    case refresh(RefreshReply)
+    case lifecycle(Reply)
 }
 
 extension CoreAction {
@@ -69,7 +96,9 @@ extension CoreAction {
     public var decision: Decision? {
         switch self {
         case .perform(let action, _, _): return action.decision
-        case .journalSummaries, .pauseConnection, .releasePausedConnections, .checkFreeze, .freezeWithSignals: return nil
+        case .journalSummaries, .pauseConnection, .releasePausedConnections, .checkFreeze, .freezeWithSignals, .answerRefresh,
+            .saveRefreshState, .replyAwaitsLaunch, .answerLaunch:
+            return nil
         }
     }
 }

@@ -1,7 +1,10 @@
-/// The daemon's one core: the lifecycle machine, the journal budget and the denial budget behind one
-/// ``CoreInput``, one ``CoreAction`` and one monotonic deadline (as async-http-client's
-/// `HTTPConnectionPool.StateMachine` wraps its HTTP/1 and HTTP/2 machines). The shell never merges the
-/// machines' deadlines nor feeds one machine's output to another: this does.
+/// The daemon's one core: the lifecycle machine, the refresh machine, the journal budget and the denial
+/// budget behind one ``CoreInput``, one ``CoreAction`` and one deadline per clock (monotonic:
+/// ``peekNextDeadline()``; wall: ``nextWallDeadline``), as async-http-client's
+/// `HTTPConnectionPool.StateMachine` wraps its HTTP/1 and HTTP/2 machines. The shell never merges the
+/// machines' deadlines nor feeds one machine's output to another: this does (the lifecycle machine's
+/// decisions reach the refresh machine, and its runs and wakes the lifecycle machine, in
+/// DaemonCore+Refresh.swift).
 ///
 /// Deterministic like its parts: the same inputs at the same instants give the same actions, which is
 /// what record and replay (SPEC §17, ``CoreRecording``) rely on.
@@ -19,12 +22,31 @@ public struct DaemonCore: Sendable {
     private var freezesAwaited: [AppID: Int] = [:]
     /// The daemon's own freezer's part of each freeze under way (DaemonCore+Freezes.swift).
     var ownFreezes: [AppID: OwnFreeze] = [:]
+    /// Background App Refresh (SPEC §5, §6, §16; read-only from outside). Its deadlines are on the wall clock.
+    public internal(set) var refresh = RefreshMachine(config: RefreshConfig())
+    /// Both clocks of the input being handled (the refresh machine's dates are on the wall clock).
+    var clocks = RefreshNow(wall: RealtimeInstant(microsecondsSinceEpoch: 0), monotonic: Instant(microseconds: 0))
+    /// Refresh inputs the lifecycle machine's actions caused (its decisions, a task started), taken once the
+    /// actions before them are (DaemonCore+Refresh.swift).
+    var refreshInbox: [RefreshInput] = []
+    /// The refresh machine asked to look again (``RefreshAction/reviewSoon``).
+    var reviewDue = false
+    /// `Launch`/`Foreground` calls whose `ok` waits for their app's spawn, by app (DaemonCore+Launch.swift).
+    var launchReplies: [AppID: [RequestID]] = [:]
+    /// The `Launch`/`Foreground` call being handled, and whether it started its app's spawn.
+    var launchCall: LaunchCall?
+    /// The call whose lifecycle reply waits for the refresh state to be saved (`RunTaskNow`).
+    var saveBeforeReply: RequestID?
 
     /// A core with no apps, with the lifecycle configuration and the budgets' limits of the first load.
-    public init(lifecycle config: LifecycleConfig, journal: JournalBudget.Limits, denial: DenialBudget.Limits) {
+    public init(
+        lifecycle config: LifecycleConfig, journal: JournalBudget.Limits, denial: DenialBudget.Limits,
+        refresh refreshConfig: RefreshConfig = RefreshConfig()
+    ) {
         lifecycle = LifecycleMachine(config: config)
         journalBudget = JournalBudget(limits: journal)
         denialBudget = DenialBudget(limits: denial)
+        refresh = RefreshMachine(config: refreshConfig)
     }
 
     /// The journal budget's limits in force.
@@ -42,10 +64,15 @@ public struct DaemonCore: Sendable {
     /// ``CoreInput/deadlineReached``. Mutating so that a shell keeping the core in a class reads it in
     /// place (no copy of the machine per call); changes nothing.
     public mutating func peekNextDeadline() -> Instant? {
-        Self.earliest(
+        if reviewDue { return clocks.monotonic }
+        return Self.earliest(
             Self.earliest(Self.earliest(lifecycle.peekNextDeadline(), journalBudget.nextDeadline), denialBudget.nextDeadline),
             nextFreezeCheck)
     }
+
+    /// The earliest deadline on the wall clock (the refresh machine's, SPEC §6): arm the one wall-clock
+    /// timer for it and feed ``CoreInput/wallDeadlineReached``.
+    public var nextWallDeadline: RealtimeInstant? { refresh.nextWallDeadline }
 
     /// Whether `caller` may make an App call for `app` (a query, no input: the refusal itself is fed as
     /// ``Input/appCallReceived(_:method:caller:)``).
@@ -53,9 +80,19 @@ public struct DaemonCore: Sendable {
         lifecycle.allowsAppCall(app, caller: caller)
     }
 
-    /// Applies one input at `now` and returns what the shell must do, in order.
+    /// Applies one input at `now` (the wall clock then: the wall clock of the previous input moved on by as
+    /// much as the monotonic one) and returns what the shell must do, in order.
     public mutating func handle(_ input: CoreInput, now: Instant) -> [CoreAction] {
+        let wall = RealtimeInstant(
+            microsecondsSinceEpoch: clocks.wall.microsecondsSinceEpoch + (now.microseconds - clocks.monotonic.microseconds))
+        return handle(input, now: now, wall: wall)
+    }
+
+    /// Applies one input at `now`, `wall` on the wall clock (both read together), and returns what the shell
+    /// must do, in order.
+    public mutating func handle(_ input: CoreInput, now: Instant, wall: RealtimeInstant) -> [CoreAction] {
         out = []
+        clocks = RefreshNow(wall: wall, monotonic: now)
         switch input {
         case .lifecycle(let input, let request, let origin):
             switch input {
@@ -64,9 +101,18 @@ public struct DaemonCore: Sendable {
                 ownFreezes[app] = nil
             default: break
             }
+            launchCall = LaunchCall(input, request)
             for action in lifecycle.handle(input, now: now, request: request) {
                 take(action, from: origin, now: now)
             }
+            launchCall = nil
+            spawnAnswered(input)
+        case .refresh(let input, let request, let origin):
+            takeRefresh(input, call: RefreshCall(request: request, origin: origin, payload: nil))
+        case .remoteNotificationRequested(let app, let payload, let request, let origin):
+            takeRefresh(.remoteNotificationRequested(app), call: RefreshCall(request: request, origin: origin, payload: payload))
+        case .wallDeadlineReached:
+            takeRefresh(.wallDeadlineReached, call: nil)
         case .decisionTaken(let d, let origin):
             take(.record(d), from: origin, now: now)
         case .deadlineReached:
@@ -89,6 +135,7 @@ public struct DaemonCore: Sendable {
         case .freezeChecked(let app, let fact):
             freezeChecked(app, fact, now: now)
         }
+        settleRefresh()
         let actions = out
         out = []
         return actions
@@ -105,9 +152,10 @@ public struct DaemonCore: Sendable {
         feedLifecycle(.freezeConfirmed(app), now: now)
     }
 
-    /// A fact the composite feeds the lifecycle machine itself (no call's); its actions are taken.
-    mutating func feedLifecycle(_ input: Input, now: Instant) {
-        for action in lifecycle.handle(input, now: now) { take(action, from: nil, now: now) }
+    /// A fact the composite feeds the lifecycle machine itself (no call's, or the call `request` names for
+    /// an input the refresh machine asked for); its actions are taken.
+    mutating func feedLifecycle(_ input: Input, now: Instant, request: RequestID? = nil, from origin: CallOrigin? = nil) {
+        for action in lifecycle.handle(input, now: now, request: request) { take(action, from: origin, now: now) }
     }
 
     /// One lifecycle action: its entry's fate (the journal budget), then the action, then, for a refusal of
@@ -122,6 +170,13 @@ public struct DaemonCore: Sendable {
             // A thaw, kill or release calls the freeze under way off.
             freezesAwaited[app] = nil
             ownFreezes[app] = nil
+        case .launch(let app, _, _):
+            launchCall?.started(app)
+        case .reply(let reply, let id?):
+            // A reply that waits: for the spawn (Launch, Foreground), for the refresh state (RunTaskNow).
+            if let waiting = replyWaits(reply, to: id) { return out.append(waiting) }
+        case .taskStarted(let app, let identifier):
+            refreshInbox.append(.taskStarted(app, identifier: identifier))
         default:
             break
         }
@@ -129,6 +184,7 @@ public struct DaemonCore: Sendable {
             out.append(.perform(action, journaled: true, peer: origin?.caller))
             return
         }
+        observe(d)
         var journaled = true
         if JournalBudget.isBudgeted(d.kind) {
             let (verdict, ended) = journalBudget.admit(d.kind, app: d.app, now: now)

@@ -109,8 +109,8 @@ extension DaemonService {
         case .beginContinuedTask, .updateTaskProgress:
             handleContinuedTask(request, method, app: app, connection: conn)  // SPEC §16 (Calls/ContinuedTaskCalls.swift)
         case .submitTaskRequest, .cancelTaskRequest, .cancelAllTaskRequests, .pendingTaskRequests, .completeTask:
-            // Background App Refresh (RefreshController) serves the scheduled task requests.
-            if !refresh.handleApp(request, app: app) { request.fail(.methodNotImplemented(request.call.method)) }
+            // Background App Refresh: the core's refresh machine serves the scheduled task requests.
+            handleRefreshApp(request, method, app: app)
         }
     }
 

@@ -56,7 +56,7 @@ extension DaemonService {
         case .terminate:
             guard let call = decode(request, ManagerWire.Terminate.self), let app = knownApp(call.appId, request) else { return }
             run(.terminateRequested(app), for: request)
-            if call.userInitiated == true { refresh.closedByUser(app) }
+            if call.userInitiated == true { feedRefresh(.closedByUser(app)) }
         case .postNotification:
             guard let call = decode(request, ManagerWire.PostNotification.self) else { return }
             var app: AppID?
@@ -93,11 +93,8 @@ extension DaemonService {
         case .listContinuedTasks, .cancelContinuedTask:
             handleContinuedTasks(request, method)  // SPEC §16 (Calls/ContinuedTaskCalls.swift)
         case .setRefreshPolicy, .setGlobalRefresh, .setLowPowerMode, .setConditions, .wakeForRemoteNotification, .runTaskNow:
-            // Background App Refresh (RefreshController) owns the policy and the scheduled tasks.
-            let appParameter = { [unowned self] (r: VarlinkRequest) in self.appParameter(r) }
-            if !refresh.handleManager(request, appParameter: appParameter) {
-                request.fail(.methodNotImplemented(request.call.method))
-            }
+            // Background App Refresh: the core's refresh machine owns the policy and the scheduled tasks.
+            handleRefreshManager(request, method)
         }
     }
 }

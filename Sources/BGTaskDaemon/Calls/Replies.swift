@@ -113,9 +113,9 @@ extension DaemonService {
             },
             refreshSetting: refreshSetting(s.id), refreshStatus: refreshStatusValue(s.id),
             backgroundTimeRemainingUSec: s.backgroundTimeRemaining?.microseconds,
-            pendingTaskRequests: Int64(refresh.pendingCount(for: s.id)),
-            lastDecision: (lastNonCause[s.id] ?? history[s.id]?.last(app: s.id)).map(wireDecision), refreshStatusReason: refresh.denial(s.id),
-            lastForegroundUSec: s.lastForeground?.microseconds, energy: wireEnergy(s.id), bucket: refresh.bucket(for: s.id).rawValue)
+            pendingTaskRequests: Int64(core.refresh.pendingCount(for: s.id)),
+            lastDecision: (lastNonCause[s.id] ?? history[s.id]?.last(app: s.id)).map(wireDecision), refreshStatusReason: core.refresh.denial(s.id),
+            lastForegroundUSec: s.lastForeground?.microseconds, energy: wireEnergy(s.id), bucket: bucket(for: s.id).rawValue)
         info.scenes = wireScenes(s.id)
         return info
     }
@@ -126,7 +126,7 @@ extension DaemonService {
     func settings() -> ManagerWire.Settings {
         let d = config.daemon
         // The Background App Refresh values in force are the refresh machine's (set at run time, saved).
-        let policy = refresh.policyInForce
+        let policy = refreshPolicyInForce
         return ManagerWire.Settings(
             backgroundAppRefresh: policy.mode, lowPowerMode: policy.lowPowerMode, onExternalPower: policy.onExternalPower,
             network: policy.network, freezerBackend: freezer.name, socket: config.socketPath,

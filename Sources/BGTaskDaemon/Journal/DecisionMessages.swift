@@ -179,6 +179,8 @@ enum DecisionMessages {
             return "the system is going to sleep; no background work is live"
         case .resumedForBusCall(let sender, let member, let budget):
             return "resumed \(app) for \(budget): a method call \(member) from \(sender) on the session bus waits for it"
+        case .refresh(let subject):
+            return RefreshMessages.message(subject, reason: d.reason, app: d.app)
         case .note(let text):
             return text
         }

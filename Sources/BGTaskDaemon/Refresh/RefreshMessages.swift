@@ -1,25 +1,19 @@
 import BGTaskCore
 
-/// The journal's sentences for the ``RefreshMachine``'s decisions (the core gives facts, not text).
+/// The journal's sentences for the ``RefreshMachine``'s decisions (the core gives facts, not text:
+/// ``DecisionDetail/refresh(_:)``).
 enum RefreshMessages {
-    /// The decision to record for a notice, with its `MESSAGE`.
-    static func decision(_ n: RefreshNotice) -> Decision {
-        Decision(
-            kind: n.kind, reason: n.reason, app: n.app, state: n.state, taskName: n.taskName, severity: n.severity,
-            message: message(n))
-    }
-
-    static func message(_ n: RefreshNotice) -> String {
-        let app = n.app.map { "\($0)" } ?? "every app"
-        switch n.subject {
+    static func message(_ subject: RefreshNotice.Subject, reason: Reason, app id: AppID?) -> String {
+        let app = id.map { "\($0)" } ?? "every app"
+        switch subject {
         case .taskNotRun(let kind, let identifier):
-            return "did not run \(kind.rawValue) task \(identifier) of \(app): \(explain(n.reason))"
+            return "did not run \(kind.rawValue) task \(identifier) of \(app): \(explain(reason))"
         case .submissionRefused(let kind, let identifier, let mode):
-            let why = mode.map { "its manifest does not declare \($0.rawValue)" } ?? explain(n.reason)
+            let why = mode.map { "its manifest does not declare \($0.rawValue)" } ?? explain(reason)
             return "refused \(kind.rawValue) task request \(identifier) of \(app): \(why)"
         case .wakeRefused:
-            let why = n.reason == .modeNotDeclared
-                ? "its manifest does not declare \(BackgroundMode.remoteNotification.rawValue)" : explain(n.reason)
+            let why = reason == .modeNotDeclared
+                ? "its manifest does not declare \(BackgroundMode.remoteNotification.rawValue)" : explain(reason)
             return "did not wake \(app) for a remote notification: \(why)"
         case .appSettingRefused:
             return "did not turn Background App Refresh on for \(app): the administrator restricted it (RefreshRestricted=yes)"
