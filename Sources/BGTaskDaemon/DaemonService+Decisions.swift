@@ -101,7 +101,7 @@ extension DaemonService {
     /// SPEC §5: restricted, denied or available.
     func refreshStatus(_ app: AppID) -> String { core.refresh.status(for: app).rawValue }
 
-    /// Read-only access to the core for the refresh controller.
+    /// Read-only access to the lifecycle machine (the daemon's stop reads it).
     var lifecycle: LifecycleMachine { machine }
 
     /// Control methods: the core decides (root, or a member of `ControlGroup=`) on the caller's credentials
