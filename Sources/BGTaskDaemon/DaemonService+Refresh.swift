@@ -103,7 +103,7 @@ extension DaemonService {
     /// Answers a refresh call now.
     func answerRefresh(_ reply: RefreshReply, to id: RequestID) {
         guard let request = openRequests.removeValue(forKey: id) else { return }
-        sendRefresh(reply, to: request)
+        Self.sendRefresh(reply, to: request)
     }
 
     /// Saves the refresh state as it is now (the latest: a copy taken earlier could take the file back); then
@@ -119,8 +119,6 @@ extension DaemonService {
             }
         }
     }
-
-    private func sendRefresh(_ reply: RefreshReply, to request: VarlinkRequest) { Self.sendRefresh(reply, to: request) }
 
     /// A refresh answer as the interface of the call names it (the call's decoded interface, not its method
     /// parsed again).
@@ -153,7 +151,10 @@ extension DaemonService {
             t.resume()
             wallTimer = t
         }
-        guard let deadline else { return (wallTimer?.schedule(wallDeadline: .distantFuture)) ?? () }
+        guard let deadline else {
+            wallTimer?.schedule(wallDeadline: .distantFuture)
+            return
+        }
         let us = deadline.microsecondsSinceEpoch
         let spec = timespec(tv_sec: Int(us / 1_000_000), tv_nsec: Int(us % 1_000_000) * 1_000)
         wallTimer?.schedule(wallDeadline: DispatchWallTime(timespec: spec), leeway: .milliseconds(5))
