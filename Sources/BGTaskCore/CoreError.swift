@@ -2,7 +2,7 @@
 
 /// Errors returned to a request (a `Reply.failure`). Their names on the wire are the protocol's
 /// (`AppError`, `ManagerError` in BGTaskProtocol; the daemon maps one to the other in Calls/Replies.swift).
-public enum CoreError: String, Error, CaseIterable, Hashable, Sendable {
+public enum CoreError: String, Error, CaseIterable, Hashable, Sendable, Codable {
     /// No manifest for that app.
     case noSuchApp = "no-such-app"
     /// The app has not checked in (no event stream).

@@ -107,7 +107,10 @@ extension DaemonService {
     func takeCore(_ input: CoreInput) -> [CoreAction] {
         let t = now()
         let actions = core.handle(input, now: t)
-        recording?.append(input, monotonic: t, realtime: clock.realtime(), actions: actions)
+        if recording?.append(input, monotonic: t, realtime: clock.realtime(), actions: actions) == true {
+            // The ring's segment is full: the next begins with a copy of the core as it is now (O(1)).
+            recording?.startSegment(core)
+        }
         return actions
     }
 

@@ -106,9 +106,7 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
         let (journalLimits, denialLimits) = Self.budgetLimits(config.daemon)
         self.core = DaemonCore(lifecycle: lifecycle, journal: journalLimits, denial: denialLimits)
         if config.daemon.recordInputs {
-            recording = InputRecorder(
-                start: RecordingStart(lifecycle: lifecycle, journal: journalLimits, denial: denialLimits),
-                maxBytes: config.daemon.recordMaxBytes)
+            recording = InputRecorder(start: core, maxBytes: config.daemon.recordMaxBytes)
         }
         self.launcher = launcher ?? Launcher(queue: queue)
         self.launcher.onExit = { [weak self] pid, status in self?.processExited(pid: pid, status: status) }

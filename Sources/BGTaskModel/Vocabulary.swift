@@ -21,7 +21,7 @@ public enum AppState: String, CaseIterable, Hashable, Sendable, Codable {
 }
 
 /// The events the daemon delivers to an app (SPEC §2). Raw values are the wire strings.
-public enum LifecycleEventKind: String, CaseIterable, Hashable, Sendable {
+public enum LifecycleEventKind: String, CaseIterable, Hashable, Sendable, Codable {
     /// The process has checked in after a launch; carries `launchReason`.
     case didFinishLaunching = "did-finish-launching"
     /// The app is about to come to the foreground.
@@ -313,7 +313,7 @@ public enum Severity: String, CaseIterable, Hashable, Sendable, Codable, Compara
 }
 
 /// An app's Background App Refresh status (`refreshStatus`, UIBackgroundRefreshStatus; SPEC §5).
-public enum RefreshStatus: String, CaseIterable, Hashable, Sendable {
+public enum RefreshStatus: String, CaseIterable, Hashable, Sendable, Codable {
     /// The administrator restricted the app (`RefreshRestricted=yes`): its own setting cannot turn refresh on.
     case restricted
     /// Refresh is off for the app, off globally, or Low Power Mode is on.
@@ -323,7 +323,7 @@ public enum RefreshStatus: String, CaseIterable, Hashable, Sendable {
 }
 
 /// The global Background App Refresh setting (`BackgroundAppRefresh=`, `SetGlobalRefresh(mode)`).
-public enum RefreshMode: String, CaseIterable, Hashable, Sendable {
+public enum RefreshMode: String, CaseIterable, Hashable, Sendable, Codable {
     /// Refresh allowed.
     case on
     /// Refresh allowed only while the network is not metered (iOS's "Wi-Fi").
@@ -333,7 +333,7 @@ public enum RefreshMode: String, CaseIterable, Hashable, Sendable {
 }
 
 /// The network as `SetConditions(network:)` describes it.
-public enum NetworkCondition: String, CaseIterable, Hashable, Sendable {
+public enum NetworkCondition: String, CaseIterable, Hashable, Sendable, Codable {
     /// No network: requests with `requiresNetwork` wait.
     case none
     /// A metered network (mobile data): refresh waits when the global setting is `unmetered`.

@@ -1,8 +1,8 @@
 /// What Background App Refresh needs from the configuration (SPEC §5, §6): the defaults and, per app,
 /// what its manifest declares. The shell resolves the files; a reload feeds a new one.
-public struct RefreshConfig: Hashable, Sendable {
+public struct RefreshConfig: Hashable, Sendable, Codable {
     /// One app's manifest, as refresh reads it.
-    public struct App: Hashable, Sendable {
+    public struct App: Hashable, Sendable, Codable {
         /// `PermittedTaskIdentifiers=`.
         public var permittedIdentifiers: Set<String>
         /// `BackgroundModes=`.
@@ -53,7 +53,7 @@ public struct RefreshConfig: Hashable, Sendable {
 }
 
 /// What the lifecycle core says about an app, as far as refresh needs it (read from its snapshot by the shell).
-public struct RefreshAppFacts: Hashable, Sendable {
+public struct RefreshAppFacts: Hashable, Sendable, Codable {
     /// The app's state.
     public var state: AppState
     /// It checked in (it can receive events).
@@ -83,7 +83,7 @@ public struct RefreshAppFacts: Hashable, Sendable {
 }
 
 /// Both clocks at one instant: requests' dates are on the wall clock, the idle rule on the monotonic one.
-public struct RefreshNow: Hashable, Sendable {
+public struct RefreshNow: Hashable, Sendable, Codable {
     /// CLOCK_REALTIME.
     public var wall: RealtimeInstant
     /// CLOCK_MONOTONIC.
@@ -97,7 +97,7 @@ public struct RefreshNow: Hashable, Sendable {
 }
 
 /// A fact for the ``RefreshMachine``: a call, a change of conditions or configuration, a deadline.
-public enum RefreshInput: Hashable, Sendable {
+public enum RefreshInput: Hashable, Sendable, Codable {
     /// The saved state as read at start-up.
     case stateLoaded(RefreshState)
     /// The daemon is up (apps registered); `detectedPower` is what /sys/class/power_supply says, if anything.
@@ -142,7 +142,7 @@ public enum RefreshInput: Hashable, Sendable {
 }
 
 /// Launch or wake an app for one of its task requests.
-public struct RefreshRun: Hashable, Sendable {
+public struct RefreshRun: Hashable, Sendable, Codable {
     /// The app.
     public var app: AppID
     /// The request's identifier.
@@ -172,7 +172,7 @@ public struct RefreshRun: Hashable, Sendable {
 }
 
 /// Why a refresh call is refused (the shell names them on the wire).
-public enum RefreshCallError: Hashable, Sendable {
+public enum RefreshCallError: Hashable, Sendable, Codable {
     /// `NoSuchApp`.
     case noSuchApp(AppID)
     /// `NotPermitted`: the identifier is not in `PermittedTaskIdentifiers=`.
@@ -191,7 +191,7 @@ public enum RefreshCallError: Hashable, Sendable {
 }
 
 /// The answer to the call being handled.
-public enum RefreshReply: Hashable, Sendable {
+public enum RefreshReply: Hashable, Sendable, Codable {
     /// Done.
     case ok
     /// Refused.
@@ -199,9 +199,9 @@ public enum RefreshReply: Hashable, Sendable {
 }
 
 /// A refresh decision to journal, as structured facts; the shell renders the sentence.
-public struct RefreshNotice: Hashable, Sendable {
+public struct RefreshNotice: Hashable, Sendable, Codable {
     /// What the decision was about.
-    public enum Subject: Hashable, Sendable {
+    public enum Subject: Hashable, Sendable, Codable {
         /// A due (or `RunTaskNow`) task request was not run.
         case taskNotRun(TaskKind, identifier: String)
         /// A task request was refused at submission; `mode` when its mode was not declared.
@@ -256,7 +256,7 @@ public struct RefreshNotice: Hashable, Sendable {
 }
 
 /// What the shell does for the ``RefreshMachine``, in order.
-public enum RefreshAction: Hashable, Sendable {
+public enum RefreshAction: Hashable, Sendable, Codable {
     /// Feed the lifecycle core `taskRunRequested` (it launches or resumes the app).
     case run(RefreshRun)
     /// Feed the lifecycle core the remote notification of the call being handled (its reply answers the call).

@@ -8,7 +8,7 @@
 ///
 /// The decisions are made by ``RefreshPolicy`` (may the app be woken) and ``TaskSchedule`` (what is due);
 /// this machine strings them together: calls in `+Calls`, planning in `+Plan`.
-public struct RefreshMachine: Sendable {
+public struct RefreshMachine: Sendable, Codable {
     /// The lifecycle core's view of one app (`nil`: not registered).
     public typealias Facts = (AppID) -> RefreshAppFacts?
 

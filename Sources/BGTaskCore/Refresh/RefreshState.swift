@@ -1,7 +1,7 @@
 /// What Background App Refresh keeps across restarts and crashes (SPEC §5, §6): the run-time settings,
 /// the last conditions set, each app's pending task requests and last refresh. The shell persists it
 /// (``RefreshAction/save(_:reply:)``); the ``RefreshMachine`` owns it.
-public struct RefreshState: Hashable, Sendable {
+public struct RefreshState: Hashable, Sendable, Codable {
     /// `SetGlobalRefresh`; `nil`: `BackgroundAppRefresh=` of the configuration.
     public var mode: RefreshMode?
     /// `SetLowPowerMode`.

@@ -1,5 +1,5 @@
 /// SPEC §16: Android's standby buckets, from when the app was last used (in the foreground).
-public enum StandbyBucket: String, CaseIterable, Hashable, Sendable {
+public enum StandbyBucket: String, CaseIterable, Hashable, Sendable, Codable {
     /// In the foreground now, or within `ActiveBucketSec=`.
     case active
     /// Used within 24 hours.
@@ -13,7 +13,7 @@ public enum StandbyBucket: String, CaseIterable, Hashable, Sendable {
 }
 
 /// The `[Buckets]` settings and the remote-notification rate (SPEC §16).
-public struct EnergyPolicyConfig: Hashable, Sendable {
+public struct EnergyPolicyConfig: Hashable, Sendable, Codable {
     /// `ActiveBucketSec=`.
     public var activeBucket: TimeSpan
     /// Background wakes for scheduled tasks and remote notifications per rolling 24 h, per bucket
@@ -42,7 +42,7 @@ public struct EnergyPolicyConfig: Hashable, Sendable {
 }
 
 /// What SPEC §16 keeps per app across restarts (part of ``RefreshState``).
-public struct EnergyPolicyState: Hashable, Sendable {
+public struct EnergyPolicyState: Hashable, Sendable, Codable {
     /// Apps the user closed (`Terminate(userInitiated: true)`) and has not launched since.
     public var closedByUser: Set<AppID> = []
     /// When each app was last in the foreground (wall clock).
@@ -55,7 +55,7 @@ public struct EnergyPolicyState: Hashable, Sendable {
 }
 
 /// A token bucket: `rate` tokens per hour, at most `rate` held (SPEC §16's `RemoteWakesPerHour=`).
-struct WakeTokens: Hashable, Sendable {
+struct WakeTokens: Hashable, Sendable, Codable {
     var tokens: Double
     var at: Instant
 

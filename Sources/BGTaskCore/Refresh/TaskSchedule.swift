@@ -1,5 +1,5 @@
 /// A pending scheduled task request (BGTaskRequest; `type TaskRequest` on the wire, SPEC §6).
-public struct TaskRequest: Hashable, Sendable {
+public struct TaskRequest: Hashable, Sendable, Codable {
     /// One of the manifest's `PermittedTaskIdentifiers=`.
     public var identifier: String
     /// Refresh or processing.
@@ -164,7 +164,7 @@ public struct TaskPlan: Hashable, Sendable {
 ///
 /// Limits: at most ``maxPendingRefreshRequests`` refresh and ``maxPendingProcessingRequests`` processing
 /// requests per app; resubmitting an identifier replaces its pending request (in place).
-public struct TaskSchedule: Hashable, Sendable {
+public struct TaskSchedule: Hashable, Sendable, Codable {
     /// Pending refresh requests per app (BGTaskScheduler: 1).
     public static let maxPendingRefreshRequests = 1
     /// Pending processing requests per app (BGTaskScheduler: 10).
