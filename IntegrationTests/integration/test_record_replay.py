@@ -198,6 +198,14 @@ def test_a_ring_past_record_max_bytes_keeps_the_most_recent_inputs_and_replays_f
     assert r.returncode == 1, r.stdout + r.stderr
     assert f"decisions differ at input {k} of {len(inputs)}" in r.stderr, r.stderr
 
+    # A checkpoint edited so that the apps' slots name no record: refused in words, not a crash.
+    broken = json.loads(json.dumps(doc))
+    broken["checkpoint"]["lifecycle"]["records"] = []
+    bad = tmp_path / "broken-checkpoint.json"
+    bad.write_text(json.dumps(broken))
+    r = replay(bin_dir, bad)
+    assert r.returncode == 1 and "is not a recording: its checkpoint has app" in r.stderr, r.stdout + r.stderr
+
 
 def test_record_needs_root_or_the_control_group(daemon, bin_dir, tmp_path):
     d = daemon()

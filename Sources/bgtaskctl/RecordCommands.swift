@@ -114,10 +114,15 @@ enum RecordingFile {
                 ? " (an older bgtaskd wrote it, without the core's checkpoint: record it again with this one)" : ""
             throw CtlError("\(path): recording version \(json["version"]?.serialized() ?? "missing") is not \(CoreRecording.currentVersion), the one this bgtaskctl reads\(older)")
         }
+        let recording: CoreRecording
         do {
-            return try json.decode(CoreRecording.self)
+            recording = try json.decode(CoreRecording.self)
         } catch {
             throw CtlError("\(path) is not a recording: \(error)")
         }
+        if let problem = recording.checkpoint.checkpointProblem {
+            throw CtlError("\(path) is not a recording: its checkpoint \(problem)")
+        }
+        return recording
     }
 }
