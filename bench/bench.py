@@ -660,8 +660,8 @@ def row_recording(t: Table, res: dict, a):
     apps = ["org.bench.R00"]
     rounds = 3 if a.quick else 6
     pairs = (1500 if a.quick else 6000) // rounds
-    # RecordMaxBytes= at its largest, so that the recording never fills up during the run: every input is
-    # kept, the cost measured is the cost of keeping one.
+    # RecordMaxBytes= at its largest, so that the ring never lets an input go during the run (no checkpoint):
+    # the cost measured is the cost of keeping one.
     rec_conf = BASE_CONF.format(max=1000) + "[Daemon]\nRecordInputs=yes\nRecordMaxBytes=1GiB\n"
     norec_conf = BASE_CONF.format(max=1000) + "[Daemon]\nRecordInputs=no\n"
     with Daemon("record", rec_conf, apps) as rec, Daemon("norecord", norec_conf, apps) as norec:

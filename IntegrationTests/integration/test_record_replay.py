@@ -6,6 +6,7 @@ import os
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -92,7 +93,8 @@ def test_a_lifecycle_recorded_on_the_daemon_replays_equal_and_a_tampered_one_dif
     assert r.returncode == 0, r.stderr
     assert stat.S_IMODE(os.stat(record).st_mode) == 0o600
     doc = json.loads(record.read_text())
-    assert doc["format"] == "bgtaskd-recording" and doc["version"] == 1
+    assert doc["format"] == "bgtaskd-recording" and doc["version"] == 2
+    assert doc["inputsBefore"] == 0, "RecordMaxBytes=16MiB: nothing let go yet"
     inputs = doc["inputs"]
     assert all(isinstance(i["monotonicUSec"], int) and isinstance(i["realtimeUSec"], int) for i in inputs)
     decisions = "\n".join(x for i in inputs for x in i["decisions"])
@@ -128,6 +130,83 @@ def test_a_lifecycle_recorded_on_the_daemon_replays_equal_and_a_tampered_one_dif
     assert f"decisions differ at input {k} of {len(inputs)}" in r.stderr, r.stderr
 
 
+RING_CONF = """
+[Daemon]
+FreezerBackend=signal
+RecordInputs=yes
+RecordMaxBytes=64KiB
+[Lifecycle]
+DidEnterBackgroundTimeoutSec=200ms
+LaunchTimeoutSec=5s
+WillTerminateTimeoutSec=1s
+KillTimeoutSec=1s
+"""
+
+
+def test_a_ring_past_record_max_bytes_keeps_the_most_recent_inputs_and_replays_from_its_checkpoint(daemon, bin_dir, tmp_path):
+    """RecordMaxBytes= at its smallest (64KiB) and many apps, round after round, well past it: the file
+    holds the most recent inputs (not the daemon's start) and a checkpoint of the core, replays equal from
+    it, and a tampered decision still differs, named."""
+    ids = [f"org.test.Ring{n:02d}" for n in range(16)]
+    d = daemon(conf=RING_CONF, apps={i: unaware(i) for i in ids})
+    apps = [AppLog(d, i, tmp_path / f"{i}.log") for i in ids]
+    c = varlink.Client(address="unix:" + d.socket)
+    rounds = 4
+    with c, c.open("io.bgtaskd.Manager") as m:
+        for r in range(rounds):
+            if r == rounds - 2:
+                # The last two rounds (some 400 inputs, where 64KiB keeps fewer than 200) begin now: the
+                # recording must begin after this instant.
+                recent_usec = time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000
+            # Each launch into the foreground sends the one before to the background.
+            for a in apps:
+                m.Launch(a.id)
+                a.wait_state("active")
+            m.Background(apps[-1].id)
+            for a in apps:
+                a.wait_state("suspended")
+            for a in apps:
+                m.Terminate(a.id)
+            for a in apps:
+                a.wait_state("not-running")
+
+    record = tmp_path / "ring.json"
+    r = ctl(bin_dir, "record", "-o", str(record), socket=d.socket)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(record.read_text())
+    inputs = doc["inputs"]
+    # The ring let the daemon's start go: the first input kept is of the last rounds, not a registration.
+    assert inputs[0]["monotonicUSec"] > recent_usec, (inputs[0], recent_usec)
+    assert "appRegistered" not in inputs[0]["input"].get("lifecycle", {}).get("_0", {}), inputs[0]
+    assert doc["format"] == "bgtaskd-recording" and doc["version"] == 2
+    assert doc["inputsBefore"] > 0, doc["inputsBefore"]
+    assert "checkpoint" in doc and doc["checkpoint"]["lifecycle"]["records"], "a checkpoint with the apps"
+    decisions = "\n".join(x for i in inputs for x in i["decisions"])
+    assert "suspend" in decisions and "terminate" in decisions
+
+    r = replay(bin_dir, record)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"{len(inputs)} inputs replayed: the decisions are equal (from the checkpoint after the daemon's first {doc['inputsBefore']} inputs" in r.stdout, r.stdout
+
+    k = next(n for n, i in enumerate(inputs) if any("suspend" in x for x in i["decisions"]))
+    tampered = json.loads(json.dumps(doc))
+    j = next(n for n, x in enumerate(tampered["inputs"][k]["decisions"]) if "suspend" in x)
+    tampered["inputs"][k]["decisions"][j] = tampered["inputs"][k]["decisions"][j].replace("suspend", "resume", 1)
+    bad = tmp_path / "tampered.json"
+    bad.write_text(json.dumps(tampered))
+    r = replay(bin_dir, bad)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert f"decisions differ at input {k} of {len(inputs)}" in r.stderr, r.stderr
+
+    # A checkpoint edited so that the apps' slots name no record: refused in words, not a crash.
+    broken = json.loads(json.dumps(doc))
+    broken["checkpoint"]["lifecycle"]["records"] = []
+    bad = tmp_path / "broken-checkpoint.json"
+    bad.write_text(json.dumps(broken))
+    r = replay(bin_dir, bad)
+    assert r.returncode == 1 and "is not a recording: its checkpoint has app" in r.stderr, r.stdout + r.stderr
+
+
 def test_record_needs_root_or_the_control_group(daemon, bin_dir, tmp_path):
     d = daemon()
     open_to_others(d)
@@ -155,3 +234,7 @@ def test_replay_refuses_a_file_that_is_not_a_recording(bin_dir, tmp_path):
     f.write_text('{"format": "bgtaskd-recording", "version": 99}')
     r = replay(bin_dir, f)
     assert r.returncode == 1 and "version 99" in r.stderr, r.stderr
+    # Version 1 (no checkpoint: it began at the daemon's start) is refused, and says why.
+    f.write_text('{"format": "bgtaskd-recording", "version": 1, "start": {}, "inputs": [], "dropped": 0}')
+    r = replay(bin_dir, f)
+    assert r.returncode == 1 and "version 1 is not 2" in r.stderr and "record it again" in r.stderr, r.stderr

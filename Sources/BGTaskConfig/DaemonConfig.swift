@@ -50,10 +50,10 @@ public struct DaemonConfig: Hashable, Sendable {
     /// the kernel wake lock `bgtaskd` (`/sys/power/wake_lock`), for autosleep devices.
     public var kernelWakeLock: Bool = false
     /// `RecordInputs=` (SPEC §17): record every input the core takes, with its times and the decisions
-    /// it took, in memory (`bgtaskctl record`). Read only at start.
+    /// it took, in a ring in memory that keeps the most recent (`bgtaskctl record`). Read only at start.
     public var recordInputs: Bool = true
-    /// `RecordMaxBytes=`: how much memory the recording may take; once reached, later inputs are counted,
-    /// not kept. Read only at start.
+    /// `RecordMaxBytes=`: how much memory the recorded inputs may take; the ring lets the oldest half go
+    /// when the newest half is full (the checkpoints of the core it replays from are not counted). Read only at start.
     public var recordMaxBytes: Int = 16 * 1024 * 1024
 
     // [Lifecycle]

@@ -2,7 +2,7 @@
 ///
 /// State has already changed when the actions are returned (as in async-http-client's state machines):
 /// the shell only performs them. Each carries what the shell needs to perform it.
-public enum Action: Hashable, Sendable {
+public enum Action: Hashable, Sendable, Codable {
     /// Send `event` on `connection`, the app's event stream (a `CheckIn` reply with `continues`).
     case deliver(AppID, ConnectionID, Event)
     /// Start the app's process (in its cgroup), then feed `appLaunched` or `launchFailed`.

@@ -6,8 +6,8 @@
 /// tombstone; the newest one (the usual begin/end pair) is removed outright. Tombstones are swept once
 /// they outnumber the live entries, so every operation is O(log n) amortised and the array stays within
 /// twice the live count.
-struct AssertionTable: Sendable {
-    private struct Slot: Sendable {
+struct AssertionTable: Sendable, Codable {
+    private struct Slot: Sendable, Codable {
         var record: AssertionRecord
         var live: Bool
     }

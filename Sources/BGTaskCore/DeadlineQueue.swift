@@ -64,3 +64,31 @@ struct DeadlineQueue<Key: Hashable & Sendable>: Sendable {
         }
     }
 }
+
+// SPEC §17: a recording's checkpoint codes the live deadlines and the next serial. The heap is rebuilt
+// from them: stale entries never fire and ties break by serial, so the queue pops in the same order.
+extension DeadlineQueue: Codable where Key: Codable {
+    private struct Armed: Codable {
+        var key: Key
+        var serial: UInt64
+        var at: Instant
+    }
+
+    private enum CodingKeys: String, CodingKey { case armed, nextSerial }
+
+    init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        nextSerial = try c.decode(UInt64.self, forKey: .nextSerial)
+        for a in try c.decode([Armed].self, forKey: .armed) {
+            armed[a.key] = (a.serial, a.at)
+        }
+        heap = Heap(armed.map { Entry(at: $0.value.at, serial: $0.value.serial, key: $0.key) })
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(nextSerial, forKey: .nextSerial)
+        let live = armed.map { Armed(key: $0.key, serial: $0.value.serial, at: $0.value.at) }.sorted { $0.serial < $1.serial }
+        try c.encode(live, forKey: .armed)
+    }
+}

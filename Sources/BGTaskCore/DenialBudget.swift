@@ -22,7 +22,7 @@
 /// `interval`. Pure: no clock (every input carries `now`), no I/O; the shell arms one timer for
 /// ``nextDeadline`` (only while something is paused) and feeds ``deadlineReached(now:)``, which says
 /// whether the paused connections may be read again. Early or late wake-ups are harmless.
-public struct DenialBudget: Sendable {
+public struct DenialBudget: Sendable, Codable {
     /// The budget's settings (`[Journal]` of bgtaskd.conf).
     public struct Limits: Hashable, Sendable, Codable {
         /// `JournalDenialBurst=`: refusals journaled for one process per interval before it is paused.

@@ -10,7 +10,7 @@
 /// Intervals are fixed windows shared by all apps: one starts at the first `grant`/`end` after the previous
 /// one ended and lasts `interval`. Pure: no clock (every input carries `now`), no I/O; the shell arms one
 /// timer for ``nextDeadline`` and feeds ``deadlineReached(now:)``. Early or late wake-ups are harmless.
-public struct JournalBudget: Sendable {
+public struct JournalBudget: Sendable, Codable {
     /// The budget's settings (`[Journal]` of bgtaskd.conf).
     public struct Limits: Hashable, Sendable, Codable {
         /// `JournalAssertionBurst=`.
@@ -42,7 +42,7 @@ public struct JournalBudget: Sendable {
     }
 
     /// One `coalesced` entry: the `grant`/`end` decisions of an interval that were not journaled one by one.
-    public struct Summary: Hashable, Sendable {
+    public struct Summary: Hashable, Sendable, Codable {
         /// The app; nil: the apps beyond `maxAppSummaries` (and decisions without an app) together.
         public var app: AppID?
         /// How many apps the summary covers (1 for an app's own summary).
@@ -67,7 +67,7 @@ public struct JournalBudget: Sendable {
         }
     }
 
-    private struct Counts {
+    private struct Counts: Codable {
         var journaled = 0
         var granted = 0
         var ended = 0

@@ -1,7 +1,7 @@
 // SPEC §4: continuous background activities.
 
 /// The live activities; only this file touches its storage.
-struct ActivityTable: Sendable {
+struct ActivityTable: Sendable, Codable {
     fileprivate var records: [ActivityID: ActivityRecord] = [:]
     fileprivate var next: UInt64 = 1
 

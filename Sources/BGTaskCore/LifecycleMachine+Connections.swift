@@ -1,6 +1,6 @@
 // SPEC §3: an assertion, an activity and an event stream live no longer than their connection.
 /// What each client connection holds; only this file touches its storage.
-struct ConnectionTable: Sendable {
+struct ConnectionTable: Sendable, Codable {
     fileprivate var holdings: [ConnectionID: Holdings] = [:]
     /// Event streams: the connection an app checked in on.
     fileprivate var streams: [ConnectionID: AppID] = [:]

@@ -27,7 +27,7 @@ public struct TaskProgress: Hashable, Sendable, Codable {
 }
 
 /// A live continued task (SPEC §16), as `ListContinuedTasks` shows it.
-public struct ContinuedTask: Hashable, Sendable {
+public struct ContinuedTask: Hashable, Sendable, Codable {
     public var taskID: TaskID
     public var app: AppID
     public var identifier: String

@@ -101,7 +101,7 @@ extension LifecycleMachine {
 /// that follows the previous one within ``calmWindows`` windows means the pressure persists, and one app is
 /// terminated per trigger. The kernel fires a trigger at most once per window, so this reclaims at most one
 /// app per window.
-struct PressureEpisode: Hashable, Sendable {
+struct PressureEpisode: Hashable, Sendable, Codable {
     /// Quiet windows after which the next trigger starts a new episode (a new warning).
     static let calmWindows: Int64 = 3
     private(set) var lastTrigger: Instant?

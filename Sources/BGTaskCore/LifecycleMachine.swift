@@ -11,7 +11,7 @@
 /// - A deadline takes effect exactly at its instant: at `deadline - 1µs` nothing happens.
 ///
 /// Identical input sequences at identical instants give identical actions (no hashing order leaks out).
-public struct LifecycleMachine: Sendable {
+public struct LifecycleMachine: Sendable, Codable {
     /// The timings in force.
     public private(set) var config: LifecycleConfig
 

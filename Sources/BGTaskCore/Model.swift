@@ -127,7 +127,7 @@ public struct Payload: Hashable, Sendable, Codable, CustomStringConvertible {
 }
 
 /// One event for an app's event stream (`type Event` of `io.bgtaskd.App.CheckIn`).
-public struct Event: Hashable, Sendable {
+public struct Event: Hashable, Sendable, Codable {
     /// The event's number, the argument of `Acknowledge` when ``needsAck``.
     public var id: EventID
     /// What happened.
@@ -257,7 +257,7 @@ public enum Reply: Hashable, Sendable, Codable {
 }
 
 /// What the core made of a memory-pressure trigger (SPEC §8), for the shell's log line.
-public enum MemoryPressureResponse: Hashable, Sendable {
+public enum MemoryPressureResponse: Hashable, Sendable, Codable {
     /// The first trigger of an episode: `memory-warning` to the background apps.
     case warn
     /// The pressure persists: up to `count` apps are terminated, suspended ones first.
@@ -265,7 +265,7 @@ public enum MemoryPressureResponse: Hashable, Sendable {
 }
 
 /// The processes a freeze, thaw, terminate or kill acts on, as the core knows them when it decides.
-public struct Processes: Hashable, Sendable {
+public struct Processes: Hashable, Sendable, Codable {
     /// The app's process: the one the shell spawned or the one that checked in (`nil`: none known; the
     /// app's own cgroup may still hold processes, e.g. after a launch that failed or was called off).
     public var pid: Int32?

@@ -1,5 +1,5 @@
 /// A notification waiting in a suspended app's queue (SPEC §7).
-public struct QueuedNotification: Hashable, Sendable {
+public struct QueuedNotification: Hashable, Sendable, Codable {
     /// The notification's name, the coalescing key.
     public var name: String
     /// The latest payload posted under that name.
@@ -17,7 +17,7 @@ public struct QueuedNotification: Hashable, Sendable {
 /// Coalesced by name: posting a name that is already queued replaces its payload (the latest payload wins)
 /// and moves it to the end, so the queue is in the order of each name's latest posting. At most `limit`
 /// names: posting a new name to a full queue drops the oldest entry.
-struct NotificationQueue: Sendable {
+struct NotificationQueue: Sendable, Codable {
     private(set) var entries: [QueuedNotification] = []
 
     enum Outcome: Equatable {

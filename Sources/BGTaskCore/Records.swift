@@ -1,7 +1,7 @@
 // Internal bookkeeping of the machine. Nothing here is public: the shell sees snapshots (Snapshots.swift).
 
 /// The acknowledgement phase after entering the background.
-enum Grace: Hashable, Sendable {
+enum Grace: Hashable, Sendable, Codable {
     /// Acknowledged (or the grace window of a lifecycle-unaware app is over).
     case none
     /// `did-enter-background` was sent (or could not be: `nil`, no event stream) and is not yet acknowledged.
@@ -11,19 +11,19 @@ enum Grace: Hashable, Sendable {
 }
 
 /// Work that a background launch or resume carries to the app.
-enum Work: Hashable, Sendable {
+enum Work: Hashable, Sendable, Codable {
     case task(identifier: String, kind: TaskKind, reason: Reason)
     case remoteNotification(Payload?)
 }
 
-struct PendingLaunch: Hashable, Sendable {
+struct PendingLaunch: Hashable, Sendable, Codable {
     var reason: LaunchReason
     var foreground: Bool
     var cause: Reason
     var work: [Work]
 }
 
-struct TaskRun: Hashable, Sendable {
+struct TaskRun: Hashable, Sendable, Codable {
     var kind: TaskKind
     var started: Instant
     var deadline: Instant
@@ -31,13 +31,13 @@ struct TaskRun: Hashable, Sendable {
 }
 
 /// The window in which a remote notification keeps the app running (`RefreshTaskBudgetSec`, or until acknowledged).
-struct Wake: Hashable, Sendable {
+struct Wake: Hashable, Sendable, Codable {
     var event: EventID?
     var deadline: Instant
 }
 
-struct Termination: Hashable, Sendable {
-    enum Phase: Hashable, Sendable {
+struct Termination: Hashable, Sendable, Codable {
+    enum Phase: Hashable, Sendable, Codable {
         case willTerminate
         case sigterm
         case killed
@@ -46,7 +46,7 @@ struct Termination: Hashable, Sendable {
     var phase: Phase
 }
 
-struct AppRecord: Sendable {
+struct AppRecord: Sendable, Codable {
     var manifest: AppManifest
     var state: AppState = .notRunning
     var pid: Int32?
@@ -101,7 +101,7 @@ struct AppRecord: Sendable {
     var holdsBackground: Bool { !assertions.isEmpty || !activities.isEmpty || !tasks.isEmpty || wake != nil }
 }
 
-struct AssertionRecord: Hashable, Sendable {
+struct AssertionRecord: Hashable, Sendable, Codable {
     var id: TaskID
     var app: AppID
     var connection: ConnectionID
@@ -114,7 +114,7 @@ struct AssertionRecord: Hashable, Sendable {
     var continued = false
 }
 
-struct ActivityRecord: Hashable, Sendable {
+struct ActivityRecord: Hashable, Sendable, Codable {
     var id: ActivityID
     var app: AppID
     var connection: ConnectionID
@@ -122,13 +122,13 @@ struct ActivityRecord: Hashable, Sendable {
     var begun: Instant
 }
 
-struct Holdings: Hashable, Sendable {
+struct Holdings: Hashable, Sendable, Codable {
     var tasks: Set<TaskID> = []
     var activities: Set<ActivityID> = []
     var isEmpty: Bool { tasks.isEmpty && activities.isEmpty }
 }
 
-enum TimerKey: Hashable, Sendable {
+enum TimerKey: Hashable, Sendable, Codable {
     case launch(AppID)
     case grace(AppID)
     case budgetWarning(AppID)
@@ -154,7 +154,7 @@ enum TimerKey: Hashable, Sendable {
 }
 
 /// SPEC §14: an app's locks and freeze attempts.
-struct DeviceRecord: Hashable, Sendable {
+struct DeviceRecord: Hashable, Sendable, Codable {
     /// An ``Action/observeLocks(_:_:)`` is out and not answered yet.
     var lockCheckPending = false
     /// The app held a lock when last looked at (frozen apps' locks are looked at every `LockRecheckSec`).

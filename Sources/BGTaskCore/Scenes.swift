@@ -52,7 +52,7 @@ public struct SceneSnapshot: Hashable, Sendable {
 }
 
 /// What the core keeps about one scene.
-struct SceneRecord: Hashable, Sendable {
+struct SceneRecord: Hashable, Sendable, Codable {
     var ref: SceneRef
     var state: SceneState
     /// When it was last active (the scene brought back by an app-level `Foreground`).
@@ -60,13 +60,13 @@ struct SceneRecord: Hashable, Sendable {
 }
 
 /// A `scene-snapshot` round under way: the events not yet acknowledged, for the background period it is for.
-struct SnapshotWait: Hashable, Sendable {
+struct SnapshotWait: Hashable, Sendable, Codable {
     var events: [EventID: SceneID]
     var backgroundSince: Instant?
 }
 
 /// An app's scenes (SPEC §15), in the order they were first reported.
-struct AppScenes: Hashable, Sendable {
+struct AppScenes: Hashable, Sendable, Codable {
     /// The app checked in with `scenes: true`: it gets scene events and snapshots.
     var subscribed = false
     var list: [SceneRecord] = []

@@ -110,9 +110,7 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
         let refreshConfig = RefreshController.refreshConfig(config)
         self.core = DaemonCore(lifecycle: lifecycle, journal: journalLimits, denial: denialLimits, refresh: refreshConfig)
         if config.daemon.recordInputs {
-            recording = InputRecorder(
-                start: RecordingStart(lifecycle: lifecycle, journal: journalLimits, denial: denialLimits, refresh: refreshConfig),
-                maxBytes: config.daemon.recordMaxBytes)
+            recording = InputRecorder(start: core, maxBytes: config.daemon.recordMaxBytes)
         }
         self.launcher = launcher ?? Launcher(queue: queue)
         self.launcher.onExit = { [weak self] pid, status in self?.processExited(pid: pid, status: status) }

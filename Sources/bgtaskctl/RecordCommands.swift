@@ -49,6 +49,9 @@ struct Replay: ParsableCommand {
         let recording = try RecordingFile.read(file)
         let (decisions, difference) = CoreReplay.run(recording)
         if !quiet {
+            Output.line(recording.inputsBefore > 0
+                ? "checkpoint: the core after the daemon's first \(recording.inputsBefore) inputs"
+                : "checkpoint: the core as the daemon started")
             for (i, recorded) in recording.inputs.enumerated() {
                 Output.line("[\(i)] \(recorded.monotonicUSec)us \(recorded.input)")
                 for d in decisions[i] { Output.line("    \(d)") }
@@ -61,8 +64,9 @@ struct Replay: ParsableCommand {
                 (["decisions differ at input \(d.index) of \(recording.inputs.count) (\(d.input.monotonicUSec)us): \(d.input.input)",
                   "expected:"] + expected.map { "  " + $0 } + ["got:"] + got.map { "  " + $0 }).joined(separator: "\n"))
         }
-        let dropped = recording.dropped > 0 ? " (\(recording.dropped) later inputs were not recorded: RecordMaxBytes=)" : ""
-        Output.line("\(recording.inputs.count) inputs replayed: the decisions are equal\(dropped)")
+        let from = recording.inputsBefore > 0
+            ? " (from the checkpoint after the daemon's first \(recording.inputsBefore) inputs, which the ring let go)" : ""
+        Output.line("\(recording.inputs.count) inputs replayed: the decisions are equal\(from)")
     }
 }
 
@@ -106,12 +110,19 @@ enum RecordingFile {
             throw CtlError("\(path) is not a recording: its format is not \(CoreRecording.formatName)")
         }
         guard let version = json["version"]?.intValue, version == CoreRecording.currentVersion else {
-            throw CtlError("\(path): recording version \(json["version"]?.serialized() ?? "missing") is not \(CoreRecording.currentVersion), the one this bgtaskctl reads")
+            let older = json["version"]?.intValue.map { $0 < CoreRecording.currentVersion } ?? false
+                ? " (an older bgtaskd wrote it, without the core's checkpoint: record it again with this one)" : ""
+            throw CtlError("\(path): recording version \(json["version"]?.serialized() ?? "missing") is not \(CoreRecording.currentVersion), the one this bgtaskctl reads\(older)")
         }
+        let recording: CoreRecording
         do {
-            return try json.decode(CoreRecording.self)
+            recording = try json.decode(CoreRecording.self)
         } catch {
             throw CtlError("\(path) is not a recording: \(error)")
         }
+        if let problem = recording.checkpoint.checkpointProblem {
+            throw CtlError("\(path) is not a recording: its checkpoint \(problem)")
+        }
+        return recording
     }
 }

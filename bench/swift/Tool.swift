@@ -42,6 +42,8 @@ enum BenchTool {
             wakeDiscipline(apps: o.int("apps", 50), hours: o.int("hours", 24), alignment: Int64(o.int("alignment", 300)))
         case "proc-locks":
             procLocks(count: o.int("count"), rounds: o.int("rounds", 200), path: o.string("path"))
+        case "checkpoint":
+            measureCheckpoint(apps: o.int("apps", 10_000), rounds: o.int("rounds", 8))
         default:
             fail("unknown command \(command)")
         }

@@ -1,5 +1,5 @@
-/// What the core starts from: the configuration of the daemon's first load (SPEC §17). A recording begins
-/// with it, so that a core built from it and fed the recorded inputs is the daemon's core.
+/// What the core starts from: the configuration of the daemon's first load (SPEC §17). A recording that
+/// begins at the daemon's start has the core built from it as its checkpoint.
 public struct RecordingStart: Hashable, Sendable, Codable {
     /// The lifecycle machine's configuration.
     public var lifecycle: LifecycleConfig
@@ -46,32 +46,42 @@ public struct RecordedInput: Hashable, Sendable, Codable {
     }
 }
 
-/// A recording (SPEC §17; `bgtaskctl record` writes it as one JSON document): the start and every input
-/// the core took since, in order. Versioned: a reader refuses a `version` it does not know.
-public struct CoreRecording: Hashable, Sendable, Codable {
+/// A recording (SPEC §17; `bgtaskctl record` writes it as one JSON document): the core's state just before
+/// the first input kept (a checkpoint), then the inputs the core took since, in order. The recorder is a ring
+/// that keeps the most recent inputs: when it lets the older ones go, it keeps a copy of the core as it was
+/// after them, so the recording starts from that state. Versioned: a reader refuses a `version` it does not
+/// know (version 1 began at the daemon's start, with its configuration, and had no checkpoint).
+public struct CoreRecording: Sendable, Codable {
     /// The format's name.
     public static let formatName = "bgtaskd-recording"
     /// The version this build writes and reads.
-    public static let currentVersion = 1
+    public static let currentVersion = 2
 
     /// ``formatName``.
     public var format: String
     /// ``currentVersion`` when written.
     public var version: Int
-    /// The core's starting state.
-    public var start: RecordingStart
+    /// How many inputs the core took before ``checkpoint`` (not in the recording): 0 when the recording
+    /// begins at the daemon's start.
+    public var inputsBefore: Int
+    /// The core's state before the first input kept: the state it started in (with the configuration of
+    /// its first load) or a checkpoint taken later. Replay starts from it.
+    public var checkpoint: DaemonCore
     /// The inputs, in the order the core took them.
     public var inputs: [RecordedInput]
-    /// Inputs taken after the memory limit was reached and not kept (the recording ends before them).
-    public var dropped: Int
 
     /// A recording.
-    public init(start: RecordingStart, inputs: [RecordedInput], dropped: Int) {
+    public init(checkpoint: DaemonCore, inputsBefore: Int, inputs: [RecordedInput]) {
         format = Self.formatName
         version = Self.currentVersion
-        self.start = start
+        self.inputsBefore = inputsBefore
+        self.checkpoint = checkpoint
         self.inputs = inputs
-        self.dropped = dropped
+    }
+
+    /// A recording that begins at `start`.
+    public init(start: RecordingStart, inputs: [RecordedInput]) {
+        self.init(checkpoint: start.makeCore(), inputsBefore: 0, inputs: inputs)
     }
 }
 
@@ -95,11 +105,11 @@ public struct ReplayDifference: Hashable, Sendable {
     public var got: [String]
 }
 
-/// Replays a recording through a fresh core (no clock: each input at its recorded instants).
+/// Replays a recording through the core of its checkpoint (no clock: each input at its recorded instants).
 public enum CoreReplay: Sendable {
     /// The decisions of every input in order, and the first difference (nil: all equal).
     public static func run(_ recording: CoreRecording) -> (decisions: [[String]], difference: ReplayDifference?) {
-        var core = recording.start.makeCore()
+        var core = recording.checkpoint
         var all: [[String]] = []
         all.reserveCapacity(recording.inputs.count)
         var first: ReplayDifference?

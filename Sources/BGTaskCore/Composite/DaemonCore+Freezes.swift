@@ -14,7 +14,7 @@ public enum FreezeFact: Hashable, Sendable, Codable {
 }
 
 /// The daemon's own freezer's part of one freeze under way.
-struct OwnFreeze: Hashable, Sendable {
+struct OwnFreeze: Hashable, Sendable, Codable {
     /// The processes of the `.freeze`, and its `suspend` decision (the state, pid and budget of the app).
     var processes: Processes
     var held: Decision

@@ -52,7 +52,7 @@ public enum CoreInput: Hashable, Sendable, Codable {
 
 /// Imperatives for the shell, in the order it must perform them: one type for every machine the
 /// composite owns.
-public enum CoreAction: Hashable, Sendable {
+public enum CoreAction: Hashable, Sendable, Codable {
     /// Perform a lifecycle action. Its decision (``Action/decision``), if any, is journaled on its own when
     /// `journaled` (false: the journal budget counts it in a summary); its entry names `peer`'s process.
     case perform(Action, journaled: Bool, peer: DenialBudget.Caller?)

@@ -8,7 +8,7 @@
 ///
 /// Deterministic like its parts: the same inputs at the same instants give the same actions, which is
 /// what record and replay (SPEC §17, ``CoreRecording``) rely on.
-public struct DaemonCore: Sendable {
+public struct DaemonCore: Sendable, Codable {
     /// The lifecycle machine (read-only from outside).
     public private(set) var lifecycle: LifecycleMachine
     private var journalBudget: JournalBudget

@@ -348,8 +348,9 @@ extension Interfaces {
         # meanwhile, the call ends with HoldLost.
         method Hold(appId: string, name: ?string) -> (holdId: int)
 
-        # SPEC §17 (root or ControlGroup=), called with more: the recording of every input the core took
-        # since the daemon started (RecordInputs=yes), with its times and the decisions taken, as one JSON
+        # SPEC §17 (root or ControlGroup=), called with more: the recording of the most recent inputs the core
+        # took (RecordInputs=yes; a ring of RecordMaxBytes=) from a checkpoint of the core's state, with their
+        # times and the decisions taken, as one JSON
         # document (format bgtaskd-recording, a version) in parts: their concatenation, in order, is the
         # document. Unavailable (reason recording-off) when RecordInputs=no.
         method GetRecording() -> (part: string)
