@@ -120,6 +120,7 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
             powerSupplyPath: powerSupplyPath)
         register(config.manifests)
         startAdoption()
+        removeStaleSnapshots()
     }
 
     /// Registers (or re-registers, keeping state) every manifest with the core, in app-id order, each with
