@@ -60,6 +60,10 @@ def test_a_restart_after_kill9_removes_the_snapshots_of_apps_not_running(daemon,
         m2.call("SetSceneState", appId=ADOPTED, sceneId="main", state="foreground-active")
         scenes = m2.app(ADOPTED)["scenes"]
         assert [(s["sceneId"], s.get("snapshotPath")) for s in scenes] == [("main", str(kept))], scenes
+        # It terminates (its last unit empties): its snapshots go with it.
+        ok(ctl, d2, "terminate", ADOPTED)
+        m2.wait_state(ADOPTED, "not-running", timeout=10)
+        wait_for(lambda: not kept.parent.exists(), 5, lambda: f"{kept} still there after {ADOPTED} terminated")
     finally:
         if adopted.poll() is None:
             adopted.kill()

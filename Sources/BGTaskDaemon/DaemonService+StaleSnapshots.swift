@@ -33,6 +33,13 @@ extension DaemonService {
         }
     }
 
+    /// An adopted instance of `app` vanished (SPEC §13): when it was the last, the app terminated and its
+    /// snapshots go with it, as a launched app's go with its `release`.
+    func adoptedInstanceVanished(_ app: AppID, _ instance: InstanceID) {
+        feed(.instanceVanished(app, instance))
+        if !machine.keepsSnapshots(of: app) { removeSnapshots(app) }
+    }
+
     /// The names in directory `path` but `.` and `..`; empty when it cannot be read.
     static func directoryEntries(_ path: String) -> [String] {
         guard let d = opendir(path) else { return [] }

@@ -14,3 +14,15 @@ private let scope = InstanceID("user-1000.slice/user@1000.service/app.slice/app-
         #expect(h.machine.staleSnapshotDirectories(found) == ["org.example.Mail", "org.example.Unknown", "not an id", "."])
     }
 }
+
+/// An adopted app's snapshots go when its last instance does.
+@Suite struct AdoptedSnapshotTests {
+    @Test func anAdoptedAppKeepsItsSnapshotsUntilItsLastInstanceVanishes() {
+        var h = Harness(manifests: [AppManifest(id: maps, lifecycleAware: false)])
+        h.send(.instanceAppeared(maps, scope, pid: 77))
+        #expect(h.machine.keepsSnapshots(of: maps))
+        h.send(.instanceVanished(maps, scope))
+        #expect(!h.machine.keepsSnapshots(of: maps))
+        #expect(!h.machine.keepsSnapshots(of: AppID("org.example.Unknown")!))
+    }
+}
