@@ -120,7 +120,6 @@ final class DaemonService: VarlinkService, RefreshHost, @unchecked Sendable {
             powerSupplyPath: powerSupplyPath)
         register(config.manifests)
         startAdoption()
-        removeStaleSnapshots()
     }
 
     /// Registers (or re-registers, keeping state) every manifest with the core, in app-id order, each with
