@@ -14,30 +14,21 @@ Nothing is visible outside the namespaces; `close()` ends every process started 
 
 from __future__ import annotations
 
-import os
 import shutil
 import signal
 import socket
 import subprocess
 import tempfile
-import time
 import uuid
 from pathlib import Path
 
 import journald_guard
+from private_journald import journald_up, namespace_script
+from private_journald import wait_up as _wait
 
-JOURNALD = "/lib/systemd/systemd-journald"
 JOURNAL_REMOTE = "/lib/systemd/systemd-journal-remote"
 JOURNAL_UPLOAD = "/lib/systemd/systemd-journal-upload"
 PORT = 19532
-
-
-def _wait(predicate, timeout: float, what: str, proc: subprocess.Popen, log: Path):
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise AssertionError(f"{what} did not come up ({proc.poll()}): {log.read_text(errors='replace')}")
-        time.sleep(0.02)  # poll interval: these services give no notice of being ready
 
 
 class FleetMachine:
@@ -47,18 +38,10 @@ class FleetMachine:
         self.dir = Path(tempfile.mkdtemp(prefix="bgtaskd-fleet-", dir="/tmp"))
         (self.dir / "machine-id").write_text(self.machine_id + "\n")
         (self.dir / "journald.conf").write_text("[Journal]\nStorage=volatile\n")
-        script = "\n".join([
-            "set -e",
-            "mount -t tmpfs -o mode=0755 tmpfs /run/systemd",
-            "mkdir -p /run/log && mount -t tmpfs -o mode=0755,size=64M tmpfs /run/log",
-            "if [ -d /var/log/journal ]; then mount -t tmpfs -o mode=0755 tmpfs /var/log/journal; fi",
-            f"mount --bind {self.dir / 'journald.conf'} /etc/systemd/journald.conf",
-            "if [ -d /etc/systemd/journald.conf.d ]; then mount -t tmpfs tmpfs /etc/systemd/journald.conf.d; fi",
+        script = namespace_script(self.dir / "journald.conf", "64M", (
             f"mount --bind {self.dir / 'machine-id'} /etc/machine-id",
             f"echo {hostname} > /proc/sys/kernel/hostname",
-            "mkdir -p /run/systemd/journal",
-            f"exec {JOURNALD}",
-        ])
+        ))
         self.log_path = self.dir / "journald.log"
         self.log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(["unshare", "-m", "-u", "--propagation", "private", "sh", "-c", script],
@@ -68,24 +51,7 @@ class FleetMachine:
         journald_guard.own(self.pid)
         self.root = f"/proc/{self.pid}/root"
         self.socket = f"{self.root}/run/systemd/journal/socket"
-        _wait(self._alive, 10, f"the journald of {hostname}", self.proc, self.log_path)
-
-    def _alive(self) -> bool:
-        try:
-            if open(f"/proc/{self.pid}/comm").read().strip() != "systemd-journal":
-                return False
-            if os.stat(f"{self.root}/run/systemd").st_dev == os.stat("/run/systemd").st_dev:
-                return False
-        except OSError:
-            return False
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        try:
-            s.connect(self.socket)
-            return True
-        except OSError:
-            return False
-        finally:
-            s.close()
+        _wait(lambda: journald_up(self.pid), 10, f"the journald of {hostname}", self.proc, self.log_path)
 
     @property
     def journal_directory(self) -> str:

@@ -47,22 +47,61 @@ def cgroup2_mount() -> str:
     raise AssertionError("no cgroup2 mount in /proc/self/mounts")
 
 
+def namespace_script(conf: Path, run_log_size: str, extra: tuple = ()) -> str:
+    """The shell script, run by `unshare -m …`, that gives a journald private tmpfs on /run/systemd, /run/log
+    (`run_log_size`) and /var/log/journal, `conf` over /etc/systemd/journald.conf, no journald.conf.d, and
+    `extra` lines (more mounts) before it execs journald."""
+    return "\n".join([
+        "set -e",
+        "mount -t tmpfs -o mode=0755 tmpfs /run/systemd",
+        f"mkdir -p /run/log && mount -t tmpfs -o mode=0755,size={run_log_size} tmpfs /run/log",
+        "if [ -d /var/log/journal ]; then mount -t tmpfs -o mode=0755 tmpfs /var/log/journal; fi",
+        f"mount --bind {conf} /etc/systemd/journald.conf",
+        "if [ -d /etc/systemd/journald.conf.d ]; then mount -t tmpfs tmpfs /etc/systemd/journald.conf.d; fi",
+        *extra,
+        "mkdir -p /run/systemd/journal",
+        f"exec {JOURNALD}",
+    ])
+
+
+def journald_up(pid: int) -> bool:
+    """Whether the journald started by `namespace_script` as `pid` takes entries on a socket of its own."""
+    # Until the namespace's mounts are made, /proc/PID/root/run/systemd is the machine's: wait for
+    # journald itself (the shell has exec'd it) on a socket of its own tmpfs.
+    root = f"/proc/{pid}/root"
+    try:
+        if open(f"/proc/{pid}/comm").read().strip() != "systemd-journal":
+            return False
+        if os.stat(f"{root}/run/systemd").st_dev == os.stat("/run/systemd").st_dev:
+            return False
+    except OSError:
+        return False
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    try:
+        s.connect(f"{root}/run/systemd/journal/socket")
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
+def wait_up(predicate, timeout: float, what: str, proc: subprocess.Popen, log: Path):
+    """Waits for `predicate()`; fails with `log` if `proc` exits first or `timeout` s pass."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise AssertionError(f"{what} did not come up ({proc.poll()}): {log.read_text(errors='replace')}")
+        time.sleep(0.02)  # poll interval: these services give no notice of being ready
+
+
 class PrivateJournald:
     def __init__(self):
         self.dir = Path(tempfile.mkdtemp(prefix="bgtaskd-pj-", dir="/tmp"))
         conf = self.dir / "journald.conf"
         conf.write_text("# bgtaskd tests: journald's default rate limit (10000 per 30s per unit)\n"
                         "[Journal]\nStorage=volatile\n")
-        script = "\n".join([
-            "set -e",
-            "mount -t tmpfs -o mode=0755 tmpfs /run/systemd",
-            "mkdir -p /run/log && mount -t tmpfs -o mode=0755,size=1G tmpfs /run/log",
-            "if [ -d /var/log/journal ]; then mount -t tmpfs -o mode=0755 tmpfs /var/log/journal; fi",
-            f"mount --bind {conf} /etc/systemd/journald.conf",
-            "if [ -d /etc/systemd/journald.conf.d ]; then mount -t tmpfs tmpfs /etc/systemd/journald.conf.d; fi",
-            "mkdir -p /run/systemd/journal",
-            f"exec {JOURNALD}",
-        ])
+        script = namespace_script(conf, "1G")
         self.log = open(self.dir / "journald.log", "wb")
         # unshare(1) makes the new namespace's mounts private (--propagation private is its default).
         self.proc = subprocess.Popen(["unshare", "-m", "--propagation", "private", "sh", "-c", script],
@@ -72,33 +111,9 @@ class PrivateJournald:
         journald_guard.own(self.pid)  # the tests' own: they may stop and continue it (journald_guard.py)
         self.root = f"/proc/{self.pid}/root"
         self.socket = f"{self.root}/run/systemd/journal/socket"
-        deadline = time.monotonic() + 10
-        while not self._alive():
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(f"private journald did not come up ({self.proc.poll()}): "
-                                     f"{(self.dir / 'journald.log').read_text(errors='replace')}")
-            time.sleep(0.02)  # poll interval: journald gives no notice of its socket coming up
+        wait_up(lambda: journald_up(self.pid), 10, "private journald", self.proc, self.dir / "journald.log")
         self.cgroup = Path(cgroup2_mount()) / f"bgtaskd-test-{uuid.uuid4().hex[:8]}.service"
         self.cgroup.mkdir()
-
-    def _alive(self) -> bool:
-        # Until the namespace's mounts are made, /proc/PID/root/run/systemd is the machine's: wait for
-        # journald itself (the shell has exec'd it) on a socket of its own tmpfs.
-        try:
-            if open(f"/proc/{self.pid}/comm").read().strip() != "systemd-journal":
-                return False
-            if os.stat(f"{self.root}/run/systemd").st_dev == os.stat("/run/systemd").st_dev:
-                return False
-        except OSError:
-            return False
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        try:
-            s.connect(self.socket)
-            return True
-        except OSError:
-            return False
-        finally:
-            s.close()
 
     def daemon_prefix(self) -> tuple:
         """A command that puts itself into the `.service` cgroup and the journald's mount namespace, then

@@ -22,10 +22,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from freezer_support import ScratchCgroup, wait_for, wait_journal  # noqa: E402
-from test_device import ctl, entry, state  # noqa: E402,F401
+from freezer_support import wait_for, wait_journal  # noqa: E402
+from scene_session_support import APP, events, lines, notes_session  # noqa: E402
+from test_device import ctl, state  # noqa: E402,F401
 from test_focus import USER, Sway  # noqa: E402
-from test_focus_scenes import APP, SCENE_APP, events, lines  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 PROTOCOL = HERE.parents[1] / "protocols" / "wlr-foreign-toplevel-management-unstable-v1.xml"
@@ -112,91 +112,66 @@ def test_minimized_windows_are_background_scenes(daemon, ctl, bin_dir):
     comp, runtime = start_wayfire()
     try:
         tool = build_tool(runtime)
-        with ScratchCgroup("-scenes-wayfire") as scratch:
-            uid = comp.uid
-            slice_dir = os.path.join(scratch.path, f"user.slice/user-{uid}.slice/user@{uid}.service/app.slice")
-            os.makedirs(slice_dir)
-            data = Path(tempfile.mkdtemp(prefix="bgtaskd-xdg-", dir="/tmp"))
-            try:
-                (data / "applications").mkdir()
-                (data / "applications" / f"{APP}.desktop").write_text(
-                    entry("Notes", f"foot --app-id={APP}", "X-Bgtaskd-LifecycleAware=true\n"))
-                d = daemon(conf=f"[Apps]\nDataDirs={data}\nAdoptFrom={scratch.path}/user.slice\n"
-                                "[Daemon]\nFreezerBackend=signal\nControlGroup=nogroup\n"
-                                "[Lifecycle]\nDidEnterBackgroundTimeoutSec=2s\nSnapshotTimeoutSec=2s\n")
-                for p in (d.root, d.runtime_dir):
-                    os.chmod(p, 0o755)
-                scope = os.path.join(slice_dir, f"app-test-{APP}-1.scope")
-                os.mkdir(scope)
-                log = runtime / "notes.log"
-                import varlink
-                shutil.copytree(Path(varlink.__file__).parent, runtime / "py" / "varlink")
-                shutil.copy(SCENE_APP, runtime / "py" / "scene_app.py")
-                comp.spawn(["/usr/bin/python3", str(runtime / "py" / "scene_app.py"), "--log", str(log)],
-                           "notes-app.log", cgroup=scope, BGTASKD_APP_ID=APP, BGTASKD_SOCKET=d.socket,
-                           PYTHONPATH=str(runtime / "py"))
-                wait_for(lambda: any("checkedIn" in l for l in lines(log)), 10, "the app checked in")
-                comp.spawn(["foot", f"--app-id={APP}", "--title=one", "sleep", "1000"], "one.log", cgroup=scope)
-                comp.spawn(["foot", f"--app-id={APP}", "--title=two", "sleep", "1000"], "two.log", cgroup=scope)
-                # A desktop: a window that is neither activated nor minimized stays visible (foreground-inactive).
-                comp.spawn([str(bin_dir / "bgtaskd-focus"), "--socket", d.socket, "--debounce", "150",
-                            "--unfocused", "inactive", "--no-logind", "--no-session-bus"], "focus.log")
-                wait_for(lambda: sum(e.startswith("scene-will-connect") for e in events(log)) == 2, 15,
-                         "two scenes connected")
-                scenes = {l["sceneId"]: l for l in lines(log) if l.get("event") == "scene-will-connect"}
-                titled = {l["title"]: sid for sid, l in scenes.items()}
-                assert set(titled) == {"one", "two"}, scenes
-                one, two = titled["one"], titled["two"]
-                # Window one in front, two visible behind it: the app is active.
-                honoured(comp, tool, "activate", "one")
-                wait_for(lambda: f"scene-did-become-active {one}" in events(log), 10, "scene one active")
-                wait_for(lambda: state(ctl, d, APP) == "active", 10, "the app active")
-                # Minimize window two: its scene goes to the background (one decision about the scene); one is
-                # still in front, so the app stays active and gets no app-level event.
-                t0 = time.time()
-                mark = len(events(log))
-                r = request(comp, tool, "minimize", "two")
-                if r.returncode == NOT_HONOURED:
-                    pytest.skip(f"wayfire did not honour set_minimized: {r.stderr.strip()}")
-                assert r.returncode == HONOURED, r.stdout + r.stderr
-                wait_for(lambda: f"scene-did-enter-background {two}" in events(log), 10, "scene two in the background")
-                bg = wait_journal(t0, f"_PID={d.pid}", f"BGTASKD_APP={APP}", f"BGTASKD_SCENE={two}",
-                                  "BGTASKD_DECISION=background", timeout=10)
-                assert bg[-1]["BGTASKD_REASON"] == "compositor-focus", bg[-1]
-                assert state(ctl, d, APP) == "active"
-                assert not any(e in ("will-resign-active", "did-enter-background") for e in events(log)[mark:]), \
-                    events(log)[mark:]
-                # Minimize window one too: no scene in front. Now the app leaves the foreground, after its scene
-                # events, and is suspended after its grace (snapshots first).
-                t1 = time.time()
-                mark = len(events(log))
-                honoured(comp, tool, "minimize", "one")
-                wait_for(lambda: state(ctl, d, APP) == "suspended", 15, "the app suspended (both minimized)")
-                got = events(log)[mark:]
-                assert got[:4] == [
-                    f"scene-will-resign-active {one}", f"scene-did-enter-background {one}", "will-resign-active",
-                    "did-enter-background"], got
-                assert sorted(got[4:]) == sorted([f"scene-snapshot {one}", f"scene-snapshot {two}"]), got
-                bg = wait_journal(t1, f"_PID={d.pid}", f"BGTASKD_APP={APP}", "BGTASKD_DECISION=background", timeout=10)
-                assert bg[-1]["BGTASKD_REASON"] == "compositor-focus" and bg[-1]["BGTASKD_SCENE"] == one, bg[-1]
-                # Restore window one (the app is thawed and active again), then close both windows: each scene
-                # disconnects; after the last, the app is suspended again.
-                mark = len(events(log))
-                honoured(comp, tool, "unminimize", "one")
-                wait_for(lambda: state(ctl, d, APP) == "active", 10, "the app active again (one restored)")
-                wait_for(lambda: "did-become-active" in events(log)[mark:], 10, "did-become-active")
-                assert f"scene-did-become-active {one}" in events(log)[mark:], events(log)[mark:]
-                mark = len(events(log))
-                honoured(comp, tool, "close", "two")
-                honoured(comp, tool, "close", "one")
-                wait_for(lambda: state(ctl, d, APP) == "suspended", 15, "the app suspended (windows closed)")
-                after = events(log)[mark:]
-                assert sorted(e for e in after if e.startswith("scene-did-disconnect")) == \
-                    sorted([f"scene-did-disconnect {one}", f"scene-did-disconnect {two}"]), after
-                assert after.count("will-resign-active") == 1, after
-                print((runtime / "focus.log").read_text(errors="replace"))
-            finally:
-                shutil.rmtree(data, ignore_errors=True)
+        with notes_session(comp, daemon, runtime, "-scenes-wayfire") as (d, scope, log):
+            comp.spawn(["foot", f"--app-id={APP}", "--title=one", "sleep", "1000"], "one.log", cgroup=scope)
+            comp.spawn(["foot", f"--app-id={APP}", "--title=two", "sleep", "1000"], "two.log", cgroup=scope)
+            # A desktop: a window that is neither activated nor minimized stays visible (foreground-inactive).
+            comp.spawn([str(bin_dir / "bgtaskd-focus"), "--socket", d.socket, "--debounce", "150",
+                        "--unfocused", "inactive", "--no-logind", "--no-session-bus"], "focus.log")
+            wait_for(lambda: sum(e.startswith("scene-will-connect") for e in events(log)) == 2, 15,
+                     "two scenes connected")
+            scenes = {l["sceneId"]: l for l in lines(log) if l.get("event") == "scene-will-connect"}
+            titled = {l["title"]: sid for sid, l in scenes.items()}
+            assert set(titled) == {"one", "two"}, scenes
+            one, two = titled["one"], titled["two"]
+            # Window one in front, two visible behind it: the app is active.
+            honoured(comp, tool, "activate", "one")
+            wait_for(lambda: f"scene-did-become-active {one}" in events(log), 10, "scene one active")
+            wait_for(lambda: state(ctl, d, APP) == "active", 10, "the app active")
+            # Minimize window two: its scene goes to the background (one decision about the scene); one is
+            # still in front, so the app stays active and gets no app-level event.
+            t0 = time.time()
+            mark = len(events(log))
+            r = request(comp, tool, "minimize", "two")
+            if r.returncode == NOT_HONOURED:
+                pytest.skip(f"wayfire did not honour set_minimized: {r.stderr.strip()}")
+            assert r.returncode == HONOURED, r.stdout + r.stderr
+            wait_for(lambda: f"scene-did-enter-background {two}" in events(log), 10, "scene two in the background")
+            bg = wait_journal(t0, f"_PID={d.pid}", f"BGTASKD_APP={APP}", f"BGTASKD_SCENE={two}",
+                              "BGTASKD_DECISION=background", timeout=10)
+            assert bg[-1]["BGTASKD_REASON"] == "compositor-focus", bg[-1]
+            assert state(ctl, d, APP) == "active"
+            assert not any(e in ("will-resign-active", "did-enter-background") for e in events(log)[mark:]), \
+                events(log)[mark:]
+            # Minimize window one too: no scene in front. Now the app leaves the foreground, after its scene
+            # events, and is suspended after its grace (snapshots first).
+            t1 = time.time()
+            mark = len(events(log))
+            honoured(comp, tool, "minimize", "one")
+            wait_for(lambda: state(ctl, d, APP) == "suspended", 15, "the app suspended (both minimized)")
+            got = events(log)[mark:]
+            assert got[:4] == [
+                f"scene-will-resign-active {one}", f"scene-did-enter-background {one}", "will-resign-active",
+                "did-enter-background"], got
+            assert sorted(got[4:]) == sorted([f"scene-snapshot {one}", f"scene-snapshot {two}"]), got
+            bg = wait_journal(t1, f"_PID={d.pid}", f"BGTASKD_APP={APP}", "BGTASKD_DECISION=background", timeout=10)
+            assert bg[-1]["BGTASKD_REASON"] == "compositor-focus" and bg[-1]["BGTASKD_SCENE"] == one, bg[-1]
+            # Restore window one (the app is thawed and active again), then close both windows: each scene
+            # disconnects; after the last, the app is suspended again.
+            mark = len(events(log))
+            honoured(comp, tool, "unminimize", "one")
+            wait_for(lambda: state(ctl, d, APP) == "active", 10, "the app active again (one restored)")
+            wait_for(lambda: "did-become-active" in events(log)[mark:], 10, "did-become-active")
+            assert f"scene-did-become-active {one}" in events(log)[mark:], events(log)[mark:]
+            mark = len(events(log))
+            honoured(comp, tool, "close", "two")
+            honoured(comp, tool, "close", "one")
+            wait_for(lambda: state(ctl, d, APP) == "suspended", 15, "the app suspended (windows closed)")
+            after = events(log)[mark:]
+            assert sorted(e for e in after if e.startswith("scene-did-disconnect")) == \
+                sorted([f"scene-did-disconnect {one}", f"scene-did-disconnect {two}"]), after
+            assert after.count("will-resign-active") == 1, after
+            print((runtime / "focus.log").read_text(errors="replace"))
     finally:
         comp.stop()
         shutil.rmtree(runtime, ignore_errors=True)

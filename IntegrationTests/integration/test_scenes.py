@@ -191,3 +191,60 @@ def test_an_app_without_scenes_sees_no_difference(daemon, tmp_path):
     if os.environ.get("BGTASKD_WRITE_GOLDEN") == "1":
         GOLDEN.write_bytes(log.read_bytes())
     assert log.read_bytes() == GOLDEN.read_bytes()
+
+
+def test_monitor_decisions_carry_their_scene(daemon, ctl, tmp_path):
+    """A decision a scene caused carries the scene on Manager.Monitor (as BGTASKD_SCENE in the journal), and
+    `bgtaskctl monitor` prints it; a decision no scene caused has none. The scenes come from SetSceneState,
+    as a focus source without a compositor would send them."""
+    import select
+    import time
+
+    from freezer_support import Manager, Monitor
+
+    app = scene_app(daemon, tmp_path)
+    d = app.d
+    m = Manager(d.socket)
+    ok(ctl, d, "launch", app.id)
+    wait_log(app, ["did-finish-launching", "did-become-active"])
+    wire = Monitor(d.socket)
+    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "COLUMNS", "BGTASKD_SOCKET", "TERM")}
+    text = subprocess.Popen([ctl, "monitor", "--socket", d.socket], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env)
+    lines: list[str] = []
+
+    def read_text(until, timeout=10.0):
+        deadline = time.monotonic() + timeout
+        while not until():
+            assert time.monotonic() < deadline, f"bgtaskctl monitor printed {lines}"
+            ready, _, _ = select.select([text.stdout], [], [], 0.1)
+            if ready:
+                lines.append(text.stdout.readline().rstrip("\n"))
+        return lines
+
+    try:
+        # Both monitors are registered once each reports a decision: post a notification until they do.
+        deadline = time.monotonic() + 10
+        while not (lines and [x for x in wire.decisions if x["decision"] == "notify"]):
+            assert time.monotonic() < deadline, f"the monitors reported no decision: {lines} {wire.decisions}"
+            ok(ctl, d, "notify", "probe", app.id)
+            ready, _, _ = select.select([text.stdout], [], [], 0.1)
+            if ready:
+                lines.append(text.stdout.readline().rstrip("\n"))
+            wire.poll()
+        probe = [x for x in wire.decisions if x["decision"] == "notify"][0]
+        assert "scene" not in probe, probe
+        m.call("SetSceneState", appId=app.id, sceneId="inbox", state="foreground-active", title="Inbox")
+        m.call("SetSceneState", appId=app.id, sceneId="inbox", state="background")
+        wait_for(lambda: [x for x in wire.poll() if x["decision"] == "background" and x.get("appId") == app.id], 10,
+                 lambda: f"no background decision on Monitor: {wire.decisions}")
+        background = [x for x in wire.decisions if x["decision"] == "background" and x.get("appId") == app.id][0]
+        assert background.get("scene") == "inbox", background
+        read_text(lambda: any(" background " in l for l in lines))
+        printed = [l for l in lines if " background " in l]
+        assert printed[0].endswith("  [scene inbox]"), printed
+        assert not any("[scene" in l for l in lines if " notify " in l), lines
+    finally:
+        text.terminate()
+        text.wait(10)
+        wire.close()

@@ -248,10 +248,13 @@ package enum Render {
     package static func monitorLine(_ reply: ManagerWire.MonitorReply, clock: Clock, color: Bool) -> String {
         let r = DecisionRecord(reply.decision)
         let decision = r.decision.padding(to: 13)
-        return [
+        var fields = [
             r.realtimeUSec.map(clock) ?? "-", r.appId ?? "-",
             Style.forDecision(r.decision)?.paint(decision, enabled: color) ?? decision, r.reason, r.message,
-        ].joined(separator: "  ")
+        ]
+        // The scene whose change caused it (SPEC §15), last: the columns before it stay where they were.
+        if let scene = reply.decision.scene { fields.append("[scene \(scene)]") }
+        return fields.joined(separator: "  ")
     }
 }
 

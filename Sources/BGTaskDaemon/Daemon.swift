@@ -158,6 +158,7 @@ public final class Daemon: @unchecked Sendable {
         let service = DaemonService(
             queue: queue, config: config, journal: journal, logger: logger, options: options, freezer: setup.freezer)
         service.freezerReason = setup.reason
+        service.removeStaleSnapshots()  // SPEC §15: once the apps still running are adopted again
         service.reloadHandler = { [weak self] in self?.reload() ?? .success(ReloadReport()) }
         var limits = VarlinkLimits()
         limits.maxMessageSize = config.maxMessageSize

@@ -25,7 +25,7 @@ extension DaemonService {
             return app
         }
         watcher.onAppeared = { [weak self] app, instance, pid in self?.feed(.instanceAppeared(app, instance, pid: pid)) }
-        watcher.onVanished = { [weak self] app, instance in self?.feed(.instanceVanished(app, instance)) }
+        watcher.onVanished = { [weak self] app, instance in self?.adoptedInstanceVanished(app, instance) }
         watcher.onFrozen = { [weak self] app in self?.freezePartDone(app) }
         watcher.onThawedExternally = { [weak self] app in self?.thawedExternally(app) }
         // The units belong to their users: an unprivileged daemon writes them through the launcher.

@@ -64,7 +64,8 @@ extension DaemonService {
         }
         if !monitors.isEmpty {
             let reply = ManagerWire.MonitorReply(decision: wireDecision(
-                DecisionRecord(realtimeUSec: realtime, app: d.app, kind: d.kind, reason: d.reason, message: message)))
+                DecisionRecord(
+                    realtimeUSec: realtime, app: d.app, kind: d.kind, reason: d.reason, message: message, scene: d.scene)))
             for m in monitors.values { m.reply(reply, continues: true) }
         }
     }

@@ -7,6 +7,8 @@ struct DecisionRecord {
     var kind: DecisionKind
     var reason: Reason
     var message: String
+    /// The scene whose change caused it (`BGTASKD_SCENE`); Monitor's only: the history does not keep it.
+    var scene: SceneID? = nil
 }
 
 /// The most recent decisions about one app (at most `limit`), oldest first, for `Explain` and `lastDecision`.

@@ -12,8 +12,9 @@ import Glibc
 /// SPEC §16: continued tasks as desktop notifications (org.freedesktop.Notifications on the session bus),
 /// with their progress and a Cancel action (`io.bgtaskd.Manager.CancelContinuedTask`).
 ///
-/// One thread reads bgtaskd's `Monitor` stream and, at each line (a `progress` line, a task's end), wakes
-/// the notifier's thread through a pipe; that thread asks `ListContinuedTasks`, lets ``TaskNotifications``
+/// One thread reads bgtaskd's `Monitor` stream and, at each line that can change the continued tasks (a
+/// `progress` line, a task's grant, expiry or end, an app's termination:
+/// ``TaskNotifications/mayChangeTasks(decision:)``), wakes the notifier's thread through a pipe; that thread asks `ListContinuedTasks`, lets ``TaskNotifications``
 /// (pure) say what to show, update or close, and calls the server; the server's `ActionInvoked(id,
 /// "cancel")` comes back on the same thread. The bus connection and the Varlink connection are used only
 /// there.
@@ -102,8 +103,10 @@ final class TaskNotifier: @unchecked Sendable {
             do {
                 let c = try VarlinkClientConnection(path: socketPath)
                 poke(wake)  // (re)connected: the tasks may have changed meanwhile
-                try c.stream(ManagerMethod.monitor.qualifiedName) { _ in
-                    poke(wake)
+                try c.stream(ManagerMethod.monitor.qualifiedName) { reply in
+                    // Only a line that can change the continued tasks makes the notifier ask for them.
+                    let decision = reply["decision"]?.objectValue?["decision"]?.stringValue
+                    if TaskNotifications.mayChangeTasks(decision: decision) { poke(wake) }
                     return true
                 }
                 c.close()

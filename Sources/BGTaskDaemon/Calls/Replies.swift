@@ -93,7 +93,8 @@ extension DaemonService {
 
     func wireDecision(_ r: DecisionRecord) -> ManagerWire.Decision {
         ManagerWire.Decision(
-            realtimeUSec: r.realtimeUSec, appId: r.app?.rawValue, decision: r.kind, reason: r.reason, message: r.message)
+            realtimeUSec: r.realtimeUSec, appId: r.app?.rawValue, decision: r.kind, reason: r.reason, message: r.message,
+            scene: r.scene?.rawValue)
     }
 
     func wireAssertion(_ a: AssertionSnapshot) -> ManagerWire.Assertion {

@@ -179,7 +179,9 @@ extension Interfaces {
           appId: ?string,
           decision: string,
           reason: string,
-          message: string
+          message: string,
+          # The scene whose change caused it (SPEC §15, BGTASKD_SCENE); given on Monitor only.
+          scene: ?string
         )
 
         type AppInfo (

@@ -100,19 +100,22 @@ extension ManagerWire {
 
     /// `type Decision`: One recorded decision, as written to the journal.
     public struct Decision: WireMessage {
-        public static let fields = ["realtimeUSec", "appId", "decision", "reason", "message"]
+        public static let fields = ["realtimeUSec", "appId", "decision", "reason", "message", "scene"]
         public var realtimeUSec: Int64
         public var appId: String?
         public var decision: WireEnum<DecisionKind>
         public var reason: WireEnum<Reason>
         public var message: String
+        /// The scene whose change caused it (SPEC §15, BGTASKD_SCENE); given on Monitor only.
+        public var scene: String?
 
-        public init(realtimeUSec: Int64, appId: String? = nil, decision: DecisionKind, reason: Reason, message: String) {
+        public init(realtimeUSec: Int64, appId: String? = nil, decision: DecisionKind, reason: Reason, message: String, scene: String? = nil) {
             self.realtimeUSec = realtimeUSec
             self.appId = appId
             self.decision = WireEnum(decision)
             self.reason = WireEnum(reason)
             self.message = message
+            self.scene = scene
         }
 
         public init(json: [String: JSON]) throws(WireFieldError) {
@@ -122,11 +125,14 @@ extension ManagerWire {
             decision = try r.value("decision")
             reason = try r.value("reason")
             message = try r.string("message")
+            scene = try r.optionalString("scene")
             try validate()
         }
 
         public var json: [String: JSON] {
-            ["realtimeUSec": .int(realtimeUSec), "appId": appId.map { .string($0) } ?? .null, "decision": .raw(decision), "reason": .raw(reason), "message": .string(message)]
+            var o: [String: JSON] = ["realtimeUSec": .int(realtimeUSec), "appId": appId.map { .string($0) } ?? .null, "decision": .raw(decision), "reason": .raw(reason), "message": .string(message)]
+            o.put("scene", scene.map { .string($0) })
+            return o
         }
 
         public func write(into out: inout [UInt8]) {
@@ -144,6 +150,10 @@ extension ManagerWire {
             JSON.writeInt(realtimeUSec, into: &out)
             out.append(contentsOf: #","reason":"#.utf8)
             JSON.writeString(reason.rawValue, into: &out)
+            if let v = scene {
+                out.append(contentsOf: #","scene":"#.utf8)
+                JSON.writeString(v, into: &out)
+            }
             out.append(UInt8(ascii: "}"))
         }
     }
