@@ -107,11 +107,14 @@ MANPAGES       := man/build/bgtaskctl.1 man/build/bgtaskd-focus.1 man/build/bgta
 # Full RELRO for the installed programs (lintian's hardening-no-bindnow). The four programs share one
 # copy of the Swift runtime in a private library directory, $(PREFIX)/lib/bgtaskd (as systemd's programs
 # share libsystemd-shared): they find it through an rpath relative to themselves, never the toolchain's.
-# Unused sections are dropped (--gc-sections) and only libraries a program uses are linked (--as-needed).
+# Unused sections are dropped (--gc-sections), identical functions folded (--icf=all) and only libraries a
+# program uses are linked (--as-needed).
 PKGLIBDIR      := lib/bgtaskd
 RELEASEFLAGS   := -c release -Xswiftc -no-toolchain-stdlib-rpath -Xlinker -rpath -Xlinker '$$ORIGIN/../$(PKGLIBDIR)' \
-	-Xlinker --gc-sections -Xlinker --as-needed -Xlinker -z -Xlinker relro -Xlinker -z -Xlinker now
+	-Xlinker --gc-sections -Xlinker --icf=all -Xlinker --as-needed -Xlinker -z -Xlinker relro -Xlinker -z -Xlinker now
 RELEASEPRODUCTS := bgtaskd bgtaskd-launcher bgtaskctl bgtaskd-focus
+# The daemon is optimized for speed (-O); the programs that are not the daemon for size (-Osize).
+SIZEPRODUCTS   := bgtaskd-launcher bgtaskctl bgtaskd-focus
 # Where the toolchain keeps the Swift runtime's shared libraries (copied into $(PKGLIBDIR) by install).
 SWIFTRUNTIME   ?= $(shell dirname "$$(readlink -f "$$(command -v $(SWIFT))")")/../lib/swift/linux
 
@@ -125,8 +128,9 @@ man/build/%: man/%.scd
 # The programs a device runs, with the Swift runtime linked in (no toolchain needed there).
 release: deps release-build
 release-build:
-	for p in $(RELEASEPRODUCTS); do \
-		$(SWIFT) build $(RELEASEFLAGS) --product $$p || exit 1; done
+	$(SWIFT) build $(RELEASEFLAGS) --product bgtaskd
+	for p in $(SIZEPRODUCTS); do \
+		$(SWIFT) build $(RELEASEFLAGS) -Xswiftc -Osize --product $$p || exit 1; done
 
 # `make release install PREFIX=/usr DESTDIR=/tmp/root`. Units name /usr/bin: with another PREFIX,
 # ExecStart= is rewritten to match.

@@ -1,5 +1,4 @@
-import BGTaskModel
-public import BGTaskCore
+public import BGTaskModel
 
 /// One `NAME=value` of `Environment=`.
 public struct EnvironmentVariable: Hashable, Sendable, CustomStringConvertible {

@@ -1,4 +1,4 @@
-import BGTaskCore
+import BGTaskModel
 
 #if canImport(Glibc)
 import Glibc

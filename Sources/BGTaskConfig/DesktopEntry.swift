@@ -1,5 +1,3 @@
-import BGTaskCore
-
 #if canImport(Glibc)
 import Glibc
 #endif

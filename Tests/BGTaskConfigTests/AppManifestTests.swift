@@ -1,5 +1,5 @@
 import BGTaskConfig
-import BGTaskCore
+import BGTaskModel
 import Foundation
 import Testing
 

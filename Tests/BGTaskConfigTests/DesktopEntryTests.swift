@@ -1,5 +1,5 @@
 import BGTaskConfig
-import BGTaskCore
+import BGTaskModel
 import Testing
 
 /// A minimal valid entry, with `extra` lines appended to [Desktop Entry].
