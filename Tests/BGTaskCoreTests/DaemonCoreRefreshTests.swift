@@ -158,11 +158,11 @@ import Testing
         c.feed(.wallDeadlineReached)
         let all = c.inputs.flatMap(\.decisions).joined(separator: "\n")
         #expect(all.contains("Low Power Mode on") && all.contains("Reason.lowPowerMode") && all.contains("Reason.taskScheduled"))
-        let (_, difference) = CoreReplay.run(CoreRecording(start: c.startValue, inputs: c.inputs, dropped: 0))
+        let (_, difference) = CoreReplay.run(CoreRecording(start: c.startValue, inputs: c.inputs))
         #expect(difference == nil)
         // Replayed on another day, the same inputs decide otherwise: the wall clock is an input.
         var shifted = c.inputs
         for i in shifted.indices { shifted[i].realtimeUSec -= 86_400_000_000 }
-        #expect(CoreReplay.run(CoreRecording(start: c.startValue, inputs: shifted, dropped: 0)).difference != nil)
+        #expect(CoreReplay.run(CoreRecording(start: c.startValue, inputs: shifted)).difference != nil)
     }
 }
