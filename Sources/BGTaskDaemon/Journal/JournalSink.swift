@@ -94,7 +94,7 @@ public final class JournalSink: Sendable {
     private let essentialCapacity: Int
     private let batch = Mutex(Batch())
     /// Wakes the writer `batchWindow` after a batch's first entry (a timerfd: arming it wakes nobody).
-    private let batchTimer: JournalBatchTimer
+    private let batchTimer: QuietTimer
     /// Detail entries queued or being written.
     private let pending = Atomic<Int>(0)
     /// Essential entries queued or being written.
@@ -119,7 +119,7 @@ public final class JournalSink: Sendable {
         self.identifier = identifier
         self.capacity = capacity
         self.essentialCapacity = essentialCapacity
-        batchTimer = JournalBatchTimer(queue: queue, window: Self.batchWindow)
+        batchTimer = QuietTimer(queue: queue, window: Self.batchWindow)
         if let destination {
             self.destination = destination
         } else {

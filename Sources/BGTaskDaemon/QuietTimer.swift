@@ -6,13 +6,14 @@ import Synchronization
 import Glibc
 #endif
 
-/// The journal sink's batch window: `arm()` makes `fire` run on `queue` `window` later. A timerfd
-/// watched by one Dispatch read source made at start-up: arming it is one `timerfd_settime` on the
-/// arming thread and wakes no thread until it expires. A Dispatch timer armed per batch (`asyncAfter`)
-/// first wakes libdispatch's event thread (an eventfd write) to register the timer — at the end of the
-/// daemon's turn, just when a reply or a resumed app should have the CPU. Without a timerfd (none left)
-/// it falls back to that.
-final class JournalBatchTimer: @unchecked Sendable {
+/// A one-shot timer whose arming wakes no thread: `arm()` makes the `fire` given to `start` run on
+/// `queue` `window` later. A timerfd watched by one Dispatch read source made at start-up: arming it is
+/// one `timerfd_settime` on the arming thread, and nothing runs until it expires. A Dispatch timer armed
+/// each time (`asyncAfter`) first wakes libdispatch's event thread (an eventfd write) to register it —
+/// at the end of the daemon's turn, just when a reply or a resumed app should have the CPU. Used for the
+/// journal sink's batch window and the energy accounts' save. Without a timerfd (none left) it falls
+/// back to `asyncAfter`.
+final class QuietTimer: @unchecked Sendable {
     // @unchecked: `source` (a Dispatch source: its methods may be called from any thread) is set once in
     // `init` and only given its handlers and resumed in `start`; the rest is immutable or a Mutex.
     private let fd: Int32
