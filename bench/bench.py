@@ -609,9 +609,10 @@ def rows_calls(t: Table, res: dict, a):
     rep = "/".join(str(x) for x in rtt_d["reply_bytes"])
     unpinned = round_ratios(rtt_d["rounds"], rtt_e["rounds"])
     res["rtt_ratios_unpinned"] = unpinned
-    um = statistics.median(unpinned) if unpinned else float("nan")
+    # Unpinned, each round's ratio follows where the scheduler put each end (~2× or ~5×: bimodal), so
+    # the target is judged on the pinned rows below, as the issue asks (one CPU and two).
     t.add(1, f"call round trip, sequential (Begin/End {req} B → {rep} B), median, unpinned", fmt_us(dm),
-          f"bare echo (epoll): {fmt_us(em)}", ratio_of_rounds(unpinned), "≤ 2×", verdict(um <= 2))
+          f"bare echo (epoll): {fmt_us(em)}", ratio_of_rounds(unpinned), "(placement)", "")
     t.add("", "  p99", fmt_us(dp), f"bare echo (epoll): {fmt_us(ep)}", ratio(dp, ep))
     for mode, what in (("one", "client and server pinned to one CPU"), ("two", "pinned to two CPUs (server 0, client 1)")):
         ours, base = (res.get("rtt_pinned") or {}).get(f"{mode}_bgtaskd"), (res.get("rtt_pinned") or {}).get(f"{mode}_echo")
