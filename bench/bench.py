@@ -105,6 +105,23 @@ def verdict(ok: bool | None) -> str:
     return "n/a" if ok is None else ("yes" if ok else "NO")
 
 
+def round_ratios(ours: list[float], base: list[float]) -> list[float]:
+    """Per-round ratios: round i's figure of bgtaskd over the baseline's of the same round (measured
+    moments apart, in alternating order)."""
+    return [o / b for o, b in zip(ours, base) if b and o == o and b == b]
+
+
+def ratio_of_rounds(ratios: list[float], percent: bool = False) -> str:
+    """The median of per-round ratios and their spread (lowest–highest): a ratio that two runs on a
+    loaded machine agree on, where a ratio of two medians taken at different moments is not."""
+    if not ratios:
+        return "n/a"
+    m, lo, hi = statistics.median(ratios), min(ratios), max(ratios)
+    if percent:
+        return f"{100 * m:.0f}% ({100 * lo:.0f}–{100 * hi:.0f}%, {len(ratios)} rounds)"
+    return f"{m:.2f}× ({lo:.2f}–{hi:.2f}, {len(ratios)} rounds)"
+
+
 # MARK: machine
 
 
@@ -516,13 +533,13 @@ def rows_calls(t: Table, res: dict, a):
                        "journal_echo": j.path, "python": p.path}
             jpid = journald_pid()
             jcpu = {"ns": 0, "calls": 0}
-            rtt = {k: {"begin_ns": [], "end_ns": [], "errors": 0, "denied": 0} for k in targets}
+            rtt = {k: {"begin_ns": [], "end_ns": [], "errors": 0, "denied": 0, "rounds": []} for k in targets}
             thr = {k: [] for k in targets}
             thr["bgtaskd_every_entry"] = []
             switches = 0
             cpu = {"ns": 0, "calls": 0}
-            for _ in range(rounds):
-                for k, path in targets.items():
+            for i in range(rounds):
+                for k, path in targets.items() if i % 2 == 0 else reversed(targets.items()):
                     settle_journald(3)
                     n = pairs // 3 if k == "python" else pairs
                     c0 = cpu_ns(d.pid)
@@ -532,34 +549,19 @@ def rows_calls(t: Table, res: dict, a):
                         cpu["calls"] += 2 * (n + 200)
                     for f in ("begin_ns", "end_ns"):
                         rtt[k][f] += r[f]
+                    rtt[k]["rounds"].append(statistics.median(us(r["begin_ns"] + r["end_ns"])))
                     for f in ("errors", "denied"):
                         rtt[k][f] += r[f]
                     rtt[k]["request_bytes"], rtt[k]["reply_bytes"] = r["request_bytes"], r["reply_bytes"]
-            # Row 1 pinned: client and server on one CPU, then on two (server on CPU 0, client on CPU 1),
-            # so each ratio compares like with like instead of the scheduler's mix.
-            pinned = {(mode, k): [] for mode in ("one", "two") for k in ("bgtaskd", "echo")}
-            pinned_cpu = {"one": {"ns": 0, "calls": 0}, "two": {"ns": 0, "calls": 0}}
-            if len(os.sched_getaffinity(0)) >= 2:
-                everything = os.sched_getaffinity(0)
-                for _ in range(rounds // 2):
-                    for mode, client_cpu in (("one", 0), ("two", 1)):
-                        for k, pid, path in (("bgtaskd", d.pid, d.socket), ("echo", e.proc.pid, e.path)):
-                            settle_journald(3)
-                            pin_process(pid, {0})
-                            c0 = cpu_ns(d.pid)
-                            r = tool("rtt", "--socket", path, "--app", apps[0], "--pairs", str(pairs), "--warmup",
-                                     "200", cpu=client_cpu)
-                            if k == "bgtaskd":
-                                pinned_cpu[mode]["ns"] += cpu_ns(d.pid) - c0
-                                pinned_cpu[mode]["calls"] += 2 * (pairs + 200)
-                            pin_process(pid, everything)
-                            pinned[(mode, k)] += r["begin_ns"] + r["end_ns"]
-            res["rtt_pinned"] = {f"{mode}_{k}": statistics.median(us(v)) if v else None
-                                 for (mode, k), v in pinned.items()}
-            res["rtt_pinned_cpu_us"] = {m: c["ns"] / c["calls"] / 1000 if c["calls"] else None
-                                        for m, c in pinned_cpu.items()}
-            for _ in range(max(2, rounds // 2)):
-                for k, path in [*targets.items(), ("bgtaskd_every_entry", d2.socket)]:
+            pinned_rounds(res, d, e, apps[0], a)
+            # Throughput rounds take turns too, in reverse order every other round: each round's
+            # bgtaskd / bare echo ratio compares two figures taken seconds apart.
+            for i in range(3 if a.quick else 5):
+                # Row 2b's pair (the journaling echo, then the daemon journaling every call) side by side:
+                # both are bound by journald's pace, which moves most of all.
+                order = [*((k, v) for k, v in targets.items() if k != "journal_echo"),
+                         ("journal_echo", targets["journal_echo"]), ("bgtaskd_every_entry", d2.socket)]
+                for k, path in order if i % 2 == 0 else reversed(order):
                     settle_journald(3)
                     before = switches_by_thread(d.pid) if k == "bgtaskd" else None
                     j0 = cpu_ns(jpid) if jpid and k == "bgtaskd" else 0
@@ -608,16 +610,21 @@ def rows_calls(t: Table, res: dict, a):
                   "request_bytes": rtt_d["request_bytes"], "reply_bytes": rtt_d["reply_bytes"]}
     req = "/".join(str(x) for x in rtt_d["request_bytes"])
     rep = "/".join(str(x) for x in rtt_d["reply_bytes"])
-    t.add(1, f"call round trip, sequential (Begin/End {req} B → {rep} B), median", fmt_us(dm),
-          f"bare echo (epoll): {fmt_us(em)}", ratio(dm, em), "≤ 2×", verdict(dm <= 2 * em))
+    unpinned = round_ratios(rtt_d["rounds"], rtt_e["rounds"])
+    res["rtt_ratios_unpinned"] = unpinned
+    # Unpinned, each round's ratio follows where the scheduler put each end (~2× or ~5×: bimodal), so
+    # the target is judged on the pinned rows below, as the issue asks (one CPU and two).
+    t.add(1, f"call round trip, sequential (Begin/End {req} B → {rep} B), median, unpinned", fmt_us(dm),
+          f"bare echo (epoll): {fmt_us(em)}", ratio_of_rounds(unpinned), "(placement)", "")
     t.add("", "  p99", fmt_us(dp), f"bare echo (epoll): {fmt_us(ep)}", ratio(dp, ep))
     for mode, what in (("one", "client and server pinned to one CPU"), ("two", "pinned to two CPUs (server 0, client 1)")):
-        ours, base = res["rtt_pinned"].get(f"{mode}_bgtaskd"), res["rtt_pinned"].get(f"{mode}_echo")
-        if ours and base:
+        ours, base = (res.get("rtt_pinned") or {}).get(f"{mode}_bgtaskd"), (res.get("rtt_pinned") or {}).get(f"{mode}_echo")
+        ratios = (res.get("rtt_pinned_ratios") or {}).get(mode) or []
+        if ours and base and ratios:
             cpu_call = res["rtt_pinned_cpu_us"][mode]
             t.add("", f"  median, {what}; daemon CPU {fmt_us(cpu_call)}/call", fmt_us(ours),
-                  f"bare echo (epoll), pinned the same: {fmt_us(base)}", ratio(ours, base), "≤ 2×",
-                  verdict(ours <= 2 * base))
+                  f"bare echo (epoll), pinned the same: {fmt_us(base)}", ratio_of_rounds(ratios), "≤ 2×",
+                  verdict(statistics.median(ratios) <= 2))
     t.add("", "  median", fmt_us(dm), f"echo, epoll thread + queue.sync (the daemon's loop): {fmt_us(ym)}", ratio(dm, ym))
     t.add("", "    (that echo itself against the bare echo)", fmt_us(ym), f"bare echo (epoll): {fmt_us(em)}", ratio(ym, em))
     t.add("", "    (echo on one Dispatch source, the alternative loop)", fmt_us(xm), f"bare echo (epoll): {fmt_us(em)}",
@@ -631,9 +638,11 @@ def rows_calls(t: Table, res: dict, a):
                          "journal_echo": thr_je, "bgtaskd_every_entry": thr_d2,
                          "python": thr_p}
     d_rate, e_rate = thr_d["calls_per_s"], thr_e["calls_per_s"]
+    thr_ratios = round_ratios(thr_d["rounds"], thr_e["rounds"])
+    res["throughput_ratios"] = thr_ratios
     t.add(2, "throughput, 64 clients (1 connection each, sequential pairs)", fmt_rate(d_rate),
-          f"bare echo (epoll): {fmt_rate(e_rate)}", f"{100 * d_rate / e_rate:.0f}%", "≥ 50%",
-          verdict(d_rate >= 0.5 * e_rate))
+          f"bare echo (epoll): {fmt_rate(e_rate)}", ratio_of_rounds(thr_ratios, percent=True), "≥ 50%",
+          verdict(bool(thr_ratios) and statistics.median(thr_ratios) >= 0.5))
     t.add("", "", fmt_rate(d_rate), f"echo, epoll thread + queue.sync (the daemon's loop): {fmt_rate(thr_se['calls_per_s'])}",
           f"{100 * d_rate / thr_se['calls_per_s']:.0f}%")
     t.add("", "", fmt_rate(d_rate), f"echo on one Dispatch source: {fmt_rate(thr_de['calls_per_s'])}",
@@ -646,13 +655,56 @@ def rows_calls(t: Table, res: dict, a):
     t.add("", "", fmt_rate(d_rate), f"Python varlink ThreadingServer: {fmt_rate(thr_p['calls_per_s'])}",
           f"{100 * d_rate / thr_p['calls_per_s']:.0f}%")
     d2_rate, je_rate = thr_d2["calls_per_s"], thr_je["calls_per_s"]
+    every_ratios = round_ratios(thr_d2["rounds"], thr_je["rounds"])
+    res["throughput_every_entry_ratios"] = every_ratios
     t.add("2b", "throughput, 64 clients, journal budget raised: every grant/end an entry", fmt_rate(d2_rate),
-          f"bare echo + one journal entry per call: {fmt_rate(je_rate)}", f"{100 * d2_rate / je_rate:.0f}%", "≥ 90%",
-          verdict(d2_rate >= 0.9 * je_rate))
+          f"bare echo + one journal entry per call: {fmt_rate(je_rate)}", ratio_of_rounds(every_ratios, percent=True),
+          "≥ 90%", verdict(bool(every_ratios) and statistics.median(every_ratios) >= 0.9))
     if thr_d["errors"] or thr_d["denied"]:
         t.notes.append(f"row 2: bgtaskd answered {thr_d['errors']} errors, {thr_d['denied']} denials")
     if thr_d2["errors"] or thr_d2["denied"]:
         t.notes.append(f"row 2b: bgtaskd answered {thr_d2['errors']} errors, {thr_d2['denied']} denials")
+
+
+def pinned_rounds(res: dict, d: Daemon, e: Server, app: str, a):
+    """Row 1 pinned: the daemon and the bare echo each pinned to CPU 0, the client to CPU 0 (one CPU: each
+    round trip two switches there) or to CPU 1 (two CPUs: two cross-CPU wake-ups), in short rounds that
+    take turns (bgtaskd first in even rounds, the echo first in odd ones), each after a warm-up. The ratio
+    is the median of the per-round ratios: the host's cross-CPU wake-up drifts over seconds (the echo's
+    own round trip moved 26–49 µs between runs), and a round's two figures share that moment."""
+    n_rounds = 6 if a.quick else 12
+    pairs = 300 if a.quick else 500
+    samples = {(mode, k): [] for mode in ("one", "two") for k in ("bgtaskd", "echo")}
+    per_round = {(mode, k): [] for mode in ("one", "two") for k in ("bgtaskd", "echo")}
+    cpu = {"one": {"ns": 0, "calls": 0}, "two": {"ns": 0, "calls": 0}}
+    if len(os.sched_getaffinity(0)) < 2:
+        return
+    everything = os.sched_getaffinity(0)
+    servers = [("bgtaskd", d.pid, d.socket), ("echo", e.proc.pid, e.path)]
+    try:
+        for pid in (d.pid, e.proc.pid):
+            pin_process(pid, {0})
+        for i in range(n_rounds):
+            for mode, client_cpu in (("one", 0), ("two", 1)):
+                for k, pid, path in servers if i % 2 == 0 else reversed(servers):
+                    settle_journald(3)
+                    c0 = cpu_ns(d.pid)
+                    r = tool("rtt", "--socket", path, "--app", app, "--pairs", str(pairs), "--warmup", "200",
+                             cpu=client_cpu)
+                    if k == "bgtaskd":
+                        cpu[mode]["ns"] += cpu_ns(d.pid) - c0
+                        cpu[mode]["calls"] += 2 * (pairs + 200)
+                    v = us(r["begin_ns"] + r["end_ns"])
+                    samples[(mode, k)] += v
+                    per_round[(mode, k)].append(statistics.median(v))
+    finally:
+        for pid in (d.pid, e.proc.pid):
+            pin_process(pid, everything)
+    res["rtt_pinned"] = {f"{mode}_{k}": statistics.median(v) if v else None for (mode, k), v in samples.items()}
+    res["rtt_pinned_rounds"] = {f"{mode}_{k}": v for (mode, k), v in per_round.items()}
+    res["rtt_pinned_ratios"] = {mode: round_ratios(per_round[(mode, "bgtaskd")], per_round[(mode, "echo")])
+                                for mode in ("one", "two")}
+    res["rtt_pinned_cpu_us"] = {m: c["ns"] / c["calls"] / 1000 if c["calls"] else None for m, c in cpu.items()}
 
 
 def row_recording(t: Table, res: dict, a):
@@ -911,13 +963,19 @@ def row_freeze(t: Table, res: dict, a):
               ratio(ours[1], raw_busy[1]))
     if "warning" in out.stderr:
         t.notes.append("row 5: " + out.stderr.strip().splitlines()[-1])
-    row_resume(t, res, a)
 
 
 def row_resume(t: Table, res: dict, a):
     """Row 5b: bench/resume_latency.py: Foreground of a suspended app → the app read did-become-active."""
-    out = subprocess.run([sys.executable, str(REPO / "bench" / "resume_latency.py"), "--count", "40" if a.quick else "100"],
+    samples_file = tempfile.mktemp(prefix="bgtaskd-bench-resume-", suffix=".json", dir="/tmp")
+    out = subprocess.run([sys.executable, str(REPO / "bench" / "resume_latency.py"), "--count", "40" if a.quick else "300",
+                          "--samples", samples_file],
                          capture_output=True, text=True, env=dict(os.environ, BGTASKD_BIN_DIR=str(BIN)), timeout=600)
+    try:
+        samples = json.loads(Path(samples_file).read_text())
+        os.unlink(samples_file)
+    except (OSError, ValueError):
+        samples = {"bgtaskd": [], "raw": []}
     figures = {}
     for line in out.stdout.splitlines():
         m = re.match(r"(.*?)\s+n=(\d+)\s+median\s+(\d+) µs\s+p99\s+(\d+) µs\s+max\s+(\d+) µs", line)
@@ -930,10 +988,17 @@ def row_resume(t: Table, res: dict, a):
         why = (out.stderr.strip().splitlines() or ["no output"])[-1]
         t.add("5b", "resume: Foreground of a suspended app → it read did-become-active", "not measured", why)
         return
+    # Each resume is followed by a raw one moments later: rounds of 10 such pairs, the ratio of each
+    # round's medians, and the median of those (a burst of load lands in one round, not in the figure).
+    m, b = samples["bgtaskd"], samples["raw"]
+    per_round = [statistics.median(m[i:i + 10]) / statistics.median(b[i:i + 10])
+                 for i in range(0, min(len(m), len(b)) - 9, 10)]
+    res["resume"]["round_ratios"] = per_round
     t.add("5b", f"resume: Foreground of a suspended app → it read did-become-active, median / p99 (n={ours[0]})",
           f"{fmt_us(ours[1])} / {fmt_us(ours[2])}",
           f"raw cgroup.freeze 0 + one socket hop → read: {fmt_us(raw[1])} / {fmt_us(raw[2])}",
-          ratio(ours[1], raw[1]), "≤ 1.5×", verdict(ours[1] <= 1.5 * raw[1]))
+          ratio_of_rounds(per_round) if per_round else ratio(ours[1], raw[1]), "≤ 1.5×",
+          verdict((statistics.median(per_round) if per_round else ours[1] / raw[1]) <= 1.5))
 
 
 def row_locks(t: Table, res: dict, a):
@@ -1117,7 +1182,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="smaller counts (a smoke run, ~1 minute)")
     ap.add_argument("--json", help="also write every figure to this file")
-    ap.add_argument("--only", help="comma-separated rows to run (1 and 2 run together; 4 needs 1/2 for idle)")
+    ap.add_argument("--only", help="comma-separated rows to run (1 and 2 run together; 4 needs 1/2 for idle; "
+                                   "5 is the freezer and resume, 5b the resume alone)")
     a = ap.parse_args()
     for p in (DAEMON, TOOL):
         if not os.access(p, os.X_OK):
@@ -1127,7 +1193,7 @@ def main():
     only = set(a.only.split(",")) if a.only else {"1", "r", "2", "3", "4", "5", "6", "7", "8", "W"}
     t, res = Table(), {"machine": machine()}
     started = time.monotonic()
-    steps = [("12", rows_calls), ("1r", row_recording), ("3", row_deadlines), ("4", row_scale), ("5", row_freeze), ("6", row_startup),
+    steps = [("12", rows_calls), ("1r", row_recording), ("3", row_deadlines), ("4", row_scale), ("5", row_freeze), (("5", "5b"), row_resume), ("6", row_startup),
              ("7", row_locks), ("8", row_bytes), ("W", row_wakes)]
     for rows, fn in steps:
         if not only & set(rows):

@@ -10,12 +10,13 @@
 
 Both subjects are the same small Python program (the same interpreter's cost on both sides).
 Needs root, a cgroup2 mount, journald, and the binaries (BGTASKD_BIN_DIR, default .build/release).
-Usage: sudo python3 bench/resume_latency.py [--count 100]
+Usage: sudo python3 bench/resume_latency.py [--count 100] [--warmup 5] [--samples FILE]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import signal
@@ -83,6 +84,8 @@ while True:
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--count", type=int, default=100)
+    parser.add_argument("--warmup", type=int, default=5, help="resumes of each kind first, not counted")
+    parser.add_argument("--samples", help="also write both lists of samples (µs, in the order taken) as JSON here")
     args = parser.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("needs root (cgroups)")
@@ -115,7 +118,7 @@ def main():
             foreground = (b'{"method":"io.bgtaskd.Manager.Foreground","parameters":{"appId":"' + app_id.encode()
                           + b'"}}\0')
             freeze = os.path.join(raw_cg, "cgroup.freeze")
-            for _ in range(args.count):
+            for _ in range(args.warmup + args.count):
                 # bgtaskd: background, acknowledged, suspended and frozen; then the tap.
                 m.call("Background", appId=app_id)
                 try:
@@ -153,6 +156,10 @@ def main():
             raw.wait()
             ours.close()
     reports.close()
+    # The warm-up resumes (first page faults, the first journal entries) are not counted.
+    measured, baseline = measured[args.warmup:], baseline[args.warmup:]
+    if args.samples:
+        Path(args.samples).write_text(json.dumps({"bgtaskd": measured, "raw": baseline}))
     print(f"resume latency, a lifecycle-aware Python app, {os.cpu_count()} CPUs, kernel {os.uname().release}")
     print(describe("bgtaskd: Foreground → app read did-become-active", measured))
     print(describe("raw: cgroup.freeze 0 + one socket message → read", baseline))

@@ -35,6 +35,15 @@ extension LifecycleMachine {
         reply(.ok)
     }
 
+    /// Whether ``controlCallReceived(caller:groups:)`` needs `caller`'s supplementary groups to decide:
+    /// only for a caller that is not root, with a `ControlGroup=` configured that is not its primary
+    /// group. Otherwise the answer is the same for any groups, and the shell need not read them
+    /// (`/proc/PID/status`: four system calls per control call) and feeds `[]`.
+    public func controlCallNeedsGroups(_ caller: Caller) -> Bool {
+        guard caller.uid != 0, let group = config.controlGroup else { return false }
+        return caller.gid != group
+    }
+
     /// A control call: root, or a member (primary or supplementary group) of `ControlGroup=`.
     mutating func controlCallReceived(caller: Caller, groups: [UInt32]) {
         if caller.uid == 0 { return reply(.ok) }

@@ -106,10 +106,12 @@ extension DaemonService {
     var lifecycle: LifecycleMachine { machine }
 
     /// Control methods: the core decides (root, or a member of `ControlGroup=`) on the caller's credentials
-    /// and its supplementary groups, read from /proc at call time; a refused request is failed.
+    /// and its supplementary groups, read from /proc at call time when the core says they can change
+    /// its answer (not for root, nor without `ControlGroup=`); a refused request is failed.
     func mayControl(_ request: VarlinkRequest) -> Bool {
         let peer = request.peer
-        return permitted(.controlCallReceived(caller: peer.caller, groups: ProcessInfoReader.supplementaryGroups(pid: peer.pid)), request)
+        let groups = core.controlCallNeedsGroups(peer.caller) ? ProcessInfoReader.supplementaryGroups(pid: peer.pid) : []
+        return permitted(.controlCallReceived(caller: peer.caller, groups: groups), request)
     }
 
     /// Sentences on what, beside the recorded decisions, decides the app's fate (for Explain).

@@ -96,6 +96,11 @@ public struct EnergyLedger: Sendable {
     private var marks: [AppID: Int64] = [:]
     /// Apps whose period began but whose usage has not been fed yet.
     private var opening: Set<AppID> = []
+    /// Apps whose period is ending with their suspension (their usage not fed yet).
+    private var suspending: Set<AppID> = []
+    /// The usage read when each suspended app's period ended: a resume from that suspension begins its
+    /// period there without a new reading (the app was frozen since); any other decision of the app drops it.
+    private var atSuspension: [AppID: Int64] = [:]
 
     /// A ledger that continues `accounts` (from the state directory; empty on a first start).
     public init(accounts: [AppID: EnergyAccount] = [:]) {
@@ -115,11 +120,18 @@ public struct EnergyLedger: Sendable {
             add(wake, to: app, at: realtime)
         }
         let open = marks[app] != nil || opening.contains(app)
+        let suspendedUsage = atSuspension.removeValue(forKey: app)
         if state == .background, let previous, previous != .background, !open {
+            if previous == .suspended, let suspendedUsage {
+                // The resume's reading would be the suspension's: the resumed app has not run yet.
+                marks[app] = suspendedUsage
+                return nil
+            }
             opening.insert(app)
             return .periodBegins
         }
         if open, state != .background || d.kind == .terminate {
+            if state == .suspended, d.kind != .terminate { suspending.insert(app) }
             return .periodEnds
         }
         return nil
@@ -138,6 +150,7 @@ public struct EnergyLedger: Sendable {
             return nil
         case .periodEnds:
             opening.remove(app)
+            if suspending.remove(app) != nil, let usage { atSuspension[app] = usage }
             guard let mark = marks.removeValue(forKey: app), let usage else { return nil }
             // A counter that went backwards belongs to a new cgroup or process: nothing is known of the period.
             let used = Swift.max(0, usage - mark)

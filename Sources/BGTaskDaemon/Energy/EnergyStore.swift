@@ -58,8 +58,10 @@ enum EnergyJSON {
 
 /// Keeps the energy accounts in `energy.json` in the state directory, written as ``StateStore`` writes
 /// (temporary file, fsync, rename, fsync of the directory: a `kill -9` leaves the old file or the new one)
-/// on a private queue, so that no fsync stalls the daemon's queue. Saves made while a write is under way
-/// are written together by the next one.
+/// on a private queue, so that no fsync stalls the daemon's queue. A save starts its write `saveWindow`
+/// later (a ``QuietTimer``: the save itself wakes no thread, so a resume's save does not compete with the
+/// resumed app for a CPU); saves made meanwhile, or while a write is under way, are written together by
+/// the next one. The daemon's exit writes the last accounts at once (``EnergyAccounting/flush()``).
 final class EnergyStore: @unchecked Sendable {
     // @unchecked: the mutable properties are used only on `queue`.
     let directory: String
@@ -69,6 +71,12 @@ final class EnergyStore: @unchecked Sendable {
     private let ioQueue = DispatchQueue(label: "bgtaskd.energy-writer")
     private var latest: [UInt8]?
     private var writing = false
+    private var saveArmed = false
+    /// The accounts of the last save, not yet encoded (until the save window ends).
+    private var unsaved: [AppID: EnergyAccount]?
+    private var logFailure: (@Sendable (String) -> Void)?
+    private let saveTimer: QuietTimer
+    static let saveWindow: DispatchTimeInterval = .milliseconds(100)
     /// Writes done (for tests).
     private(set) var writes = 0
 
@@ -79,6 +87,18 @@ final class EnergyStore: @unchecked Sendable {
         self.path = directory + "/" + Self.fileName
         self.temporaryPath = directory + "/." + Self.fileName + ".tmp"
         self.queue = queue
+        saveTimer = QuietTimer(queue: queue, window: Self.saveWindow)
+        saveTimer.start { [weak self] in
+            guard let self, self.saveArmed, let accounts = self.unsaved, let logFailure = self.logFailure else { return }
+            self.saveArmed = false
+            self.unsaved = nil
+            // Encoded here, off the turn that saved (a resume's), not on it.
+            var bytes: [UInt8] = []
+            EnergyJSON.encode(accounts).write(into: &bytes)
+            bytes.append(UInt8(ascii: "\n"))
+            self.latest = bytes
+            self.startWrite(logFailure)
+        }
     }
 
     /// The saved accounts; none on a first start. A file that cannot be read back is moved aside.
@@ -96,11 +116,12 @@ final class EnergyStore: @unchecked Sendable {
 
     func save(_ accounts: [AppID: EnergyAccount], logFailure: @escaping @Sendable (String) -> Void) {
         dispatchPrecondition(condition: .onQueue(queue))
-        var bytes: [UInt8] = []
-        EnergyJSON.encode(accounts).write(into: &bytes)
-        bytes.append(UInt8(ascii: "\n"))
-        latest = bytes
-        startWrite(logFailure)
+        unsaved = accounts
+        self.logFailure = logFailure
+        if !saveArmed {
+            saveArmed = true
+            saveTimer.arm()
+        }
     }
 
     private func startWrite(_ logFailure: @escaping @Sendable (String) -> Void) {

@@ -93,6 +93,8 @@ public final class JournalSink: Sendable {
     private let capacity: Int
     private let essentialCapacity: Int
     private let batch = Mutex(Batch())
+    /// Wakes the writer `batchWindow` after a batch's first entry (a timerfd: arming it wakes nobody).
+    private let batchTimer: QuietTimer
     /// Detail entries queued or being written.
     private let pending = Atomic<Int>(0)
     /// Essential entries queued or being written.
@@ -117,11 +119,13 @@ public final class JournalSink: Sendable {
         self.identifier = identifier
         self.capacity = capacity
         self.essentialCapacity = essentialCapacity
+        batchTimer = QuietTimer(queue: queue, window: Self.batchWindow)
         if let destination {
             self.destination = destination
         } else {
             self.destination = access("/run/systemd/journal/socket", F_OK) == 0 ? .journal : .stderr
         }
+        batchTimer.start { [weak self] in self?.writeBatch() }
     }
 
     /// Flow control: `congested` runs (on the sending thread) when the queue fills to three quarters,
@@ -218,7 +222,7 @@ public final class JournalSink: Sendable {
     static let batchWindow: DispatchTimeInterval = .microseconds(500)
 
     private func wakeWriter() {
-        queue.asyncAfter(deadline: .now() + Self.batchWindow) { [self] in writeBatch() }
+        batchTimer.arm()
     }
 
     /// Waits until every queued entry was written (tests, shutdown).
