@@ -69,7 +69,8 @@ let package = Package(
                 "BGTaskFocus", "CWlrToplevel", "BGTaskClientCore", "BGTaskProtocol", "BGTaskModel", "BGTaskCommandLine",
             ]
         ),
-        // The daemons' command line (long options with values, --help, --version), without ArgumentParser.
+        // The programs' command lines (long options with values, --help, --version; bgtaskctl's verbs:
+        // VerbLine), without ArgumentParser, which would link FoundationEssentials (docs/performance.md row 8).
         .target(name: "BGTaskCommandLine"),
         .executableTarget(
             name: "bgtaskd",

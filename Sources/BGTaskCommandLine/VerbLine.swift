@@ -2,7 +2,7 @@
 /// parsed it, without its FoundationEssentials: options and arguments in any order, `--name VALUE`,
 /// `--name=VALUE`, `-n VALUE`, `-nVALUE`, flags, `--` (the rest are arguments), a verb whose last argument
 /// captures everything from its first argument or unknown option on (`log`, `hold`), `--help`/`-h` per verb,
-/// `help VERB`, `--version`. Usage errors are worded as ArgumentParser worded them.
+/// `help VERB`, `--version` (also after the verb). Usage errors are worded as ArgumentParser worded them.
 public struct VerbLine: Sendable {
     /// A positional argument.
     public struct Argument: Sendable {
@@ -123,6 +123,7 @@ public struct VerbLine: Sendable {
                 continue
             }
             if a == "-h" || a == "--help" { return .failure(.help(help(verb))) }
+            if a == "--version" { return .failure(.help(version + "\n")) }
             if a == "--" {
                 if verb.passthrough { capture(); break }
                 onlyArguments = true
@@ -141,7 +142,9 @@ public struct VerbLine: Sendable {
                     return .failure(.usage("Unknown option '\(a)'"))
                 }
                 if option.isFlag {
-                    guard value == nil else { return .failure(.usage("Unknown option '\(a)'")) }
+                    if let value {
+                        return .failure(.usage("The option '--\(option.name)' does not take any value, but '\(value)' was specified."))
+                    }
                     parsed.options[option.name] = "true"
                     i += 1
                     continue
@@ -198,8 +201,10 @@ public struct VerbLine: Sendable {
 
     /// The usage error for a value that is not one of `choices`, as ArgumentParser words it.
     public static func invalidValue(_ value: String, for spelling: String, oneOf choices: [String]) -> Stop {
-        let listed = choices.count < 2 ? choices.map { "'\($0)'" }.joined()
-            : choices.dropLast().map { "'\($0)'" }.joined(separator: ", ") + " and '\(choices[choices.count - 1])'"
+        // ArgumentParser's words: 'on' and 'off'; 'on', 'unmetered' or 'off'.
+        let quoted = choices.map { "'\($0)'" }
+        let listed = quoted.count < 2 ? quoted.joined()
+            : quoted.dropLast().joined(separator: ", ") + (quoted.count == 2 ? " and " : " or ") + quoted[quoted.count - 1]
         return .usage("The value '\(value)' is invalid for '\(spelling)'. Please provide one of \(listed).")
     }
 
@@ -238,7 +243,7 @@ public struct VerbLine: Sendable {
             let names = o.shortNames.map { "-\($0), " }.joined() + o.spelling
             text += Self.row(names, o.help + (o.defaultValue.map { " (default: \($0))" } ?? ""))
         }
-        text += Self.row("-h, --help", "Show help information.")
+        text += Self.row("--version", "Show the version.") + Self.row("-h, --help", "Show help information.")
         return text
     }
 

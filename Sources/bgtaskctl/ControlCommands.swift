@@ -199,7 +199,7 @@ struct Refresh: CtlVerb {
             bgtaskctl refresh --global on|unmetered|off
             """,
         options: GlobalOptions.options
-            + [Option("global", help: "The global setting: on, unmetered (only on unmetered networks) or off.", valueName: "global-mode")]
+            + [Option("global", help: "The global setting: on, unmetered (only on unmetered networks) or off.")]
             + JSONOptions.options + LegendOptions.options,
         arguments: [Argument("arguments", help: "The app's ID, then on or off.", repeating: true)])
 
@@ -222,7 +222,7 @@ struct Refresh: CtlVerb {
 
     init(_ p: VerbLine.Parsed) throws(VerbLine.Stop) {
         global = GlobalOptions(p)
-        globalMode = try p.options["global"].map { v throws(VerbLine.Stop) in try choice(v, GlobalMode.self, for: "--global <global-mode>") }
+        globalMode = try p.options["global"].map { v throws(VerbLine.Stop) in try choice(v, GlobalMode.self, for: "--global <global>") }
         arguments = p.arguments
         output = JSONOptions(p)
         legend = LegendOptions(p)

@@ -57,13 +57,15 @@ import Testing
         #expect(usage(["status", "a", "b"]) == "Unexpected argument 'b'")
         #expect(usage(["status", "a", "--bogus"]) == "Unknown option '--bogus'")
         #expect(usage(["status", "a", "-x"]) == "Unknown option '-x'")
-        #expect(usage(["status", "a", "--json=1"]) == "Unknown option '--json=1'")
+        #expect(usage(["status", "a", "--json=1"]) == "The option '--json' does not take any value, but '1' was specified.")
         #expect(usage(["status", "a", "--socket"]) == "Missing value for '--socket <path>'")
         #expect(usage(["status", "a", "-n"]) == "Missing value for '-n <lines>'")
         #expect(usage(["notify"]) == "Missing expected argument '<name>'")
         #expect(usage(["notify", "n", "a", "b"]) == "Unexpected argument 'b'")
         #expect(VerbLine.invalidValue("maybe", for: "<setting>", oneOf: ["on", "off"])
             == .usage("The value 'maybe' is invalid for '<setting>'. Please provide one of 'on' and 'off'."))
+        #expect(VerbLine.invalidValue("x", for: "--global <global>", oneOf: ["on", "unmetered", "off"])
+            == .usage("The value 'x' is invalid for '--global <global>'. Please provide one of 'on', 'unmetered' or 'off'."))
     }
 
     @Test func helpPerVerbAndVersion() throws {
@@ -85,5 +87,14 @@ import Testing
         #expect(try parsed(["log", "a.b", "-h"]).arguments == ["a.b", "-h"])
         #expect(line.parse(["--version"]) == .failure(.help("1.2.3\n")))
         #expect(line.parse(["help", "nope"]) == .failure(.usage("Unexpected argument 'nope'")))
+    }
+}
+
+extension VerbLineTests {
+    @Test func versionAfterTheVerbToo() {
+        #expect(line.parse(["status", "--version"]) == .failure(.help("1.2.3\n")))
+        #expect(line.parse(["hold", "--version"]) == .failure(.help("1.2.3\n")))
+        guard case .failure(.help(let text)) = line.parse(["status", "-h"]) else { Issue.record("no help"); return }
+        #expect(text.hasSuffix("  --version               Show the version.\n  -h, --help              Show help information.\n"))
     }
 }
