@@ -15,7 +15,6 @@ let package = Package(
         .library(name: "BGTaskProtocol", targets: ["BGTaskProtocol"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-collections.git", from: "1.1.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.0"),
@@ -53,7 +52,11 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .target(name: "BGTaskClient", dependencies: ["BGTaskProtocol", "BGTaskModel"]),
+        // The app library without Foundation: BGApplication, scenes, tasks, the scheduler. bgtaskctl and
+        // bgtaskd-focus link only this, so that no program of the package needs FoundationEssentials.
+        .target(name: "BGTaskClientCore", dependencies: ["BGTaskProtocol", "BGTaskModel"]),
+        // What apps import: BGTaskClientCore re-exported, plus BGTaskRequest.earliestBeginDate (a `Date`).
+        .target(name: "BGTaskClient", dependencies: ["BGTaskClientCore"]),
         // SPEC §13, bgtaskd-focus: libwayland-client, the protocol's C glue (wayland-scanner, see
         // protocols/README.md), the pure debounced focus tracker, and the program.
         .systemLibrary(name: "CWayland", pkgConfig: "wayland-client", providers: [.apt(["libwayland-dev"])]),
@@ -63,10 +66,11 @@ let package = Package(
         .executableTarget(
             name: "bgtaskd-focus",
             dependencies: [
-                "BGTaskFocus", "CWlrToplevel", "BGTaskClient", "BGTaskProtocol", "BGTaskModel", "BGTaskCommandLine",
+                "BGTaskFocus", "CWlrToplevel", "BGTaskClientCore", "BGTaskProtocol", "BGTaskModel", "BGTaskCommandLine",
             ]
         ),
-        // The daemons' command line (long options with values, --help, --version), without ArgumentParser.
+        // The programs' command lines (long options with values, --help, --version; bgtaskctl's verbs:
+        // VerbLine), without ArgumentParser, which would link FoundationEssentials (docs/performance.md row 8).
         .target(name: "BGTaskCommandLine"),
         .executableTarget(
             name: "bgtaskd",
@@ -82,12 +86,11 @@ let package = Package(
         ),
         // bgtaskctl's pure half: typed daemon replies in, lines out (tables, durations, colour and width
         // decisions, error sentences). No ArgumentParser, no I/O but a terminal probe of a given descriptor.
-        .target(name: "BGTaskCtlKit", dependencies: ["BGTaskClient", "BGTaskProtocol", "BGTaskModel"]),
+        .target(name: "BGTaskCtlKit", dependencies: ["BGTaskClientCore", "BGTaskProtocol", "BGTaskModel"]),
         .executableTarget(
             name: "bgtaskctl",
             dependencies: [
-                "BGTaskCtlKit", "BGTaskClient", "BGTaskProtocol", "BGTaskModel", "BGTaskCore",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "BGTaskCtlKit", "BGTaskClientCore", "BGTaskProtocol", "BGTaskModel", "BGTaskCore", "BGTaskCommandLine",
             ]
         ),
         // Test support: the Varlink certification server (org.varlink.certification) on our layer.
@@ -106,7 +109,7 @@ let package = Package(
             name: "BGTaskCoreTests",
             dependencies: ["BGTaskCore", .product(name: "PropertyBased", package: "swift-property-based")]
         ),
-        .testTarget(name: "BGTaskClientTests", dependencies: ["BGTaskClient", "BGTaskProtocol", "BGTaskModel"]),
+        .testTarget(name: "BGTaskClientTests", dependencies: ["BGTaskClient", "BGTaskClientCore", "BGTaskProtocol", "BGTaskModel"]),
         .testTarget(name: "BGTaskProtocolTests", dependencies: ["BGTaskProtocol"]),
         .testTarget(name: "BGTaskConfigTests", dependencies: ["BGTaskConfig", "BGTaskModel"]),
         .testTarget(name: "BGTaskLaunchTests", dependencies: ["BGTaskLaunch", "BGTaskProtocol", "BGTaskConfig"]),

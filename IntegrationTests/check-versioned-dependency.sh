@@ -3,7 +3,7 @@
 #   1. The working tree as it is (tracked files, uncommitted edits included) becomes a git repository in a
 #      temporary directory, tagged 1.0.0.
 #   2. A small app package names it `.package(url: "file://…", from: "1.0.0")`, uses BGTaskClient's API
-#      (BGApplication, beginBackgroundTask) and is built. SwiftPM refuses a versioned dependency whose
+#      (a background task identifier, BGTaskScheduler, a request's earliestBeginDate) and is built. SwiftPM refuses a versioned dependency whose
 #      products carry unsafe flags, so this fails if any target of ours gains one.
 # Usage: IntegrationTests/check-versioned-dependency.sh [SWIFT]   (from anywhere; no root; about a minute)
 set -euo pipefail
@@ -39,9 +39,13 @@ EOF
 cat > "$work/app/Sources/VersionedApp/main.swift" <<'EOF'
 import BGTaskClient
 
-// Compiles against the public API an app uses; running it would need a daemon.
+// Compiles against the public API an app uses; running it would need a daemon. The scheduler's request
+// with its Foundation date: BGTaskClient re-exports BGTaskClientCore and adds earliestBeginDate.
 let id: BackgroundTaskIdentifier = .invalid
-print("BGTaskClient by version: \(id == .invalid)")
+let request = BGAppRefreshTaskRequest(identifier: "org.example.App.refresh")
+request.earliestBeginDate = .init(timeIntervalSince1970: 2)
+let scheduler: BGTaskScheduler.Type = BGTaskScheduler.self
+print("BGTaskClient by version: \(id == .invalid), \(request), \(scheduler)")
 EOF
 log="$work/build.log"
 if ! (cd "$work/app" && "$swift" build --product VersionedApp >"$log" 2>&1); then

@@ -5,7 +5,7 @@ import Glibc
 /// The command line of the daemons (`bgtaskd`, `bgtaskd-launcher`, `bgtaskd-focus`): long options that take
 /// a value (`--name VALUE` or `--name=VALUE`), flags (`--name`), `--help`/`-h` and `--version`. Parsed by hand, not with
 /// ArgumentParser, which links FoundationEssentials: 6.7 MB installed and 2 MB of a daemon's RSS for a
-/// handful of options (docs/performance.md). `bgtaskctl` keeps ArgumentParser.
+/// handful of options (docs/performance.md). `bgtaskctl`'s verbs: ``VerbLine``.
 public struct CommandLineSpec: Sendable {
     public struct Option: Sendable {
         public var name: String
@@ -13,19 +13,28 @@ public struct CommandLineSpec: Sendable {
         public var defaultValue: String?
         /// A flag takes no value; given, its value is "true".
         public var isFlag: Bool
+        /// One-letter names (`-n`), also given as `-n VALUE` or `-nVALUE` (``VerbLine`` only).
+        public var shortNames: [Character] = []
+        /// The value's name in help and errors (`--socket <path>`); default: the option's name.
+        public var valueName: String?
 
-        public init(_ name: String, help: String, defaultValue: String? = nil) {
+        public init(_ name: String, help: String, defaultValue: String? = nil, short: [Character] = [], valueName: String? = nil) {
             self.name = name
             self.help = help
             self.defaultValue = defaultValue
             self.isFlag = false
+            self.shortNames = short
+            self.valueName = valueName
         }
 
-        public static func flag(_ name: String, help: String) -> Option {
-            var o = Option(name, help: help)
+        public static func flag(_ name: String, help: String, short: [Character] = []) -> Option {
+            var o = Option(name, help: help, short: short)
             o.isFlag = true
             return o
         }
+
+        /// `--name <value>`, or `--name` for a flag, as help and errors write it.
+        public var spelling: String { isFlag ? "--\(name)" : "--\(name) <\(valueName ?? name)>" }
     }
 
     public var command: String

@@ -1,4 +1,4 @@
-package import BGTaskClient
+package import BGTaskClientCore
 package import BGTaskModel
 package import BGTaskProtocol
 

@@ -1,5 +1,5 @@
-import ArgumentParser
-import BGTaskClient
+import BGTaskClientCore
+import BGTaskCommandLine
 import BGTaskCtlKit
 import BGTaskProtocol
 
@@ -8,9 +8,19 @@ import Glibc
 #endif
 
 /// `bgtaskctl`: control and inspect bgtaskd (SPEC §12), loginctl/systemctl style.
-struct BGTaskCtl: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "bgtaskctl",
+enum BGTaskCtl {
+    /// Every verb, in the order `--help` lists them.
+    static var verbs: [any CtlVerb.Type] { [
+        List.self, Status.self, Launch.self, Foreground.self, Background.self, Interrupt.self,
+        EndInterruption.self, Terminate.self, Assertions.self, Explain.self, Monitor.self, Log.self,
+        Stats.self, Reload.self, Refresh.self, LowPower.self, Conditions.self, Notify.self, Wake.self,
+        RunTask.self, Hold.self, Snapshot.self, Record.self, Replay.self, Energy.self, Cancel.self,
+    ] }
+
+    /// The command line (BGTaskCommandLine's VerbLine: no ArgumentParser, whose FoundationEssentials would be
+    /// in the package only for bgtaskctl, docs/performance.md row 8).
+    static let line = VerbLine(
+        command: "bgtaskctl",
         abstract: "Control the app-lifecycle daemon bgtaskd: app states, background tasks, refresh policy.",
         discussion: """
             Read verbs (list, status, assertions, explain, monitor, stats, conditions) take --json. \
@@ -19,12 +29,7 @@ struct BGTaskCtl: ParsableCommand {
             2 on a usage error; 3 from status when the app is not running; hold exits with the status of its command.
             """,
         version: "0.1.0",
-        subcommands: [
-            List.self, Status.self, Launch.self, Foreground.self, Background.self, Interrupt.self,
-            EndInterruption.self, Terminate.self, Assertions.self, Explain.self, Monitor.self, Log.self,
-            Stats.self, Reload.self, Refresh.self, LowPower.self, Conditions.self, Notify.self, Wake.self,
-            RunTask.self, Hold.self, Snapshot.self, Record.self, Replay.self, Energy.self, Cancel.self,
-        ]
+        verbs: verbs.map { $0.verb }
     )
 
     /// Parses and runs, turning every failure into `bgtaskctl: message` on stderr and exit status 1,
@@ -32,29 +37,48 @@ struct BGTaskCtl: ParsableCommand {
     static func main() {
         let arguments = hoistingGlobalOptions(Array(CommandLine.arguments.dropFirst()))
         do {
-            var command = try parseAsRoot(arguments)
+            let parsed = try line.parse(arguments).get()
+            guard let type = verbs.first(where: { $0.verb.name == parsed.verb }) else { Glibc.exit(2) }
+            let command = try type.init(parsed)
             try command.run()
             Glibc.exit(0)
+        } catch let stop as VerbLine.Stop {
+            switch stop {
+            case .help(let text):
+                Output.out(text)
+                Glibc.exit(0)
+            case .usage(let message):
+                Output.err("bgtaskctl: " + message)
+                Glibc.exit(2)
+            }
         } catch let error as CtlError {
             Output.err("bgtaskctl: \(error.message)")
             Glibc.exit(error.status)
-        } catch let code as ExitCode {
-            Glibc.exit(code.rawValue)
+        } catch let code as ExitStatus {
+            Glibc.exit(code.status)
         } catch {
-            let status = exitCode(for: error)
-            if status == .success {
-                // --help, --version.
-                Output.line(fullMessage(for: error))
-                Glibc.exit(0)
-            }
-            // The first line only (the usage that follows is one `--help` away).
-            var text = fullMessage(for: error).split(separator: "\n").first.map(String.init) ?? "invalid arguments"
-            if text.hasPrefix("Error: ") { text.removeFirst("Error: ".count) }
-            Output.err("bgtaskctl: " + text)
-            Glibc.exit(2)
+            Output.err("bgtaskctl: \(error)")
+            Glibc.exit(1)
         }
     }
 }
+
+/// A verb: its command line, its options and arguments read from the parsed line, and what it does.
+protocol CtlVerb {
+    static var verb: VerbLine.Verb { get }
+    /// Reads the parsed line; throws a usage error for a value that does not fit.
+    init(_ parsed: VerbLine.Parsed) throws(VerbLine.Stop)
+    func run() throws
+}
+
+/// Ends bgtaskctl with a status and nothing more to say (status 3, hold's command's status).
+struct ExitStatus: Error {
+    var status: Int32
+    init(_ status: Int32) { self.status = status }
+}
+
+typealias Option = CommandLineSpec.Option
+typealias Argument = VerbLine.Argument
 
 extension BGTaskCtl {
     /// Options that may come before the verb (`bgtaskctl --socket PATH list`), moved after it, where
@@ -108,15 +132,18 @@ enum AppIDSyntax {
 }
 
 /// Options every verb takes.
-struct GlobalOptions: ParsableArguments {
+struct GlobalOptions {
     static let defaultSocket = "/run/bgtaskd/io.bgtaskd"
 
-    @Option(name: .long, help: ArgumentHelp("The daemon's socket (default: $BGTASKD_SOCKET, else \(defaultSocket)).", valueName: "path"))
+    static let options: [Option] = [
+        Option("socket", help: "The daemon's socket (default: $BGTASKD_SOCKET, else \(defaultSocket)).", valueName: "path"),
+        // Accepted as systemctl accepts it; bgtaskctl never pipes its output into a pager.
+        .flag("no-pager", help: "Do not pipe output into a pager (bgtaskctl never does)."),
+    ]
+
     var socket: String?
 
-    /// Accepted as systemctl accepts it; bgtaskctl never pipes its output into a pager.
-    @Flag(name: .long, help: "Do not pipe output into a pager (bgtaskctl never does).")
-    var noPager = false
+    init(_ parsed: VerbLine.Parsed) { socket = parsed.options["socket"] }
 
     var socketPath: String {
         if let socket { return socket }
@@ -136,9 +163,14 @@ struct GlobalOptions: ParsableArguments {
 }
 
 /// `--json` on read verbs.
-struct JSONOptions: ParsableArguments {
-    @Flag(name: .long, help: "Print the daemon's reply as JSON (keys sorted; indented on a terminal, one line otherwise).")
-    var json = false
+struct JSONOptions {
+    static let options: [Option] = [
+        .flag("json", help: "Print the daemon's reply as JSON (keys sorted; indented on a terminal, one line otherwise)."),
+    ]
+
+    var json: Bool
+
+    init(_ parsed: VerbLine.Parsed) { json = parsed.flag("json") }
 
     /// Prints `reply` as JSON.
     func print(_ reply: [String: JSON], terminal: Terminal) {
@@ -147,9 +179,12 @@ struct JSONOptions: ParsableArguments {
 }
 
 /// `--no-legend` on table verbs.
-struct LegendOptions: ParsableArguments {
-    @Flag(name: .long, help: "Print neither the column headers nor the footer.")
-    var noLegend = false
+struct LegendOptions {
+    static let options: [Option] = [.flag("no-legend", help: "Print neither the column headers nor the footer.")]
+
+    var noLegend: Bool
+
+    init(_ parsed: VerbLine.Parsed) { noLegend = parsed.flag("no-legend") }
 }
 
 /// One connection to the daemon, with errors turned into one-line messages.
@@ -206,9 +241,18 @@ struct Client {
 }
 
 /// `on`/`off` arguments.
-enum Switch: String, ExpressibleByArgument, CaseIterable {
+enum Switch: String, CaseIterable {
     case on, off
     var enabled: Bool { self == .on }
+}
+
+/// A value that must be one of an enum's raw values, or the usage error that lists them.
+func choice<T: RawRepresentable & CaseIterable>(_ value: String, _ type: T.Type, for spelling: String) throws(VerbLine.Stop) -> T
+where T.RawValue == String {
+    guard let v = T(rawValue: value) else {
+        throw VerbLine.invalidValue(value, for: spelling, oneOf: T.allCases.map(\.rawValue))
+    }
+    return v
 }
 
 /// Parses `--payload`: a JSON object (the interfaces take `payload: ?object`).

@@ -1,19 +1,32 @@
-import ArgumentParser
+import BGTaskCommandLine
 import BGTaskModel
 import BGTaskCtlKit
 import BGTaskProtocol
 
 /// SPEC §16: `bgtaskctl cancel APP TASK`: the user cancels a continued task (its expiration handler runs);
 /// without arguments, the live continued tasks with their progress.
-struct Cancel: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        abstract: "Cancel an app's continued task (CancelContinuedTask); without arguments, list the continued tasks (ListContinuedTasks)."
-    )
+struct Cancel: CtlVerb {
+    static let verb = VerbLine.Verb(
+        "cancel",
+        abstract: "Cancel an app's continued task (CancelContinuedTask); without arguments, list the continued tasks (ListContinuedTasks).",
+        options: GlobalOptions.options + [.flag("json", help: "List as JSON (without arguments).")],
+        arguments: [Argument("app", help: "The app's ID.", optional: true),
+                    Argument("task", help: "The continued task's identifier (taskId).", optional: true)])
 
-    @OptionGroup var global: GlobalOptions
-    @Flag(name: .long, help: "List as JSON (without arguments).") var json = false
-    @Argument(help: "The app's ID.") var app: String?
-    @Argument(help: "The continued task's identifier (taskId).") var task: Int64?
+    var global: GlobalOptions
+    var json: Bool
+    var app: String?
+    var task: Int64?
+
+    init(_ p: VerbLine.Parsed) throws(VerbLine.Stop) {
+        global = GlobalOptions(p)
+        json = p.flag("json")
+        app = p.arguments.first
+        if p.arguments.count > 1 {
+            guard let n = Int64(p.arguments[1]) else { throw .usage("The value '\(p.arguments[1])' is invalid for '<task>'") }
+            task = n
+        }
+    }
 
     func run() throws {
         let client = try global.connect()
@@ -29,7 +42,7 @@ struct Cancel: ParsableCommand {
             }
             return
         }
-        guard let task else { throw ValidationError("give the task: bgtaskctl cancel APP TASK") }
+        guard let task else { throw VerbLine.Stop.usage("give the task: bgtaskctl cancel APP TASK") }
         try client.manager(.cancelContinuedTask, ManagerWire.CancelContinuedTask(appId: app, taskId: TaskID(UInt64(clamping: task))))
     }
 }

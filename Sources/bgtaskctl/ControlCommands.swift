@@ -1,4 +1,4 @@
-import ArgumentParser
+import BGTaskCommandLine
 import BGTaskModel
 import BGTaskCtlKit
 import BGTaskProtocol
@@ -6,41 +6,74 @@ import BGTaskProtocol
 // Control verbs: root or ControlGroup= members (SPEC §10). Silent on success, like systemctl.
 
 /// A verb that calls one Manager method with the app ID as its only parameter.
-protocol AppVerb: ParsableCommand {
+protocol AppVerb: CtlVerb {
     associatedtype Parameters: ManagerWire.AppOnly
     static var method: ManagerMethod { get }
+    static var name: String { get }
+    static var abstract: String { get }
     var global: GlobalOptions { get }
     var app: String { get }
+    init(global: GlobalOptions, app: String)
 }
 
 extension AppVerb {
+    static var verb: VerbLine.Verb {
+        VerbLine.Verb(name, abstract: abstract, options: GlobalOptions.options, arguments: [appArgument])
+    }
+
+    init(_ p: VerbLine.Parsed) { self.init(global: GlobalOptions(p), app: p.arguments[0]) }
+
     func run() throws {
         try global.connect().manager(Self.method, Parameters(appId: app))
     }
 }
 
-struct Launch: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Launch an app, to the foreground or with --background into the background (Launch).")
+/// `<app>`, the first argument of most verbs.
+let appArgument = Argument("app", help: "The app's ID.")
 
-    @OptionGroup var global: GlobalOptions
-    @Argument(help: "The app's ID.") var app: String
-    @Flag(name: .long, help: "Launch into the background instead of the foreground.") var background = false
+struct Launch: CtlVerb {
+    static let verb = VerbLine.Verb(
+        "launch", abstract: "Launch an app, to the foreground or with --background into the background (Launch).",
+        options: GlobalOptions.options + [.flag("background", help: "Launch into the background instead of the foreground.")],
+        arguments: [appArgument])
+
+    var global: GlobalOptions
+    var app: String
+    var background: Bool
+
+    init(_ p: VerbLine.Parsed) {
+        global = GlobalOptions(p)
+        app = p.arguments[0]
+        background = p.flag("background")
+    }
 
     func run() throws {
         try global.connect().manager(.launch, ManagerWire.Launch(appId: app, background: background))
     }
 }
 
-struct Foreground: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        abstract: "Bring an app to the foreground; the active apps go to the background unless --keep-others (Foreground)."
-    )
+struct Foreground: CtlVerb {
+    static let verb = VerbLine.Verb(
+        "foreground",
+        abstract: "Bring an app to the foreground; the active apps go to the background unless --keep-others (Foreground).",
+        options: GlobalOptions.options + [.flag("keep-others", help: "Leave the other active apps active (a desktop).")]
+            + SceneOptions.options
+            + [.flag("inactive", help: "With --scene: the scene is visible but not active (foreground-inactive).")],
+        arguments: [appArgument])
 
-    @OptionGroup var global: GlobalOptions
-    @Argument(help: "The app's ID.") var app: String
-    @Flag(name: .long, help: "Leave the other active apps active (a desktop).") var keepOthers = false
-    @OptionGroup var scene: SceneOptions
-    @Flag(name: .long, help: "With --scene: the scene is visible but not active (foreground-inactive).") var inactive = false
+    var global: GlobalOptions
+    var app: String
+    var keepOthers: Bool
+    var scene: SceneOptions
+    var inactive: Bool
+
+    init(_ p: VerbLine.Parsed) {
+        global = GlobalOptions(p)
+        app = p.arguments[0]
+        keepOthers = p.flag("keep-others")
+        scene = SceneOptions(p)
+        inactive = p.flag("inactive")
+    }
 
     func run() throws {
         if let id = scene.scene {
@@ -50,12 +83,24 @@ struct Foreground: ParsableCommand {
     }
 }
 
-struct Background: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Send an app, or one scene of it with --scene, to the background (Background, SetSceneState).")
-    @OptionGroup var global: GlobalOptions
-    @Argument(help: "The app's ID.") var app: String
-    @OptionGroup var scene: SceneOptions
-    @Flag(name: .long, help: "With --scene: the scene is gone (its window closed: disconnected).") var closed = false
+struct Background: CtlVerb {
+    static let verb = VerbLine.Verb(
+        "background", abstract: "Send an app, or one scene of it with --scene, to the background (Background, SetSceneState).",
+        options: GlobalOptions.options + SceneOptions.options
+            + [.flag("closed", help: "With --scene: the scene is gone (its window closed: disconnected).")],
+        arguments: [appArgument])
+
+    var global: GlobalOptions
+    var app: String
+    var scene: SceneOptions
+    var closed: Bool
+
+    init(_ p: VerbLine.Parsed) {
+        global = GlobalOptions(p)
+        app = p.arguments[0]
+        scene = SceneOptions(p)
+        closed = p.flag("closed")
+    }
 
     func run() throws {
         if let id = scene.scene { return try scene.set(app, id, closed ? .disconnected : .background, global) }
@@ -64,11 +109,22 @@ struct Background: ParsableCommand {
 }
 
 /// SPEC §15: `--scene ID` makes `foreground` and `background` report one scene (window) of the app.
-struct SceneOptions: ParsableArguments {
-    @Option(name: .long, help: "One scene (window) of the app, by an ID of your choosing (SetSceneState): the app's state follows its scenes.")
+struct SceneOptions {
+    static let options: [Option] = [
+        Option("scene", help: "One scene (window) of the app, by an ID of your choosing (SetSceneState): the app's state follows its scenes."),
+        Option("title", help: "With --scene: the scene's title."),
+        Option("output", help: "With --scene: the display the scene is on."),
+    ]
+
     var scene: String?
-    @Option(name: .long, help: "With --scene: the scene's title.") var title: String?
-    @Option(name: .long, help: "With --scene: the display the scene is on.") var output: String?
+    var title: String?
+    var output: String?
+
+    init(_ p: VerbLine.Parsed) {
+        scene = p.options["scene"]
+        title = p.options["title"]
+        output = p.options["output"]
+    }
 
     func set(_ app: String, _ scene: String, _ state: SceneState, _ global: GlobalOptions) throws {
         try global.connect().manager(
@@ -77,29 +133,36 @@ struct SceneOptions: ParsableArguments {
 }
 
 struct Interrupt: AppVerb {
-    static let configuration = CommandConfiguration(abstract: "Interrupt an active app: it becomes inactive (Interrupt).")
+    static let name = "interrupt"
+    static let abstract = "Interrupt an active app: it becomes inactive (Interrupt)."
     typealias Parameters = ManagerWire.Interrupt
     static let method = ManagerMethod.interrupt
-    @OptionGroup var global: GlobalOptions
-    @Argument(help: "The app's ID.") var app: String
+    var global: GlobalOptions
+    var app: String
 }
 
 struct EndInterruption: AppVerb {
-    static let configuration = CommandConfiguration(
-        commandName: "end-interruption", abstract: "End an interruption: the app becomes active again (EndInterruption)."
-    )
+    static let name = "end-interruption"
+    static let abstract = "End an interruption: the app becomes active again (EndInterruption)."
     typealias Parameters = ManagerWire.EndInterruption
     static let method = ManagerMethod.endInterruption
-    @OptionGroup var global: GlobalOptions
-    @Argument(help: "The app's ID.") var app: String
+    var global: GlobalOptions
+    var app: String
 }
 
-struct Terminate: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        abstract: "Terminate an app as the user closing it (Terminate, userInitiated): no background launch until launched again.")
+struct Terminate: CtlVerb {
+    static let verb = VerbLine.Verb(
+        "terminate",
+        abstract: "Terminate an app as the user closing it (Terminate, userInitiated): no background launch until launched again.",
+        options: GlobalOptions.options, arguments: [appArgument])
     static let method = ManagerMethod.terminate
-    @OptionGroup var global: GlobalOptions
-    @Argument(help: "The app's ID.") var app: String
+    var global: GlobalOptions
+    var app: String
+
+    init(_ p: VerbLine.Parsed) {
+        global = GlobalOptions(p)
+        app = p.arguments[0]
+    }
 
     /// SPEC §16: `bgtaskctl terminate` is the user.
     func run() throws {
@@ -107,9 +170,12 @@ struct Terminate: ParsableCommand {
     }
 }
 
-struct Reload: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Re-read the configuration and app manifests (Reload).")
-    @OptionGroup var global: GlobalOptions
+struct Reload: CtlVerb {
+    static let verb = VerbLine.Verb(
+        "reload", abstract: "Re-read the configuration and app manifests (Reload).", options: GlobalOptions.options)
+    var global: GlobalOptions
+
+    init(_ p: VerbLine.Parsed) { global = GlobalOptions(p) }
 
     func run() throws {
         let reply = try global.connect().manager(.reload)
@@ -123,17 +189,21 @@ struct Reload: ParsableCommand {
     }
 }
 
-struct Refresh: ParsableCommand {
-    static let configuration = CommandConfiguration(
+struct Refresh: CtlVerb {
+    static let verb = VerbLine.Verb(
+        "refresh",
         abstract: "Turn Background App Refresh on or off for an app (SetRefreshPolicy), or set the global mode (SetGlobalRefresh); without arguments, show every app's setting and status.",
         usage: """
             bgtaskctl refresh
             bgtaskctl refresh <app> on|off
             bgtaskctl refresh --global on|unmetered|off
-            """
-    )
+            """,
+        options: GlobalOptions.options
+            + [Option("global", help: "The global setting: on, unmetered (only on unmetered networks) or off.")]
+            + JSONOptions.options + LegendOptions.options,
+        arguments: [Argument("arguments", help: "The app's ID, then on or off.", repeating: true)])
 
-    enum GlobalMode: String, ExpressibleByArgument, CaseIterable {
+    enum GlobalMode: String, CaseIterable {
         case on, unmetered, off
         var mode: RefreshMode {
             switch self {
@@ -144,21 +214,29 @@ struct Refresh: ParsableCommand {
         }
     }
 
-    @OptionGroup var global: GlobalOptions
-    @Option(name: .customLong("global"), help: "The global setting: on, unmetered (only on unmetered networks) or off.")
+    var global: GlobalOptions
     var globalMode: GlobalMode?
-    @Argument(help: "The app's ID, then on or off.") var arguments: [String] = []
-    @OptionGroup var output: JSONOptions
-    @OptionGroup var legend: LegendOptions
+    var arguments: [String]
+    var output: JSONOptions
+    var legend: LegendOptions
 
-    func validate() throws {
+    init(_ p: VerbLine.Parsed) throws(VerbLine.Stop) {
+        global = GlobalOptions(p)
+        globalMode = try p.options["global"].map { v throws(VerbLine.Stop) in try choice(v, GlobalMode.self, for: "--global <global>") }
+        arguments = p.arguments
+        output = JSONOptions(p)
+        legend = LegendOptions(p)
+        try validate()
+    }
+
+    func validate() throws(VerbLine.Stop) {
         if globalMode == nil, arguments.isEmpty { return }
         if globalMode != nil {
-            guard arguments.isEmpty else { throw ValidationError("refresh --global takes no app (use `refresh APP on|off` for one app)") }
+            guard arguments.isEmpty else { throw .usage("refresh --global takes no app (use `refresh APP on|off` for one app)") }
             return
         }
-        guard arguments.count == 2 else { throw ValidationError("usage: refresh APP on|off, or refresh --global on|unmetered|off") }
-        guard Switch(rawValue: arguments[1]) != nil else { throw ValidationError("refresh: expected on or off, not '\(arguments[1])'") }
+        guard arguments.count == 2 else { throw .usage("usage: refresh APP on|off, or refresh --global on|unmetered|off") }
+        guard Switch(rawValue: arguments[1]) != nil else { throw .usage("refresh: expected on or off, not '\(arguments[1])'") }
     }
 
     func run() throws {
@@ -183,30 +261,44 @@ struct Refresh: ParsableCommand {
     }
 }
 
-struct LowPower: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "low-power", abstract: "Turn Low Power Mode on or off: it disables refresh for every app (SetLowPowerMode)."
-    )
-    @OptionGroup var global: GlobalOptions
-    @Argument(help: "on or off.") var setting: Switch
+struct LowPower: CtlVerb {
+    static let verb = VerbLine.Verb(
+        "low-power", abstract: "Turn Low Power Mode on or off: it disables refresh for every app (SetLowPowerMode).",
+        options: GlobalOptions.options, arguments: [Argument("setting", help: "on or off.")])
+    var global: GlobalOptions
+    var setting: Switch
+
+    init(_ p: VerbLine.Parsed) throws(VerbLine.Stop) {
+        global = GlobalOptions(p)
+        setting = try choice(p.arguments[0], Switch.self, for: "<setting>")
+    }
 
     func run() throws {
         try global.connect().manager(.setLowPowerMode, ManagerWire.SetLowPowerMode(enabled: setting.enabled))
     }
 }
 
-struct Conditions: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        abstract: "Set the power and network conditions scheduled tasks wait for (SetConditions); without options, show them (GetSettings)."
-    )
+struct Conditions: CtlVerb {
+    static let verb = VerbLine.Verb(
+        "conditions",
+        abstract: "Set the power and network conditions scheduled tasks wait for (SetConditions); without options, show them (GetSettings).",
+        options: GlobalOptions.options + JSONOptions.options
+            + [Option("power", help: "external or battery."), Option("network", help: "none, metered or unmetered.")])
 
-    enum Power: String, ExpressibleByArgument, CaseIterable { case external, battery }
-    enum Network: String, ExpressibleByArgument, CaseIterable { case none, metered, unmetered }
+    enum Power: String, CaseIterable { case external, battery }
+    enum Network: String, CaseIterable { case none, metered, unmetered }
 
-    @OptionGroup var global: GlobalOptions
-    @OptionGroup var output: JSONOptions
-    @Option(help: "external or battery.") var power: Power?
-    @Option(help: "none, metered or unmetered.") var network: Network?
+    var global: GlobalOptions
+    var output: JSONOptions
+    var power: Power?
+    var network: Network?
+
+    init(_ p: VerbLine.Parsed) throws(VerbLine.Stop) {
+        global = GlobalOptions(p)
+        output = JSONOptions(p)
+        power = try p.options["power"].map { v throws(VerbLine.Stop) in try choice(v, Power.self, for: "--power <power>") }
+        network = try p.options["network"].map { v throws(VerbLine.Stop) in try choice(v, Network.self, for: "--network <network>") }
+    }
 
     func run() throws {
         let client = try global.connect()
@@ -224,14 +316,22 @@ struct Conditions: ParsableCommand {
     }
 }
 
-struct Notify: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        abstract: "Post a notification to one app or to all; suspended apps get it when next thawed (PostNotification)."
-    )
-    @OptionGroup var global: GlobalOptions
-    @Argument(help: "The notification's name.") var name: String
-    @Argument(help: "The app's ID (default: every app).") var app: String?
-    @Option(help: "A JSON object delivered with the notification.") var payload: String?
+struct Notify: CtlVerb {
+    static let verb = VerbLine.Verb(
+        "notify", abstract: "Post a notification to one app or to all; suspended apps get it when next thawed (PostNotification).",
+        options: GlobalOptions.options + [payloadOption],
+        arguments: [Argument("name", help: "The notification's name."), Argument("app", help: "The app's ID (default: every app).", optional: true)])
+    var global: GlobalOptions
+    var name: String
+    var app: String?
+    var payload: String?
+
+    init(_ p: VerbLine.Parsed) {
+        global = GlobalOptions(p)
+        name = p.arguments[0]
+        app = p.arguments.count > 1 ? p.arguments[1] : nil
+        payload = p.options["payload"]
+    }
 
     func run() throws {
         let parameters = ManagerWire.PostNotification(name: name, appId: app, payload: try parsePayload(payload))
@@ -239,13 +339,22 @@ struct Notify: ParsableCommand {
     }
 }
 
-struct Wake: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        abstract: "Wake an app for a remote notification, as a push would (WakeForRemoteNotification)."
-    )
-    @OptionGroup var global: GlobalOptions
-    @Argument(help: "The app's ID.") var app: String
-    @Option(help: "A JSON object delivered with the notification.") var payload: String?
+/// `--payload` of notify and wake.
+let payloadOption = Option("payload", help: "A JSON object delivered with the notification.")
+
+struct Wake: CtlVerb {
+    static let verb = VerbLine.Verb(
+        "wake", abstract: "Wake an app for a remote notification, as a push would (WakeForRemoteNotification).",
+        options: GlobalOptions.options + [payloadOption], arguments: [appArgument])
+    var global: GlobalOptions
+    var app: String
+    var payload: String?
+
+    init(_ p: VerbLine.Parsed) {
+        global = GlobalOptions(p)
+        app = p.arguments[0]
+        payload = p.options["payload"]
+    }
 
     func run() throws {
         let parameters = ManagerWire.WakeForRemoteNotification(appId: app, payload: try parsePayload(payload))
@@ -253,14 +362,20 @@ struct Wake: ParsableCommand {
     }
 }
 
-struct RunTask: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "run-task",
-        abstract: "Run an app's pending task request now, bypassing dates and conditions but not the refresh policy (RunTaskNow)."
-    )
-    @OptionGroup var global: GlobalOptions
-    @Argument(help: "The app's ID.") var app: String
-    @Argument(help: "The task request's identifier.") var identifier: String
+struct RunTask: CtlVerb {
+    static let verb = VerbLine.Verb(
+        "run-task",
+        abstract: "Run an app's pending task request now, bypassing dates and conditions but not the refresh policy (RunTaskNow).",
+        options: GlobalOptions.options, arguments: [appArgument, Argument("identifier", help: "The task request's identifier.")])
+    var global: GlobalOptions
+    var app: String
+    var identifier: String
+
+    init(_ p: VerbLine.Parsed) {
+        global = GlobalOptions(p)
+        app = p.arguments[0]
+        identifier = p.arguments[1]
+    }
 
     func run() throws {
         try global.connect().manager(.runTaskNow, ManagerWire.RunTaskNow(appId: app, identifier: identifier))

@@ -1,4 +1,4 @@
-import ArgumentParser
+import BGTaskCommandLine
 import BGTaskCtlKit
 import BGTaskProtocol
 
@@ -7,17 +7,27 @@ import Glibc
 #endif
 
 /// SPEC §16: `bgtaskctl energy [--directory DIR]`.
-struct Energy: ParsableCommand {
-    static let configuration = CommandConfiguration(
+struct Energy: CtlVerb {
+    static let verb = VerbLine.Verb(
+        "energy",
         abstract: "List apps by the CPU time they used in the background, with their background wakes (ListApps); "
-            + "--directory DIR: per machine and app, from journal files a systemd-journal-remote collector stored."
-    )
+            + "--directory DIR: per machine and app, from journal files a systemd-journal-remote collector stored.",
+        options: GlobalOptions.options + LegendOptions.options + [
+            .flag("json", help: "Print the rows as JSON ({\"apps\": [...]}, most costly first)."),
+            Option("directory", help: "Read the journal files in DIR (journalctl --directory) instead of asking the daemon."),
+        ])
 
-    @OptionGroup var global: GlobalOptions
-    @OptionGroup var legend: LegendOptions
-    @Flag(name: .long, help: "Print the rows as JSON ({\"apps\": [...]}, most costly first).") var json = false
-    @Option(name: .long, help: "Read the journal files in DIR (journalctl --directory) instead of asking the daemon.")
+    var global: GlobalOptions
+    var legend: LegendOptions
+    var json: Bool
     var directory: String?
+
+    init(_ p: VerbLine.Parsed) {
+        global = GlobalOptions(p)
+        legend = LegendOptions(p)
+        json = p.flag("json")
+        directory = p.options["directory"]
+    }
 
     func run() throws {
         let terminal = Terminal.current()

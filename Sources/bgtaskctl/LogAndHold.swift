@@ -1,5 +1,5 @@
-import ArgumentParser
-import BGTaskClient
+import BGTaskClientCore
+import BGTaskCommandLine
 import BGTaskCtlKit
 import BGTaskProtocol
 
@@ -7,17 +7,20 @@ import BGTaskProtocol
 import Glibc
 #endif
 
-struct Log: ParsableCommand {
-    static let configuration = CommandConfiguration(
+struct Log: CtlVerb {
+    static let verb = VerbLine.Verb(
+        "log",
         abstract: "Show the daemon's journal, or one app's decisions: journalctl -t bgtaskd [BGTASKD_APP=APP] [ARGS…].",
         usage: "bgtaskctl log [<app>] [<journalctl-args> ...]",
-        discussion: "Arguments after the app (or all of them, if the first starts with '-') go to journalctl as they are: -f, -n 50, -o json, --since today…"
-    )
+        discussion: "Arguments after the app (or all of them, if the first starts with '-') go to journalctl as they are: -f, -n 50, -o json, --since today…",
+        // --socket is accepted like on every verb, though journalctl needs no socket.
+        options: GlobalOptions.options,
+        arguments: [Argument("arguments", help: "An app ID, then any journalctl arguments.", repeating: true)],
+        passthrough: true)
 
-    /// Accepted like on every verb, though journalctl needs no socket.
-    @OptionGroup var global: GlobalOptions
-    @Argument(parsing: .captureForPassthrough, help: "An app ID, then any journalctl arguments.")
-    var arguments: [String] = []
+    var arguments: [String]
+
+    init(_ p: VerbLine.Parsed) { arguments = p.arguments }
 
     /// The journalctl command line: the first argument is the app unless it looks like an option.
     static func journalctlArguments(_ arguments: [String]) -> [String] {
@@ -32,16 +35,16 @@ struct Log: ParsableCommand {
     }
 
     func run() throws {
-        // Everything else goes to journalctl, but a first -h is ours.
-        if let first = arguments.first, first == "-h" || first == "--help" { throw CleanExit.helpRequest(self) }
+        // Everything else goes to journalctl, but a first -h is ours (VerbLine answers it).
         let argv = Self.journalctlArguments(arguments)
         let why = Processes.exec(argv)
         throw CtlError("cannot run journalctl: \(why)")
     }
 }
 
-struct Hold: ParsableCommand {
-    static let configuration = CommandConfiguration(
+struct Hold: CtlVerb {
+    static let verb = VerbLine.Verb(
+        "hold",
         abstract: "Run a command while holding a manager hold on an app, like systemd-inhibit (Manager.Hold).",
         usage: "bgtaskctl hold --app <app> [--name <name>] -- <command> ...",
         discussion: """
@@ -52,21 +55,33 @@ struct Hold: ParsableCommand {
             to bgtaskctl are passed on to COMMAND. A refused hold runs nothing and exits 1; if the app is terminated \
             while held, bgtaskctl says so at once and exits 1 when COMMAND ends; a COMMAND that cannot be started \
             exits 127 (not found) or 126.
-            """
-    )
+            """,
+        options: GlobalOptions.options + [
+            Option("app", help: "The app to hold."), Option("name", help: "The hold's name (default: the command line)."),
+        ],
+        arguments: [Argument("command", help: "The command to run and its arguments.", repeating: true)],
+        passthrough: true)
 
-    @OptionGroup var global: GlobalOptions
-    @Option(help: "The app to hold.") var app: String
-    @Option(help: "The hold's name (default: the command line).") var name: String?
-    @Argument(parsing: .captureForPassthrough, help: "The command to run and its arguments.")
-    var command: [String] = []
+    var global: GlobalOptions
+    var app: String
+    var name: String?
+    var command: [String]
+
+    init(_ p: VerbLine.Parsed) throws(VerbLine.Stop) {
+        global = GlobalOptions(p)
+        guard let app = p.options["app"] else { throw .usage("Missing expected argument '--app <app>'") }
+        self.app = app
+        name = p.options["name"]
+        command = p.arguments
+        try validate()
+    }
 
     var commandLine: [String] {
         command.first == "--" ? Array(command.dropFirst()) : command
     }
 
-    func validate() throws {
-        guard !commandLine.isEmpty else { throw ValidationError("hold needs a command: hold --app APP -- COMMAND…") }
+    func validate() throws(VerbLine.Stop) {
+        guard !commandLine.isEmpty else { throw .usage("hold needs a command: hold --app APP -- COMMAND…") }
     }
 
     func run() throws {
@@ -95,11 +110,11 @@ struct Hold: ParsableCommand {
         } catch {
             Output.err("bgtaskctl: cannot run \(argv[0]): \(error.message)")
             // As a shell says it: 127 for a command not found, 126 for one that cannot be run.
-            throw ExitCode(error.message == String(cString: strerror(ENOENT)) ? 127 : 126)
+            throw ExitStatus(error.message == String(cString: strerror(ENOENT)) ? 127 : 126)
         }
-        if watcher.lost { throw ExitCode(1) }
+        if watcher.lost { throw ExitStatus(1) }
         // Exiting closes the connection, which ends the hold.
-        throw ExitCode(status)
+        throw ExitStatus(status)
     }
 }
 

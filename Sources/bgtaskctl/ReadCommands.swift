@@ -1,4 +1,4 @@
-import ArgumentParser
+import BGTaskCommandLine
 import BGTaskModel
 import BGTaskCtlKit
 import BGTaskProtocol
@@ -9,16 +9,23 @@ import Glibc
 
 // Read verbs: open to every local user (SPEC §10), each with --json.
 
-struct List: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        abstract: "List the apps bgtaskd knows and their states (ListApps); --running: running apps, most recently used first."
-    )
+struct List: CtlVerb {
+    static let verb = VerbLine.Verb(
+        "list", abstract: "List the apps bgtaskd knows and their states (ListApps); --running: running apps, most recently used first.",
+        options: GlobalOptions.options + JSONOptions.options + LegendOptions.options
+            + [.flag("running", help: "Only running apps, most recently in the foreground first, with the time since.")])
 
-    @OptionGroup var global: GlobalOptions
-    @OptionGroup var output: JSONOptions
-    @OptionGroup var legend: LegendOptions
-    @Flag(name: .long, help: "Only running apps, most recently in the foreground first, with the time since.")
-    var running = false
+    var global: GlobalOptions
+    var output: JSONOptions
+    var legend: LegendOptions
+    var running: Bool
+
+    init(_ p: VerbLine.Parsed) {
+        global = GlobalOptions(p)
+        output = JSONOptions(p)
+        legend = LegendOptions(p)
+        running = p.flag("running")
+    }
 
     func run() throws {
         let client = try global.connect()
@@ -51,16 +58,27 @@ enum MonotonicClock {
     }
 }
 
-struct Status: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        abstract: "Show an app's state, process, assertions, refresh policy and recent decisions (GetApp and the journal)."
-    )
+struct Status: CtlVerb {
+    static let verb = VerbLine.Verb(
+        "status", abstract: "Show an app's state, process, assertions, refresh policy and recent decisions (GetApp and the journal).",
+        options: GlobalOptions.options + JSONOptions.options
+            + [Option("lines", help: "How many journal entries to show (-n as in systemctl; -l is kept).", defaultValue: "10", short: ["n", "l"])],
+        arguments: [appArgument])
 
-    @OptionGroup var global: GlobalOptions
-    @OptionGroup var output: JSONOptions
-    @Argument(help: "The app's ID.") var app: String
-    @Option(name: [.customShort("n"), .customShort("l"), .long], help: "How many journal entries to show (-n as in systemctl; -l is kept).")
+    var global: GlobalOptions
+    var output: JSONOptions
+    var app: String
     var lines = 10
+
+    init(_ p: VerbLine.Parsed) throws(VerbLine.Stop) {
+        global = GlobalOptions(p)
+        output = JSONOptions(p)
+        app = p.arguments[0]
+        if let text = p.options["lines"] {
+            guard let n = Int(text) else { throw .usage("The value '\(text)' is invalid for '-n <lines>'") }
+            lines = n
+        }
+    }
 
     func run() throws {
         let client = try global.connect()
@@ -80,16 +98,24 @@ struct Status: ParsableCommand {
             )
         }
         // systemctl's convention: status of a unit that is not running exits 3.
-        if notRunning { throw ExitCode(3) }
+        if notRunning { throw ExitStatus(3) }
     }
 }
 
-struct Assertions: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "List live background-task assertions (ListAssertions).")
+struct Assertions: CtlVerb {
+    static let verb = VerbLine.Verb(
+        "assertions", abstract: "List live background-task assertions (ListAssertions).",
+        options: GlobalOptions.options + JSONOptions.options + LegendOptions.options)
 
-    @OptionGroup var global: GlobalOptions
-    @OptionGroup var output: JSONOptions
-    @OptionGroup var legend: LegendOptions
+    var global: GlobalOptions
+    var output: JSONOptions
+    var legend: LegendOptions
+
+    init(_ p: VerbLine.Parsed) {
+        global = GlobalOptions(p)
+        output = JSONOptions(p)
+        legend = LegendOptions(p)
+    }
 
     func run() throws {
         let (reply, sent) = try global.connect().manager(.listAssertions, reply: ManagerWire.ListAssertionsReply.self)
@@ -99,12 +125,20 @@ struct Assertions: ParsableCommand {
     }
 }
 
-struct Explain: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Explain why an app is in its state, from the recorded decisions (Explain).")
+struct Explain: CtlVerb {
+    static let verb = VerbLine.Verb(
+        "explain", abstract: "Explain why an app is in its state, from the recorded decisions (Explain).",
+        options: GlobalOptions.options + JSONOptions.options, arguments: [appArgument])
 
-    @OptionGroup var global: GlobalOptions
-    @OptionGroup var output: JSONOptions
-    @Argument(help: "The app's ID.") var app: String
+    var global: GlobalOptions
+    var output: JSONOptions
+    var app: String
+
+    init(_ p: VerbLine.Parsed) {
+        global = GlobalOptions(p)
+        output = JSONOptions(p)
+        app = p.arguments[0]
+    }
 
     func run() throws {
         try AppIDSyntax.check(app)
@@ -122,13 +156,18 @@ struct Explain: ParsableCommand {
     }
 }
 
-struct Monitor: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        abstract: "Print every decision as it happens, one line each (Monitor); --json prints one JSON object per line."
-    )
+struct Monitor: CtlVerb {
+    static let verb = VerbLine.Verb(
+        "monitor", abstract: "Print every decision as it happens, one line each (Monitor); --json prints one JSON object per line.",
+        options: GlobalOptions.options + [.flag("json", help: "One JSON object per line (the Monitor replies, keys sorted).")])
 
-    @OptionGroup var global: GlobalOptions
-    @Flag(name: .long, help: "One JSON object per line (the Monitor replies, keys sorted).") var json = false
+    var global: GlobalOptions
+    var json: Bool
+
+    init(_ p: VerbLine.Parsed) {
+        global = GlobalOptions(p)
+        json = p.flag("json")
+    }
 
     func run() throws {
         let client = try global.connect()
@@ -145,11 +184,17 @@ struct Monitor: ParsableCommand {
     }
 }
 
-struct Stats: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Show the daemon's counters (Stats).")
+struct Stats: CtlVerb {
+    static let verb = VerbLine.Verb(
+        "stats", abstract: "Show the daemon's counters (Stats).", options: GlobalOptions.options + JSONOptions.options)
 
-    @OptionGroup var global: GlobalOptions
-    @OptionGroup var output: JSONOptions
+    var global: GlobalOptions
+    var output: JSONOptions
+
+    init(_ p: VerbLine.Parsed) {
+        global = GlobalOptions(p)
+        output = JSONOptions(p)
+    }
 
     func run() throws {
         let (reply, sent) = try global.connect().manager(.stats, reply: ManagerWire.StatsReply.self)

@@ -1,4 +1,4 @@
-import ArgumentParser
+import BGTaskCommandLine
 import BGTaskCore
 import BGTaskProtocol
 
@@ -9,14 +9,20 @@ import Glibc
 // SPEC §17: record and replay. `record` saves the daemon's recording (GetRecording); `replay` runs it
 // through the same core offline, with no daemon and no clock, and compares the decisions.
 
-struct Record: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        abstract: "Save every input the daemon's core took, with its times and decisions, to a file (GetRecording; root or ControlGroup=)."
-    )
+struct Record: CtlVerb {
+    static let verb = VerbLine.Verb(
+        "record",
+        abstract: "Save every input the daemon's core took, with its times and decisions, to a file (GetRecording; root or ControlGroup=).",
+        options: GlobalOptions.options + [Option("output", help: "The file to write (mode 0600: it holds app IDs and payloads).", short: ["o"])])
 
-    @OptionGroup var global: GlobalOptions
-    @Option(name: [.customShort("o"), .long], help: "The file to write (mode 0600: it holds app IDs and payloads).")
+    var global: GlobalOptions
     var output: String
+
+    init(_ p: VerbLine.Parsed) throws(VerbLine.Stop) {
+        global = GlobalOptions(p)
+        guard let output = p.options["output"] else { throw .usage("Missing expected argument '--output <output>'") }
+        self.output = output
+    }
 
     func run() throws {
         let client = try global.connect()
@@ -36,14 +42,20 @@ struct Record: ParsableCommand {
     }
 }
 
-struct Replay: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        abstract: "Run a recording's inputs through the core offline and compare its decisions: exit 0 when equal, 1 naming the first difference."
-    )
+struct Replay: CtlVerb {
+    static let verb = VerbLine.Verb(
+        "replay",
+        abstract: "Run a recording's inputs through the core offline and compare its decisions: exit 0 when equal, 1 naming the first difference.",
+        options: [.flag("quiet", help: "Print only the result, not every input and its decisions.", short: ["q"])],
+        arguments: [Argument("file", help: "A file written by 'bgtaskctl record'.")])
 
-    @Argument(help: "A file written by 'bgtaskctl record'.") var file: String
-    @Flag(name: [.customShort("q"), .long], help: "Print only the result, not every input and its decisions.")
-    var quiet = false
+    var file: String
+    var quiet: Bool
+
+    init(_ p: VerbLine.Parsed) {
+        file = p.arguments[0]
+        quiet = p.flag("quiet")
+    }
 
     func run() throws {
         let recording = try RecordingFile.read(file)

@@ -1,4 +1,4 @@
-import ArgumentParser
+import BGTaskCommandLine
 import BGTaskProtocol
 
 #if canImport(Glibc)
@@ -7,14 +7,27 @@ import Glibc
 
 /// `bgtaskctl snapshot APP [--scene ID] -o FILE` (SPEC §15): copies out the app's last scene snapshot, as the
 /// App Switcher shows it. The file is read directly (root or `ControlGroup=` can read the directory).
-struct Snapshot: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        abstract: "Copy out an app's last scene snapshot (a PNG) to FILE (GetApp's scenes).")
+struct Snapshot: CtlVerb {
+    static let verb = VerbLine.Verb(
+        "snapshot", abstract: "Copy out an app's last scene snapshot (a PNG) to FILE (GetApp's scenes).",
+        options: GlobalOptions.options + [
+            Option("scene", help: "The scene (default: the one whose snapshot is newest)."),
+            Option("output", help: "Where to write the PNG ('-': standard output).", short: ["o"]),
+        ],
+        arguments: [appArgument])
 
-    @OptionGroup var global: GlobalOptions
-    @Argument(help: "The app's ID.") var app: String
-    @Option(name: .long, help: "The scene (default: the one whose snapshot is newest).") var scene: String?
-    @Option(name: [.customShort("o"), .long], help: "Where to write the PNG ('-': standard output).") var output: String
+    var global: GlobalOptions
+    var app: String
+    var scene: String?
+    var output: String
+
+    init(_ p: VerbLine.Parsed) throws(VerbLine.Stop) {
+        global = GlobalOptions(p)
+        app = p.arguments[0]
+        scene = p.options["scene"]
+        guard let output = p.options["output"] else { throw .usage("Missing expected argument '--output <output>'") }
+        self.output = output
+    }
 
     func run() throws {
         let (reply, _) = try global.connect().manager(.getApp, ManagerWire.GetApp(appId: app), reply: ManagerWire.GetAppReply.self)

@@ -1,4 +1,4 @@
-import BGTaskClient
+import BGTaskClientCore
 import BGTaskFocus
 import BGTaskModel
 import BGTaskProtocol

@@ -3,7 +3,7 @@ import Dispatch
 import Synchronization
 import Testing
 
-@testable import BGTaskClient
+@testable import BGTaskClientCore
 
 /// Records what the application object told its delegate, and does what the test asks in each method.
 @MainActor

@@ -2,7 +2,7 @@ import BGTaskModel
 import BGTaskProtocol
 import Testing
 
-@testable import BGTaskClient
+@testable import BGTaskClientCore
 
 /// Every error the daemon can answer a Manager call with reads as a sentence that names the app (SPEC §12):
 /// no reason, state or error is left as a bare code.

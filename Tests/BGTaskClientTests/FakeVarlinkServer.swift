@@ -3,7 +3,7 @@ import Dispatch
 import Synchronization
 import Testing
 
-@testable import BGTaskClient
+@testable import BGTaskClientCore
 
 #if canImport(Glibc)
 import Glibc

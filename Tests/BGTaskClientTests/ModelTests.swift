@@ -7,7 +7,8 @@ import FoundationEssentials
 import Foundation
 #endif
 
-@testable import BGTaskClient
+import BGTaskClient
+@testable import BGTaskClientCore
 
 @Suite struct EventParsingTests {
     @Test func fullEvent() throws {

@@ -1,7 +1,7 @@
 import BGTaskProtocol
 import Testing
 
-@testable import BGTaskClient
+@testable import BGTaskClientCore
 
 #if canImport(Glibc)
 import Glibc

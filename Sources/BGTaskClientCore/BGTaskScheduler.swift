@@ -2,19 +2,15 @@ import BGTaskProtocol
 public import Dispatch
 import Synchronization
 
-#if canImport(FoundationEssentials)
-public import FoundationEssentials
-#else
-public import Foundation
-#endif
-
 /// A request to run a scheduled task later (Apple's `BGTaskRequest`). Submit a
 /// ``BGAppRefreshTaskRequest`` or a ``BGProcessingTaskRequest``.
 public class BGTaskRequest: CustomStringConvertible {
     /// The task's identifier; must be in the manifest's `PermittedTaskIdentifiers=`.
     public let identifier: String
-    /// The task runs no earlier than this (wall clock). nil: as soon as the conditions allow.
-    public var earliestBeginDate: Date?
+    /// `earliestBeginDate` (module BGTaskClient, which adds Foundation's `Date`) in seconds since the epoch
+    /// (wall clock). nil: as soon as the conditions allow. Kept without `Date` so that bgtaskctl and
+    /// bgtaskd-focus, which link this module only, do not link FoundationEssentials (docs/performance.md row 8).
+    package var earliestBeginSeconds: Double?
     /// `refresh` or `processing` on the wire.
     let kind: String
 
@@ -25,15 +21,15 @@ public class BGTaskRequest: CustomStringConvertible {
 
     public var description: String {
         "\(kind) task request \(identifier)"
-            + (earliestBeginDate.map { " not before \($0.timeIntervalSince1970)" } ?? "")
+            + (earliestBeginSeconds.map { " not before \($0)" } ?? "")
     }
 
     /// The `SubmitTaskRequest` parameters; nil for a kind the daemon's vocabulary does not know.
     func parameters(appID: String) -> AppWire.SubmitTaskRequest? {
         guard let kind = TaskKind(rawValue: kind) else { return nil }
         var p = AppWire.SubmitTaskRequest(appId: appID, identifier: identifier, kind: kind)
-        if let date = earliestBeginDate {
-            let usec = (date.timeIntervalSince1970 * 1_000_000).rounded()
+        if let seconds = earliestBeginSeconds {
+            let usec = (seconds * 1_000_000).rounded()
             if usec.isFinite { p.earliestBeginUSec = Int64(max(0, min(usec, 9.2e18))) }
         }
         return p
@@ -61,7 +57,7 @@ public class BGTaskRequest: CustomStringConvertible {
             request = processing
         }
         if let usec = wire.earliestBeginUSec {
-            request.earliestBeginDate = Date(timeIntervalSince1970: Double(usec) / 1_000_000)
+            request.earliestBeginSeconds = Double(usec) / 1_000_000
         }
         return request
     }
