@@ -116,9 +116,10 @@ func listDirectory(_ directory: String, suffix: String) -> Result<[String], Conf
         names.append(name)
     }
     let paths = names
-        // Bytewise: strcmp compares unsigned bytes, as `utf8.lexicographicallyPrecedes` did, at a fraction
-        // of its cost (the generic comparison was 4% of a 10,000-manifest start); names hold no NUL.
-        .sorted { strcmp($0, $1) < 0 }
+        // Bytewise, as `utf8.lexicographicallyPrecedes` (the generic comparison was 4% of a 10,000-manifest
+        // start) and strcmp (which made a C string of both names per comparison: 5% of exec → first
+        // ListApps), by memcmp over the names' own bytes.
+        .sorted { $0.utf8Precedes($1) }
         .map { joinPath(directory, $0) }
     return .success(paths)
 }

@@ -5,6 +5,10 @@
 public enum Input: Hashable, Sendable, Codable {
     /// A manifest was loaded (or reloaded: the app's state is kept). Replies `.ok`.
     case appRegistered(AppManifest)
+    /// Manifests loaded (at start, on reload), each taken as ``appRegistered(_:)`` in this order, the app
+    /// table grown once for those not known yet (10,000 manifests: one input and one allocation, not an input
+    /// and a copy of the table as it grows per app). Replies none.
+    case appsRegistered([AppManifest])
     /// A manifest disappeared on reload. A running app is terminated (`manifest-removed`) and forgotten at exit.
     case appUnregistered(AppID)
     /// The configuration was (re)loaded; new deadlines use it, armed ones keep their instants.

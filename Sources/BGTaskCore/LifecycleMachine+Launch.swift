@@ -15,6 +15,15 @@ extension LifecycleMachine {
         }
     }
 
+    /// Registers each manifest in order, the tables grown once for the apps not known yet.
+    mutating func register(_ manifests: [AppManifest]) {
+        var added = 0
+        for m in manifests where slots[m.id] == nil { added += 1 }
+        if records.count + added > records.capacity { records.reserveCapacity(records.count + added) }
+        slots.reserveCapacity(slots.count + added)
+        for m in manifests { register(m) }
+    }
+
     mutating func unregister(_ app: AppID) {
         guard let i = slots[app] else { return }
         records[i].removed = true

@@ -119,6 +119,7 @@ public struct LifecycleMachine: Sendable, Codable {
     mutating func apply(_ input: Input) {
         switch input {
         case .appRegistered(let manifest): register(manifest)
+        case .appsRegistered(let manifests): register(manifests)
         case .appUnregistered(let app): unregister(app)
         case .configurationChanged(let config): configurationChanged(config)
         case .launchRequested(let app, let background, let exclusive):

@@ -71,7 +71,7 @@ struct AppRecord: Sendable, Codable {
     var wake: Wake?
     var notifications = NotificationQueue()
     var termination: Termination?
-    var lastDecision: Decision?
+    @OutOfLine var lastDecision: Decision? = nil
     /// For memory reclaim: least recently used first.
     var lastUsed: Instant
     /// The manifest is gone: forget the app once it has exited.
@@ -81,7 +81,7 @@ struct AppRecord: Sendable, Codable {
     /// A freeze ordered and not yet confirmed (``Input/freezeConfirmed(_:)``): its `suspend` decision,
     /// recorded once confirmed (or when the app leaves `suspended` first). Meanwhile the app is reported
     /// `background`.
-    var heldSuspend: Decision?
+    @OutOfLine var heldSuspend: Decision? = nil
     /// SPEC §14 (LifecycleMachine+Locks.swift, +FreezeTimeout.swift): what the device rules track.
     var device = DeviceRecord()
     /// SPEC §15: its scenes (LifecycleMachine+Scenes.swift).

@@ -114,7 +114,8 @@ extension LifecycleMachine {
 
     /// Every app at `now`, sorted by identifier (for `ListApps`).
     public func apps(now: Instant) -> [AppSnapshot] {
-        records.sorted { $0.id < $1.id }.map { snapshot($0, now: now) }
+        // The indices sorted, not the records (~10,000 × the record's size copied before the snapshots).
+        records.indices.sorted { records[$0].id < records[$1].id }.map { snapshot(records[$0], now: now) }
     }
 
     /// Every live assertion at `now`, in begin order (for `ListAssertions`).

@@ -95,6 +95,8 @@ struct InputRecorder: Sendable {
             switch fact {
             case .notificationPosted(_, _, let payload?), .remoteNotificationReceived(_, let payload?):
                 bytes += payload.json.utf8.count
+            case .appsRegistered(let manifests):
+                bytes += manifests.count * (MemoryLayout<AppManifest>.stride + 32)
             default:
                 break
             }

@@ -105,6 +105,9 @@ extension DaemonService {
 
     func appInfo(_ s: AppSnapshot) -> ManagerWire.AppInfo {
         let manifest = config.manifests[s.id]
+        // Read once: each `core.refresh.…` look-up from here copies the refresh machine (its tables retained
+        // and released), five times per app in a ListApps of 10,000 apps.
+        let refresh = core.refresh
         var info = ManagerWire.AppInfo(
             appId: s.id.rawValue, name: manifest?.name ?? s.id.rawValue, state: s.state, pid: s.pid.map { Int64($0) },
             uid: s.pid == nil ? nil : Int64(expectedUID(s.id)), lifecycleAware: s.lifecycleAware,
@@ -112,11 +115,13 @@ extension DaemonService {
             activities: s.activities.map {
                 ManagerWire.Activity(activityId: $0.activityID, appId: $0.app.rawValue, mode: $0.mode)
             },
-            refreshSetting: refreshSetting(s.id), refreshStatus: refreshStatusValue(s.id),
+            refreshSetting: refresh.setting(for: s.id),
+            refreshStatus: RefreshStatus(rawValue: refresh.status(for: s.id).rawValue) ?? .denied,
             backgroundTimeRemainingUSec: s.backgroundTimeRemaining?.microseconds,
-            pendingTaskRequests: Int64(core.refresh.pendingCount(for: s.id)),
-            lastDecision: (lastNonCause[s.id] ?? history[s.id]?.last(app: s.id)).map(wireDecision), refreshStatusReason: core.refresh.denial(s.id),
-            lastForegroundUSec: s.lastForeground?.microseconds, energy: wireEnergy(s.id), bucket: bucket(for: s.id).rawValue)
+            pendingTaskRequests: Int64(refresh.pendingCount(for: s.id)),
+            lastDecision: (lastNonCause[s.id] ?? history[s.id]?.last(app: s.id)).map(wireDecision), refreshStatusReason: refresh.denial(s.id),
+            lastForegroundUSec: s.lastForeground?.microseconds, energy: wireEnergy(s.id),
+            bucket: refresh.bucket(for: s.id, now: clock.realtime()).rawValue)
         info.scenes = wireScenes(s.id)
         return info
     }

@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""Row 4's RSS alone: 10,000 apps launched into the foreground and 100,000 assertions held (bench.py's
+`bgtaskd-bench scale`, one level), then the daemon's VmRSS, its anonymous part and /proc/PID/smaps_rollup.
+`--wrap CMD` starts the daemon under a tool (e.g. `heaptrack -o /tmp/x`).
+
+    python3 bench/rss_scale.py [--bin DIR] [--tool PATH] [--apps 10000] [--assertions 100000]
+"""
+import argparse
+import json
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench as B  # noqa: E402  (read only: its Daemon, rss_kib, rss_parts)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", help="directory holding bgtaskd")
+    ap.add_argument("--tool", help="bgtaskd-bench to use")
+    ap.add_argument("--apps", type=int, default=10000)
+    ap.add_argument("--assertions", type=int, default=100000)
+    ap.add_argument("--wrap", default="", help="command line to start the daemon under")
+    ap.add_argument("--conf", default="", help="more bgtaskd.conf lines, e.g. '[Daemon]\\nRecordInputs=no'")
+    a = ap.parse_args()
+    if a.bin:
+        B.DAEMON = Path(a.bin).resolve() / "bgtaskd"
+    tool = a.tool or str(B.TOOL)
+    apps = [f"org.bench.S{i:05d}" for i in range(a.apps)]
+    d = B.Daemon("rss", B.BASE_CONF.format(max=16) + a.conf.replace("\\n", "\n") + "\n", apps)
+    if a.wrap:
+        argv = d.argv
+        d.argv = lambda: shlex.split(a.wrap) + argv()
+    with d:
+        apps_file = d.root / "apps.txt"
+        apps_file.write_text("\n".join(apps) + "\n")
+        daemon_pid = d.pid
+        if a.wrap:  # the daemon is the wrapper's descendant: the newest process running bgtaskd
+            daemon_pid = int(subprocess.run(["pgrep", "-n", "-f", f"^{B.DAEMON}"], capture_output=True,
+                                            text=True).stdout.split()[0])
+        p = subprocess.Popen([tool, "scale", "--socket", d.socket, "--apps-file", str(apps_file),
+                              "--levels", str(a.assertions), "--per-app", "10", "--pairs", "200",
+                              "--daemon-pid", str(daemon_pid), "--launch", "yes", "--hold", "yes"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        try:
+            line = p.stdout.readline()
+            if not line:
+                raise SystemExit("bgtaskd-bench scale failed")
+            json.loads(line)
+            rss = B.rss_kib(daemon_pid)
+            anon = B.rss_parts(daemon_pid)[0]
+            stats = d.call("io.bgtaskd.Manager.Stats")["stats"]
+            rollup = open(f"/proc/{daemon_pid}/smaps_rollup").read()
+            print(f"bgtaskd {B.DAEMON}: {stats['apps']:,} apps, {stats['liveAssertions']:,} assertions")
+            print(f"  VmRSS {rss / 1024:.1f} MiB, anonymous {anon / 1024:.1f} MiB")
+            print("  " + "  ".join(l.strip() for l in rollup.splitlines()[1:] if l.split()[0] in
+                                   ("Rss:", "Anonymous:", "Private_Dirty:", "Shared_Clean:", "Private_Clean:")))
+        finally:
+            p.stdin.close()
+            p.wait(120)
+            d.kill_apps()
+
+
+if __name__ == "__main__":
+    main()
