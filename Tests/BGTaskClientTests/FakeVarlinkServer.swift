@@ -132,6 +132,14 @@ final class FakeVarlinkServer: Sendable {
         for peer in peers { peer.close() }
     }
 
+    deinit {
+        // The directory `temporaryDirectory()` made for the socket goes with the last server on it (rmdir:
+        // only once it is empty; a test may start a server on the same path again after `stop()`).
+        if let slash = path.lastIndex(of: "/"), path.hasPrefix("/tmp/bgtaskclient-test-") {
+            rmdir(String(path[..<slash]))
+        }
+    }
+
     private func acceptLoop() {
         while true {
             let fd = accept(listenFD, nil, nil)

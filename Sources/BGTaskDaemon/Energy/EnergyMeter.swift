@@ -20,8 +20,9 @@ enum EnergyMeter {
             cgroupHoldsPid = pid.map { Cgroup.procsRecursive(cgroupPath).contains($0) } ?? true
         }
         if let pid, !cgroupHoldsPid {
-            // A process outside the cgroup (signal freezer, or one that could not be moved into it).
-            for p in SignalFreezer.processTree(root: pid) { add(processUsage(p)) }
+            // A process outside the cgroup (signal freezer, or one that could not be moved into it): its own
+            // processes, walked from it, not the machine's whole process table at every reading.
+            for p in ProcessTable.descendants(of: pid) ?? SignalFreezer.processTree(root: pid) { add(processUsage(p)) }
         }
         for p in adopted { add(processUsage(p)) }
         return total
