@@ -146,8 +146,12 @@ public enum Input: Hashable, Sendable, Codable {
 /// What keeps the system from idling into sleep (SPEC §14): the apps with live background work and how
 /// much of it each kind there is, as of the change that made the set of apps what it is.
 public struct IdleInhibition: Hashable, Sendable, Codable {
-    /// The apps with live work, in app-id order.
+    /// The first apps with live work, in app-id order: at most ``namedLimit`` (what a sentence names).
+    /// The action is kept by the input recording at every change of the set: a list of every app would
+    /// make n apps taking up work cost O(n²) bytes there (and an O(n) copy of the core's list each time).
     public var apps: [AppID]
+    /// How many apps have live work.
+    public var appCount: Int
     /// Live background tasks and manager holds.
     public var assertions: Int
     /// Running scheduled tasks.
@@ -155,9 +159,14 @@ public struct IdleInhibition: Hashable, Sendable, Codable {
     /// Live continuous-mode activities.
     public var activities: Int
 
-    /// A description of live work.
-    public init(apps: [AppID], assertions: Int, tasks: Int, activities: Int) {
-        self.apps = apps
+    /// Apps named in ``apps`` at most.
+    public static let namedLimit = 8
+
+    /// A description of live work: `apps` in app-id order (the first ``namedLimit`` are kept), `appCount`
+    /// of them in all (default: `apps.count`).
+    public init(apps: some Collection<AppID>, appCount: Int? = nil, assertions: Int, tasks: Int, activities: Int) {
+        self.apps = Array(apps.prefix(Self.namedLimit))
+        self.appCount = appCount ?? apps.count
         self.assertions = assertions
         self.tasks = tasks
         self.activities = activities

@@ -40,8 +40,9 @@ extension LifecycleMachine {
     /// The live work now (`nil`: none).
     var idleInhibition: IdleInhibition? {
         guard !idleApps.isEmpty else { return nil }
-        var inhibition = IdleInhibition(apps: idleApps, assertions: 0, tasks: 0, activities: 0)
-        for app in inhibition.apps {
+        var inhibition = IdleInhibition(
+            apps: idleApps.prefix(IdleInhibition.namedLimit), appCount: idleApps.count, assertions: 0, tasks: 0, activities: 0)
+        for app in idleApps {
             guard let i = slots[app] else { continue }
             inhibition.assertions += records[i].assertions.count
             inhibition.tasks += records[i].tasks.count

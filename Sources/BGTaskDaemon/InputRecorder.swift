@@ -23,12 +23,26 @@ struct InputRecorder: Sendable {
         var checkpoint: DaemonCore
         /// Inputs the core took before it.
         var inputsBefore: Int
-        var entries: [Entry] = []
+        var entries: ChunkedArray<Entry>
         /// Every entry's actions, one after the other: the core's array for one input is not kept (it is
         /// freed, and its memory reused, as without recording).
-        var actions: [CoreAction] = []
-        /// Estimated bytes of `entries` and `actions`.
-        var bytes = 0
+        var actions: ChunkedArray<CoreAction>
+        /// Estimated bytes that `entries` and `actions` point to (names, details, payloads).
+        var indirect = 0
+
+        /// A segment of blocks sized for `maxBytes` (a sixteenth of it each, so that the half a segment
+        /// may hold is eight blocks of each kind at most).
+        init(checkpoint: DaemonCore, inputsBefore: Int, maxBytes: Int) {
+            self.checkpoint = checkpoint
+            self.inputsBefore = inputsBefore
+            entries = ChunkedArray(chunkSize: maxBytes / 16 / MemoryLayout<Entry>.stride)
+            actions = ChunkedArray(chunkSize: maxBytes / 16 / MemoryLayout<CoreAction>.stride)
+        }
+
+        /// Estimated bytes in memory: the blocks allocated (whole) and what their elements point to.
+        var bytes: Int {
+            entries.capacity * MemoryLayout<Entry>.stride + actions.capacity * MemoryLayout<CoreAction>.stride + indirect
+        }
     }
 
     let maxBytes: Int
@@ -42,13 +56,15 @@ struct InputRecorder: Sendable {
     /// A recorder whose first segment begins with `core`, the core as the daemon built it.
     init(start core: DaemonCore, maxBytes: Int) {
         self.maxBytes = maxBytes
-        current = Segment(checkpoint: core, inputsBefore: 0)
+        current = Segment(checkpoint: core, inputsBefore: 0, maxBytes: maxBytes)
     }
 
     /// Inputs kept.
     var count: Int { (older?.entries.count ?? 0) + current.entries.count }
     /// Estimated bytes kept (the inputs and their actions; the checkpoints are the core's own buffers).
     var bytes: Int { (older?.bytes ?? 0) + current.bytes }
+    /// Actions kept (every kept input's).
+    var actionsKept: Int { (older?.actions.count ?? 0) + current.actions.count }
     /// Inputs taken and no longer kept.
     var forgotten: Int { (older ?? current).inputsBefore }
 
@@ -56,7 +72,7 @@ struct InputRecorder: Sendable {
     /// ``startSegment(_:)`` with the core as it is now (after this input), before it takes the next.
     mutating func append(_ input: CoreInput, monotonic: Instant, realtime: RealtimeInstant, actions: [CoreAction]) -> Bool {
         taken += 1
-        current.bytes += Self.estimate(input, actions)
+        current.indirect += Self.indirect(input, actions)
         current.entries.append(Entry(
             input: input, monotonic: monotonic.microseconds, realtime: realtime.microsecondsSinceEpoch, actionCount: actions.count))
         current.actions.append(contentsOf: actions)
@@ -66,9 +82,14 @@ struct InputRecorder: Sendable {
     /// Lets the older segment go and begins a new one with `core` (a copy: O(1)) as its checkpoint.
     mutating func startSegment(_ core: DaemonCore) {
         older = current
-        current = Segment(checkpoint: core, inputsBefore: taken)
+        current = Segment(checkpoint: core, inputsBefore: taken, maxBytes: maxBytes)
         checkpoints += 1
     }
+
+    /// Bytes an input points to, typically (measured: `RecorderMemoryProbeTests`).
+    static let inputIndirect = 64
+    /// Bytes an action points to, typically (measured: `RecorderMemoryProbeTests`).
+    static let actionIndirect = 96
 
     /// The recording as the file holds it (the actions rendered now): from the older segment's checkpoint.
     func recording() -> CoreRecording {
@@ -77,20 +98,25 @@ struct InputRecorder: Sendable {
         inputs.reserveCapacity(count)
         for s in [older, current] {
             guard let s else { continue }
-            var next = 0
+            var actions = s.actions.makeIterator()
             for e in s.entries {
-                let decisions = s.actions[next..<next + e.actionCount].map(DaemonCore.describe)
-                next += e.actionCount
+                var decisions: [String] = []
+                decisions.reserveCapacity(e.actionCount)
+                for _ in 0..<e.actionCount {
+                    guard let action = actions.next() else { break }
+                    decisions.append(DaemonCore.describe(action))
+                }
                 inputs.append(RecordedInput(monotonicUSec: e.monotonic, realtimeUSec: e.realtime, input: e.input, decisions: decisions))
             }
         }
         return CoreRecording(checkpoint: first.checkpoint, inputsBefore: first.inputsBefore, inputs: inputs)
     }
 
-    /// An entry's size in memory: the values themselves plus what an input or action typically points to
-    /// (names, detail), and the payloads it carries, which may be large (a notification's, up to a message).
-    private static func estimate(_ input: CoreInput, _ actions: [CoreAction]) -> Int {
-        var bytes = MemoryLayout<Entry>.stride + 64 + actions.count * (MemoryLayout<CoreAction>.stride + 96)
+    /// What an entry points to: what an input or action typically points to (names, detail: measured with
+    /// `RecorderMemoryProbeTests`), and the payloads it carries, which may be large (a notification's, up to
+    /// a message). The values themselves are counted by the arrays' capacities.
+    private static func indirect(_ input: CoreInput, _ actions: [CoreAction]) -> Int {
+        var bytes = inputIndirect + actions.count * actionIndirect
         if case .lifecycle(let fact, _, _) = input {
             switch fact {
             case .notificationPosted(_, _, let payload?), .remoteNotificationReceived(_, let payload?):

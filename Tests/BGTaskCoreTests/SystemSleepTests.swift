@@ -14,6 +14,23 @@ import Testing
         return h
     }
 
+    /// The action names a few apps and counts the rest: the input recording keeps one at every change of
+    /// the set, so a list of every app made 3,000 apps taking up work cost ~70 MiB there.
+    @Test func anInhibitionNamesAtMostEightAppsAndCountsThemAll() {
+        let apps = (0..<20).compactMap { AppID("org.example.Many\(100 + $0)") }
+        var h = Harness(manifests: Harness.standardManifests + apps.map { AppManifest(id: $0, lifecycleAware: false) })
+        for (n, app) in apps.enumerated() {
+            h.launchActive(app, connection: ConnectionID(UInt64(500 + n)), pid: Int32(500 + n))
+            _ = h.begin(app, on: ConnectionID(UInt64(500 + n)))
+        }
+        let told = inhibitions(h.log).compactMap { $0 }
+        #expect(told.count == 20)
+        #expect(told.allSatisfy { $0.apps.count <= IdleInhibition.namedLimit })
+        #expect(told.map(\.appCount) == Array(1...20))
+        #expect(told.last?.apps == Array(apps.prefix(8)))
+        #expect(told.last?.assertions == 20)
+    }
+
     @Test func liveWorkHoldsTheIdleInhibitorUntilTheLastEnds() {
         var h = Harness()
         h.launchActive(mail, connection: connA)
