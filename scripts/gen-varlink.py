@@ -93,12 +93,14 @@ def generate():
 
 
 def gen_texts(interfaces):
-    out = [HEADER.format(src="varlink/*.varlink").rstrip("\n"), "",
-           "// The Varlink interface descriptions bgtaskd serves (SPEC §10), as `GetInterfaceDescription` returns them:",
-           "// the varlink/*.varlink files, byte for byte (ContractTests checks it).", "extension Interfaces {"]
+    """One file per interface's text (the Manager's alone is ~220 lines), and one with the map of them all."""
+    files = {}
     for iface, m in interfaces:
         if '"""#' in iface.text:
             raise IDLError("%s: the text contains \"\"\"#" % iface.name)
+        out = [HEADER.format(src="varlink/%s.varlink" % iface.name).rstrip("\n"), "",
+               "// The description of %s bgtaskd serves (SPEC §10), as `GetInterfaceDescription` returns it:" % iface.name,
+               "// the .varlink file, byte for byte (ContractTests checks it).", "extension Interfaces {"]
         out.append('    public static let %sName = "%s"' % (m.interface, iface.name))
         out.append("")
         out.append('    public static let %s = #"""' % m.interface)
@@ -107,12 +109,16 @@ def gen_texts(interfaces):
         if iface.text.endswith("\n"):
             out.append("")
         out.append('        """#')
-        out.append("")
-    out.append("    /// Interface name → its description, for every interface above.")
+        out.append("}")
+        files["Interfaces+%sText.generated.swift" % (m.interface[:1].upper() + m.interface[1:])] = "\n".join(out) + "\n"
+    out = [HEADER.format(src="varlink/*.varlink").rstrip("\n"), "",
+           "// The Varlink interface descriptions bgtaskd serves (SPEC §10), by name.", "extension Interfaces {"]
+    out.append("    /// Interface name → its description, for every interface (one file each beside this one).")
     out.append("    public static let descriptions: [String: String] = [")
     out += ["        %sName: %s," % (m.interface, m.interface) for _, m in interfaces]
     out += ["    ]", "}"]
-    return {"Interfaces+Text.generated.swift": "\n".join(out) + "\n"}
+    files["Interfaces+Text.generated.swift"] = "\n".join(out) + "\n"
+    return files
 
 
 def swift_vtype(t):
