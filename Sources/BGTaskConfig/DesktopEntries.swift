@@ -192,9 +192,7 @@ public enum DesktopEntries: Sendable {
         defer { closedir(dir) }
         var out: [String] = []
         while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-            }
+            let name = FileIO.name(of: entry)
             if name.hasPrefix(".") { continue }
             let full = joinPath(root, name)
             var st = stat()

@@ -6,6 +6,14 @@ import Glibc
 /// cgroup, /proc and sysfs files: short reads and writes that never stall). Here, in the lowest module
 /// that reads files, so that every other one can use it.
 public enum FileIO: Sendable {
+    /// The name of a directory entry `readdir` returned (a `dirent` pointer: raw here, because this module
+    /// imports Glibc internally).
+    public static func name(of entry: UnsafeMutableRawPointer) -> String {
+        withUnsafeBytes(of: entry.assumingMemoryBound(to: dirent.self).pointee.d_name) {
+            String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+        }
+    }
+
     /// A whole (small) file as text, nil on any error.
     public static func read(_ path: String) -> String? {
         readBytes(path).map { String(decoding: $0, as: UTF8.self) }

@@ -104,9 +104,7 @@ func listDirectory(_ directory: String, suffix: String) -> Result<[String], Conf
             }
             break
         }
-        let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-            String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-        }
+        let name = FileIO.name(of: entry)
         // issue 15: the entry's type from readdir where the file system gives it (no stat per file);
         // a link or an unknown type is looked at with stat(2) as before.
         guard !name.hasPrefix("."), name.hasSuffix(suffix), name.utf8.count > suffix.utf8.count else { continue }

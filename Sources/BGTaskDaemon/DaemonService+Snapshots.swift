@@ -70,7 +70,7 @@ extension DaemonService {
         snapshotFiles[app] = nil
         guard let d = opendir(dir) else { return }
         while let entry = readdir(d) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            let name = FileIO.name(of: entry)
             if name != ".", name != ".." { unlink(dir + "/" + name) }
         }
         closedir(d)

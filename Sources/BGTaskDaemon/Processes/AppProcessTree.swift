@@ -23,9 +23,7 @@ struct ProcessTable {
         guard let dir = opendir("/proc") else { return table }
         defer { closedir(dir) }
         while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-            }
+            let name = FileIO.name(of: entry)
             guard let pid = Int32(name), let stat = readFile("/proc/\(pid)/stat"),
                   let close = stat.lastIndex(of: ")")
             else { continue }

@@ -1,3 +1,4 @@
+import BGTaskConfig
 import BGTaskLaunch
 import Dispatch
 
@@ -133,9 +134,7 @@ enum Cgroup {
         var names: [String] = []
         while let entry = readdir(d) {
             guard entry.pointee.d_type == UInt8(DT_DIR) else { continue }
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-            }
+            let name = FileIO.name(of: entry)
             if name != "." && name != ".." { names.append(name) }
         }
         return names.sorted()

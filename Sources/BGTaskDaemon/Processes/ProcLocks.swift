@@ -182,9 +182,7 @@ public enum ProcLocks: Sendable {
         defer { closedir(d) }
         var names: [String] = []
         while let entry = readdir(d) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-            }
+            let name = FileIO.name(of: entry)
             if name != "." && name != ".." { names.append(name) }
         }
         return names

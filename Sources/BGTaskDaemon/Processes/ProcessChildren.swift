@@ -1,3 +1,4 @@
+import BGTaskConfig
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -22,9 +23,7 @@ extension ProcessTable {
             result.append(pid)
             var sawChildrenFile = false
             while let entry = readdir(tasks) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                    String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-                }
+                let name = FileIO.name(of: entry)
                 guard Int32(name) != nil, let text = readFile("/proc/\(pid)/task/\(name)/children") else { continue }
                 sawChildrenFile = true
                 for field in text.split(whereSeparator: { $0 == " " || $0 == "\n" }) {

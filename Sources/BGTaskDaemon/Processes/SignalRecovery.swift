@@ -1,3 +1,4 @@
+import BGTaskConfig
 import BGTaskCore
 import Logging
 
@@ -47,9 +48,7 @@ final class StoppedProcessRecords {
         guard let dir = opendir(directory) else { return }
         var names: [String] = []
         while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-            }
+            let name = FileIO.name(of: entry)
             if name != "." && name != ".." { names.append(name) }
         }
         closedir(dir)

@@ -109,9 +109,7 @@ final class PowerSupplyMonitor: @unchecked Sendable {
         defer { closedir(dir) }
         var names: [String] = []
         while let entry = readdir(dir) {
-            let name = withUnsafePointer(to: entry.pointee.d_name) {
-                $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
-            }
+            let name = FileIO.name(of: entry)
             if name != "." && name != ".." { names.append(name) }
         }
         return names.sorted().compactMap { name in
