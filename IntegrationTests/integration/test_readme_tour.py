@@ -75,13 +75,13 @@ def wait_until(predicate, timeout: float, what: str):
 
 
 class Tour:
-    def __init__(self, prefix: list[str]):
+    def __init__(self, prefix: list[str], logs: Path):
         # The command prefix that puts a process into the tour's network namespace (empty: none).
         self.prefix = prefix
         self.env = {k: v for k, v in os.environ.items() if k not in ("BGTASKD_SOCKET", "COLUMNS", "B")}
         self.jobs: list[tuple[str, subprocess.Popen, Path]] = []
-        self.logs = Path(os.environ.get("TMPDIR", "/tmp")) / f"bgtaskd-tour-{os.getpid()}"
-        self.logs.mkdir(exist_ok=True)
+        # The background jobs' output: pytest's own temporary directory, of which it keeps the last few runs.
+        self.logs = logs
 
     def assign(self, line: str):
         """`export X=…` / `X=…`: the shell's value of X becomes part of the tour's environment."""
@@ -122,9 +122,9 @@ class Tour:
 
 
 @pytest.fixture
-def tour(journald):
+def tour(journald, tmp_path):
     netns = NetNS() if os.geteuid() == 0 else None
-    t = Tour(netns.prefix() if netns else [])
+    t = Tour(netns.prefix() if netns else [], tmp_path)
     try:
         yield t
     finally:

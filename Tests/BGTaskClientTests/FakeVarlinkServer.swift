@@ -9,6 +9,23 @@ import Testing
 import Glibc
 #endif
 
+/// The directories `FakeVarlinkServer.temporaryDirectory()` made in this process.
+private let madeDirectories = Mutex<[String]>([])
+
+/// Removes every directory `temporaryDirectory()` made, and the sockets left in them (at exit).
+private func removeMadeDirectories() {
+    for directory in madeDirectories.withLock({ $0 }) {
+        if let dir = opendir(directory) {
+            while let entry = readdir(dir) {
+                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+                if name != "." && name != ".." { unlink(directory + "/" + name) }
+            }
+            closedir(dir)
+        }
+        rmdir(directory)
+    }
+}
+
 /// One client connection of the fake server, as the test's handler sees it.
 final class FakePeer: Sendable {
     let fd: Int32
@@ -79,7 +96,9 @@ final class FakeVarlinkServer: Sendable {
 
     struct SetupError: Error { var message: String }
 
-    /// A temporary directory for sockets.
+    /// A temporary directory for sockets, removed with what it holds when the test process exits (not at
+    /// deinit: a server's accept thread keeps it alive until it is stopped, and a test may start a server on
+    /// the same path again after `stop()`).
     static func temporaryDirectory() throws -> String {
         var template = Array("/tmp/bgtaskclient-test-XXXXXX".utf8CString)
         let made = template.withUnsafeMutableBufferPointer { buffer -> UnsafeMutablePointer<CChar>? in
@@ -89,7 +108,12 @@ final class FakeVarlinkServer: Sendable {
         guard let made else {
             throw SetupError(message: "mkdtemp failed")
         }
-        return String(cString: made)
+        let path = String(cString: made)
+        madeDirectories.withLock { made in
+            if made.isEmpty { atexit { removeMadeDirectories() } }
+            made.append(path)
+        }
+        return path
     }
 
     init(path: String, handler: @escaping Handler) throws {
@@ -130,14 +154,6 @@ final class FakeVarlinkServer: Sendable {
         guard let peers else { return }
         unlink(path)
         for peer in peers { peer.close() }
-    }
-
-    deinit {
-        // The directory `temporaryDirectory()` made for the socket goes with the last server on it (rmdir:
-        // only once it is empty; a test may start a server on the same path again after `stop()`).
-        if let slash = path.lastIndex(of: "/"), path.hasPrefix("/tmp/bgtaskclient-test-") {
-            rmdir(String(path[..<slash]))
-        }
     }
 
     private func acceptLoop() {
