@@ -1217,6 +1217,7 @@ def main():
         for n in t.notes:
             print("note:", n)
     if a.json:
+        res["table"] = [list(r) for r in t.rows]  # what bench/agree.py compares between two runs
         Path(a.json).write_text(json.dumps(res, indent=1, default=str))
 
 

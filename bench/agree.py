@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""Do two runs of `make bench` agree? Every ratio of one run beside the other's, with their difference.
+
+Each run is the JSON file `bench.py --json FILE` wrote (its table). The rows are matched by position and
+by what they measure (digits aside: counts in a row's name may differ); a ratio is the table's ratio
+column (`2.27×`, `42%`, `p99 +6608 µs`, `0.060x`). Two figures agree when they differ by at most `--within`
+(10% by default) of the larger; a row whose ratio is a difference (row 3's `p99 +… µs`) is compared the
+same way. Rows marked `(placement)` in the target column (row 1 unpinned: which CPU each end lands on) are
+printed but not judged. Exit status: 0 when every judged ratio agrees, 1 otherwise.
+
+Usage: python3 bench/agree.py RUN1.json RUN2.json [--within 0.10]
+"""
+import argparse
+import json
+import re
+import sys
+
+NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")
+
+
+def ratio_value(text: str) -> float | None:
+    """The leading number of a ratio cell, without the round spread in parentheses."""
+    head = text.split("(")[0]
+    m = NUMBER.search(head.replace(",", ""))
+    return float(m.group()) if m else None
+
+
+def shape(what: str) -> str:
+    return re.sub(r"[\d.,]+", "#", what).strip()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("first")
+    ap.add_argument("second")
+    ap.add_argument("--within", type=float, default=0.10)
+    a = ap.parse_args()
+    runs = [json.load(open(path))["table"] for path in (a.first, a.second)]
+    if len(runs[0]) != len(runs[1]):
+        print(f"the runs have {len(runs[0])} and {len(runs[1])} rows: not the same rows", file=sys.stderr)
+    disagree = 0
+    judged = 0
+    number = ""
+    out = []
+    for r1, r2 in zip(*runs):
+        number = r1[0] or number
+        if shape(r1[1]) != shape(r2[1]):
+            print(f"row {number}: '{r1[1]}' and '{r2[1]}' do not measure the same thing", file=sys.stderr)
+            return 2
+        v1, v2 = ratio_value(r1[4]), ratio_value(r2[4])
+        if v1 is None or v2 is None:
+            continue
+        bigger = max(abs(v1), abs(v2))
+        diff = abs(v1 - v2) / bigger if bigger else 0.0
+        placement = "(placement)" in r1[5]
+        verdict = "not judged" if placement else ("agree" if diff <= a.within else "DIFFER")
+        if not placement:
+            judged += 1
+            disagree += verdict == "DIFFER"
+        out.append((number, r1[1][:90], r1[4].split("(")[0].strip(), r2[4].split("(")[0].strip(), f"{diff * 100:.1f}%", verdict))
+    head = ("#", "measure", "run 1", "run 2", "difference", "")
+    widths = [max(len(r[i]) for r in [head] + out) for i in range(len(head))]
+    for r in [head] + out:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+    print(f"\n{judged - disagree} of {judged} ratios agree within {a.within * 100:.0f}%"
+          + ("" if not disagree else f"; {disagree} differ"))
+    return 1 if disagree else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
