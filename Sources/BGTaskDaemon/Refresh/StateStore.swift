@@ -104,6 +104,9 @@ extension RefreshState {
 /// Saves run on a private queue so that fsync never stalls the daemon's queue; a save's completion runs
 /// on the daemon's queue once a write that includes it is durable. Saves made while a write is under way
 /// are written together by the next one (group commit), so a burst of changes costs two fsyncs, not one each.
+/// A save only keeps the state (a value); the file's bytes are made on the private queue, once per write,
+/// from the latest state saved: with every app's energy in the file, encoding it at each save cost the
+/// daemon's queue O(apps) per state change (`make bench` row 3).
 final class StateStore: @unchecked Sendable {
     // @unchecked: the mutable properties are used only on `queue`; `ioQueue` gets values, never `self`'s state.
     let directory: String
@@ -113,7 +116,7 @@ final class StateStore: @unchecked Sendable {
     private let ioQueue = DispatchQueue(label: "bgtaskd.state-writer")
 
     private var version: UInt64 = 0
-    private var latest: [UInt8]?
+    private var latest: RefreshState?
     private var writing = false
     private var waiters: [(version: UInt64, completion: (String?) -> Void)] = []
     /// Writes done (for tests and Stats).
@@ -149,23 +152,20 @@ final class StateStore: @unchecked Sendable {
     func save(_ state: RefreshState, completion: @escaping (String?) -> Void = { _ in }) {
         dispatchPrecondition(condition: .onQueue(queue))
         version += 1
-        var bytes: [UInt8] = []
-        state.json().write(into: &bytes)
-        bytes.append(UInt8(ascii: "\n"))
-        latest = bytes
+        latest = state
         waiters.append((version, completion))
         if !writing { startWrite() }
     }
 
     private func startWrite() {
         // One write at a time: a completion run by `finished` may already have started the next one.
-        guard !writing, let bytes = latest else { return }
+        guard !writing, let state = latest else { return }
         latest = nil
         writing = true
         let target = version
         let (path, temporaryPath, directory) = (self.path, self.temporaryPath, self.directory)
         ioQueue.async { [weak self] in
-            let error = Self.writeAtomically(bytes, path: path, temporaryPath: temporaryPath, directory: directory)
+            let error = Self.writeAtomically(Self.bytes(of: state), path: path, temporaryPath: temporaryPath, directory: directory)
             guard let self else { return }
             self.queue.async { self.finished(target, error: error) }
         }
@@ -183,6 +183,14 @@ final class StateStore: @unchecked Sendable {
         waiters.removeFirst(done.count)
         for w in done { w.completion(error) }
         startWrite()
+    }
+
+    /// The file's bytes for `state`: its JSON and a newline.
+    static func bytes(of state: RefreshState) -> [UInt8] {
+        var bytes: [UInt8] = []
+        state.json().write(into: &bytes)
+        bytes.append(UInt8(ascii: "\n"))
+        return bytes
     }
 
     /// The newest version known to be on disk.
