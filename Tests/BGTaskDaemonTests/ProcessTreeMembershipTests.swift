@@ -23,9 +23,16 @@ import Testing
         let table = ProcessTable.read()
         let tree = table.tree(roots: [pid])
         #expect(tree.count == 5)  // the shell, its sleep, the subshell and its sleep, the setsid sleep
-        for p in tree { #expect(ProcessTable.inTree(p, root: pid), "pid \(p) of the tree") }
+        let start = try #require(ProcessTable.entry(of: pid)).startTime
+        for p in tree {
+            #expect(ProcessTable.inTree(p, root: pid), "pid \(p) of the tree")
+            #expect(ProcessTable.inTree(p, root: pid, rootStart: start), "pid \(p) of the tree (walk cut at older processes)")
+        }
         // Processes outside it: this one, its parent, init, and one that does not exist.
-        for p in [getpid(), getppid(), 1, Int32.max] { #expect(!ProcessTable.inTree(p, root: pid), "pid \(p) outside") }
+        for p in [getpid(), getppid(), 1, Int32.max] {
+            #expect(!ProcessTable.inTree(p, root: pid), "pid \(p) outside")
+            #expect(!ProcessTable.inTree(p, root: pid, rootStart: start), "pid \(p) outside")
+        }
         // The fields read from the bytes of /proc/PID/stat are those its text splits into.
         for p in tree.sorted() + [getpid()] {
             let text = try String(contentsOfFile: "/proc/\(p)/stat", encoding: .utf8)

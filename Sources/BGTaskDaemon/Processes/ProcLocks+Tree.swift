@@ -19,7 +19,8 @@ extension ProcLocks {
         }
         // `observe` asks only whether the pids of `entries` are the app's.
         var members = Set(extra)
-        for pid in Set(entries.map(\.pid)) where !members.contains(pid) && ProcessTable.inTree(pid, root: root) {
+        let rootStart = ProcessTable.entry(of: root)?.startTime
+        for pid in Set(entries.map(\.pid)) where !members.contains(pid) && ProcessTable.inTree(pid, root: root, rootStart: rootStart) {
             members.insert(pid)
         }
         return observe(entries, pids: members, ofdFiles: { [:] })
@@ -29,13 +30,17 @@ extension ProcLocks {
 extension ProcessTable {
     /// Whether `pid` is in `tree(roots: [root])` of the table as it is now: `root` itself, a process of
     /// the session `root` leads, or a descendant of one of those; found from `pid`'s own line of /proc
-    /// and its parents' instead of the whole table.
-    static func inTree(_ pid: Int32, root: Int32) -> Bool {
+    /// and its parents' instead of the whole table. `rootStart`, `root`'s start time, ends the walk at the
+    /// first process older than `root` (a system daemon holding a lock: one read, not its chain to init):
+    /// none of the tree started before its root (the one exception, a process left in the session of an
+    /// earlier holder of `root`'s pid, is not the app's).
+    static func inTree(_ pid: Int32, root: Int32, rootStart: UInt64? = nil) -> Bool {
         var p = pid
         var steps = 0
         while p > 0, steps < 1 << 16 {
             if p == root { return true }
             guard let e = entry(of: p) else { return false }
+            if let rootStart, e.startTime < rootStart { return false }
             if e.session == root { return true }
             p = e.parent
             steps += 1
