@@ -15,6 +15,17 @@ extension DaemonService {
     /// The core asked for the app's locks: read off the queue and fed back (`locksObserved`); the core
     /// keeps the app in the background meanwhile. An app with no process holds no lock: answered at once.
     func observeLocks(_ app: AppID, _ processes: Processes) -> Input? {
+        if processes.own, !(freezer is CgroupFreezer), let root = processes.pid {
+            // A process tree: /proc/locks first, then only the pids it names (ProcLocks+Tree).
+            let extra = processes.instances.isEmpty ? [] : adoption?.processes(app) ?? []
+            guard lockReadsOffQueue else { return .locksObserved(app, ProcLocks.read(treeOf: root, plus: extra)) }
+            let queue = self.queue
+            procLocksQueue.async { @Sendable [weak self] in
+                let seen = ProcLocks.read(treeOf: root, plus: extra)
+                queue.async { @Sendable [weak self] in self?.feed(.locksObserved(app, seen)) }
+            }
+            return nil
+        }
         let pids = appProcesses(app, processes)
         if pids.isEmpty { return .locksObserved(app, LockObservation()) }
         guard lockReadsOffQueue else { return .locksObserved(app, ProcLocks.read(pids: pids)) }

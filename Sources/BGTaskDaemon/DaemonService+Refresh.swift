@@ -110,7 +110,7 @@ extension DaemonService {
     /// answers the call `id` names, if any, once the state is durable (`state-not-saved` if the write failed).
     func saveRefreshState(answer: SavedAnswer?, to id: RequestID?) {
         let request = id.flatMap { openRequests.removeValue(forKey: $0) }
-        refresh.save(core.refresh.state) { [weak self] saved in
+        refresh.save(core.refresh.state, soon: answer != nil && request != nil) { [weak self] saved in
             guard let answer, let request else { return }
             guard saved else { return Self.sendRefresh(.failure(.unavailable(RefreshCallError.stateNotSaved)), to: request) }
             switch answer {

@@ -192,6 +192,7 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
         wallTimer?.cancel()
         wallTimer = nil
         refresh.stop()
+        refresh.flush()
         energy.flush()
     }
 

@@ -27,7 +27,8 @@ final class EnergyAccounting: @unchecked Sendable {
 
     func save() {
         let logger = self.logger
-        store?.save(ledger.accounts) { error in logger.warning("cannot save the energy accounts: \(error)") }
+        // Read when the save window ends (the ledger's accounts then), not copied at each save.
+        store?.save(reading: { [self] in ledger.accounts }) { error in logger.warning("cannot save the energy accounts: \(error)") }
     }
 
     /// The last accounts, written before the daemon exits (its writer queue would not get to run).

@@ -62,6 +62,9 @@ enum EnergyJSON {
 /// later (a ``QuietTimer``: the save itself wakes no thread, so a resume's save does not compete with the
 /// resumed app for a CPU); saves made meanwhile, or while a write is under way, are written together by
 /// the next one. The daemon's exit writes the last accounts at once (``EnergyAccounting/flush()``).
+/// A save keeps no copy of the accounts, only where to read them when its window ends; they are encoded
+/// on the private queue: holding each save's copy made the ledger's next change copy every app's account,
+/// and encoding them on the daemon's queue cost it O(apps) every window (`make bench` row 3).
 final class EnergyStore: @unchecked Sendable {
     // @unchecked: the mutable properties are used only on `queue`.
     let directory: String
@@ -69,11 +72,11 @@ final class EnergyStore: @unchecked Sendable {
     let temporaryPath: String
     private let queue: DispatchQueue
     private let ioQueue = DispatchQueue(label: "bgtaskd.energy-writer")
-    private var latest: [UInt8]?
+    private var latest: [AppID: EnergyAccount]?
     private var writing = false
     private var saveArmed = false
-    /// The accounts of the last save, not yet encoded (until the save window ends).
-    private var unsaved: [AppID: EnergyAccount]?
+    /// Where to read the accounts of the last save (until the save window ends).
+    private var unsaved: (() -> [AppID: EnergyAccount])?
     private var logFailure: (@Sendable (String) -> Void)?
     private let saveTimer: QuietTimer
     static let saveWindow: DispatchTimeInterval = .milliseconds(100)
@@ -89,14 +92,11 @@ final class EnergyStore: @unchecked Sendable {
         self.queue = queue
         saveTimer = QuietTimer(queue: queue, window: Self.saveWindow)
         saveTimer.start { [weak self] in
-            guard let self, self.saveArmed, let accounts = self.unsaved, let logFailure = self.logFailure else { return }
+            guard let self, self.saveArmed, let read = self.unsaved, let logFailure = self.logFailure else { return }
             self.saveArmed = false
             self.unsaved = nil
-            // Encoded here, off the turn that saved (a resume's), not on it.
-            var bytes: [UInt8] = []
-            EnergyJSON.encode(accounts).write(into: &bytes)
-            bytes.append(UInt8(ascii: "\n"))
-            self.latest = bytes
+            // Read here, off the turn that saved (a resume's), not on it; encoded by the writer.
+            self.latest = read()
             self.startWrite(logFailure)
         }
     }
@@ -115,8 +115,13 @@ final class EnergyStore: @unchecked Sendable {
     }
 
     func save(_ accounts: [AppID: EnergyAccount], logFailure: @escaping @Sendable (String) -> Void) {
+        save(reading: { accounts }, logFailure: logFailure)
+    }
+
+    /// Saves the accounts `read` returns on the queue when the save window ends.
+    func save(reading read: @escaping () -> [AppID: EnergyAccount], logFailure: @escaping @Sendable (String) -> Void) {
         dispatchPrecondition(condition: .onQueue(queue))
-        unsaved = accounts
+        unsaved = read
         self.logFailure = logFailure
         if !saveArmed {
             saveArmed = true
@@ -125,11 +130,14 @@ final class EnergyStore: @unchecked Sendable {
     }
 
     private func startWrite(_ logFailure: @escaping @Sendable (String) -> Void) {
-        guard !writing, let bytes = latest else { return }
+        guard !writing, let accounts = latest else { return }
         latest = nil
         writing = true
         let (path, temporaryPath, directory) = (self.path, self.temporaryPath, self.directory)
         ioQueue.async { [weak self] in
+            var bytes: [UInt8] = []
+            EnergyJSON.encode(accounts).write(into: &bytes)
+            bytes.append(UInt8(ascii: "\n"))
             let error = StateStore.writeAtomically(bytes, path: path, temporaryPath: temporaryPath, directory: directory)
             if let error { logFailure(error) }
             guard let self else { return }

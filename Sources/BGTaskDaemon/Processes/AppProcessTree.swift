@@ -24,18 +24,44 @@ struct ProcessTable {
         defer { closedir(dir) }
         while let entry = readdir(dir) {
             let name = FileIO.name(of: entry)
-            guard let pid = Int32(name), let stat = readFile("/proc/\(pid)/stat"),
-                  let close = stat.lastIndex(of: ")")
-            else { continue }
-            // The fields after the command name (which may hold spaces and parentheses): state ppid pgrp
-            // session …; the start time is field 22, the 20th of these.
-            let fields = stat[stat.index(after: close)...].split(separator: " ")
-            guard fields.count > 19, let ppid = Int32(fields[1]), let sid = Int32(fields[3]),
-                  let start = UInt64(fields[19])
-            else { continue }
-            table.entries[pid] = Entry(parent: ppid, session: sid, startTime: start)
+            guard let pid = Int32(name), let e = Self.entry(of: pid) else { continue }
+            table.entries[pid] = e
         }
         return table
+    }
+
+    /// The line of one process, from /proc/PID/stat; nil if it is gone.
+    static func entry(of pid: Int32) -> Entry? {
+        guard let stat = FileIO.readBytes("/proc/\(pid)/stat"), let close = stat.lastIndex(of: UInt8(ascii: ")"))
+        else { return nil }
+        // The fields after the command name (which may hold spaces and parentheses): state ppid pgrp
+        // session …; the start time is field 22, the 20th of these. Read as bytes: no field is copied.
+        var numbers: (ppid: UInt64?, session: UInt64?, start: UInt64?) = (nil, nil, nil)
+        var field = -1
+        var i = close + 1
+        while i < stat.count, field < 19 {
+            while i < stat.count, stat[i] == UInt8(ascii: " ") || stat[i] == UInt8(ascii: "\n") { i += 1 }
+            guard i < stat.count else { break }
+            field += 1
+            var n: UInt64 = 0
+            var digits = true
+            while i < stat.count, stat[i] != UInt8(ascii: " "), stat[i] != UInt8(ascii: "\n") {
+                let d = stat[i] &- UInt8(ascii: "0")
+                if d < 10, n < UInt64.max / 10 - 10 { n = n * 10 + UInt64(d) } else { digits = false }
+                i += 1
+            }
+            guard digits else { continue }
+            switch field {
+            case 1: numbers.ppid = n
+            case 3: numbers.session = n
+            case 19: numbers.start = n
+            default: break
+            }
+        }
+        guard let ppid = numbers.ppid, ppid <= UInt64(Int32.max), let sid = numbers.session, sid <= UInt64(Int32.max),
+              let start = numbers.start
+        else { return nil }
+        return Entry(parent: Int32(ppid), session: Int32(sid), startTime: start)
     }
 
     /// `roots`, every process in a session one of them leads, and every descendant of those.

@@ -78,9 +78,10 @@ final class RefreshController: @unchecked Sendable {
         logger.info("external power \(onPower ? "connected" : "disconnected") (\(power?.path ?? ""))")
     }
 
-    /// Saves `state`; `completion(false)` if the write failed (said in the log).
-    func save(_ state: RefreshState, completion: @escaping (Bool) -> Void) {
-        store.save(state) { [weak self] error in
+    /// Saves `state`; `completion(false)` if the write failed (said in the log). `soon: false`: no call
+    /// waits for it (``StateStore/save(_:soon:completion:)``).
+    func save(_ state: RefreshState, soon: Bool = true, completion: @escaping (Bool) -> Void) {
+        store.save(state, soon: soon) { [weak self] error in
             if let error { self?.logger.error("could not save the refresh state: \(error)") }
             completion(error == nil)
         }
@@ -88,6 +89,11 @@ final class RefreshController: @unchecked Sendable {
 
     func stop() {
         power?.stop()
+    }
+
+    /// The daemon's exit: the state saved and not written yet, written now.
+    func flush() {
+        if let error = store.flush() { logger.error("could not save the refresh state: \(error)") }
     }
 
     /// A refusal as the interface of the call names it (BGTaskProtocol's contract).
