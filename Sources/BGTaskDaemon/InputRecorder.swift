@@ -102,7 +102,7 @@ package struct InputRecorder: Sendable {
 
     /// ``recording()``, and `mismatches`: how many inputs the replay decided otherwise than the live core
     /// (their decisions say so: ``CoreRecording/notKnown(liveActions:replayedActions:)``).
-    func checkedRecording() -> (recording: CoreRecording, mismatches: Int) {
+    package func checkedRecording() -> (recording: CoreRecording, mismatches: Int) {
         let first = older ?? current
         var core = first.checkpoint
         var inputs: [RecordedInput] = []

@@ -6,9 +6,10 @@ import BGTaskProtocol
 /// app in the foreground, `pairs` Begin/End calls fed to the core, and each input with its actions to an
 /// `InputRecorder` of `maxBytes` (none when `record` is false), as the daemon's `takeCore` does. Emits the
 /// time per input; under `valgrind --tool=callgrind` the instruction counts of a run with and one without
-/// the recorder give the recorder's own, stable where the time is not.
+/// the recorder give the recorder's own, stable where the time is not. Then times what `GetRecording`
+/// does off the daemon's queue: the replay, check and rendering, and the JSON encoding.
 func recordLoop(pairs: Int, maxBytes: Int, record: Bool) {
-    let app = AppID("org.bench.R00")!
+    guard let app = AppID("org.bench.R00") else { fail("bad app ID") }
     var core = RecordingStart(lifecycle: .default, journal: JournalBudget.Limits(), denial: DenialBudget.Limits()).makeCore()
     var t: Int64 = 0
     var request: UInt64 = 0
@@ -43,6 +44,15 @@ func recordLoop(pairs: Int, maxBytes: Int, record: Bool) {
         if let task { _ = feed(.assertionEndRequested(app, task)) }
     }
     let elapsed = monoNS() - t0
+    // What `GetRecording` does off the queue: the kept inputs replayed from the checkpoint, checked and
+    // rendered, then the document encoded.
+    let r0 = monoNS()
+    let checked = recorder?.checkedRecording()
+    let r1 = monoNS()
+    let documentBytes = (try? checked.map { try JSON.encode($0.recording).serialized().utf8.count }) ?? nil
+    let r2 = monoNS()
     emit(["ns_per_input": .double(Double(elapsed) / Double(2 * pairs)), "actions": .int(Int64(actions)),
-          "kept": .int(Int64(recorder?.count ?? 0)), "bytes": .int(Int64(recorder?.bytes ?? 0))])
+          "kept": .int(Int64(recorder?.count ?? 0)), "bytes": .int(Int64(recorder?.bytes ?? 0)),
+          "mismatches": .int(Int64(checked?.mismatches ?? 0)), "render_ms": .double(Double(r1 - r0) / 1e6),
+          "encode_ms": .double(Double(r2 - r1) / 1e6), "document_bytes": .int(Int64(documentBytes ?? 0))])
 }
