@@ -732,6 +732,7 @@ def row_recording(t: Table, res: dict, a):
                 samples[k] += us(r["begin_ns"] + r["end_ns"])
                 if r["errors"] or r["denied"]:
                     t.notes.append(f"row 1r: {k} answered {r['errors']} errors, {r['denied']} denials")
+        recording_pinned_rounds(res, rec, norec, apps[0], a)
         res["record_rss_kib"] = rss_kib(rec.pid)
         res["norecord_rss_kib"] = rss_kib(norec.pid)
     rm, nm = statistics.median(samples["rec"]), statistics.median(samples["norec"])
@@ -741,7 +742,54 @@ def row_recording(t: Table, res: dict, a):
     t.add("1r", "call round trip, RecordInputs=yes (every input kept), median", fmt_us(rm),
           f"RecordInputs=no: {fmt_us(nm)}", ratio(rm, nm), "≤ 1.10×", verdict(rm <= 1.1 * nm))
     t.add("", "  daemon CPU time per call", fmt_us(rc), f"RecordInputs=no: {fmt_us(nc)}", ratio(rc, nc))
+    pinned = res.get("record_rtt_pinned")
+    if pinned:
+        ratios = pinned["ratios"]
+        t.add("1r", "call round trip, RecordInputs=yes, client and both daemons pinned to one CPU, median",
+              fmt_us(pinned["record"]), f"RecordInputs=no, pinned the same: {fmt_us(pinned['no_record'])}",
+              ratio_of_rounds(ratios), "≤ 1.10×", verdict(statistics.median(ratios) <= 1.1))
+        t.add("", "  daemon CPU time per call, pinned", fmt_us(pinned["cpu_us_per_call"][0]),
+              f"RecordInputs=no: {fmt_us(pinned['cpu_us_per_call'][1])}",
+              ratio_of_rounds(round_ratios(pinned["cpu_rounds"]["rec"], pinned["cpu_rounds"]["norec"])))
     t.add("", "  daemon RSS after the run", fmt_kib(res["record_rss_kib"]), f"RecordInputs=no: {fmt_kib(res['norecord_rss_kib'])}")
+
+
+def recording_pinned_rounds(res: dict, rec, norec, app: str, a):
+    """Row 1r pinned: both daemons and the client on CPU 0 (each round trip two switches there, as row 1's
+    one-CPU rounds), in short rounds that take turns (the recording daemon first in even rounds); the ratio
+    is the median of the per-round ratios, each round's two figures taken moments apart."""
+    if len(os.sched_getaffinity(0)) < 2:
+        return
+    n_rounds = 6 if a.quick else 12
+    pairs = 300 if a.quick else 500
+    everything = os.sched_getaffinity(0)
+    samples = {"rec": [], "norec": []}
+    per_round = {"rec": [], "norec": []}
+    cpu_rounds = {"rec": [], "norec": []}
+    cpu = {"rec": [0, 0], "norec": [0, 0]}
+    servers = [("rec", rec), ("norec", norec)]
+    try:
+        for d in (rec, norec):
+            pin_process(d.pid, {0})
+        for i in range(n_rounds):
+            for k, d in servers if i % 2 == 0 else reversed(servers):
+                settle_journald(3)
+                c0 = cpu_ns(d.pid)
+                r = tool("rtt", "--socket", d.socket, "--app", app, "--pairs", str(pairs), "--warmup", "200", cpu=0)
+                used, calls = cpu_ns(d.pid) - c0, 2 * (pairs + 200)
+                cpu[k][0] += used
+                cpu[k][1] += calls
+                cpu_rounds[k].append(used / calls / 1000)
+                v = us(r["begin_ns"] + r["end_ns"])
+                samples[k] += v
+                per_round[k].append(statistics.median(v))
+    finally:
+        for d in (rec, norec):
+            pin_process(d.pid, everything)
+    res["record_rtt_pinned"] = {
+        "record": statistics.median(samples["rec"]), "no_record": statistics.median(samples["norec"]),
+        "ratios": round_ratios(per_round["rec"], per_round["norec"]), "cpu_rounds": cpu_rounds,
+        "cpu_us_per_call": [cpu[k][0] / max(1, cpu[k][1]) / 1000 for k in ("rec", "norec")]}
 
 
 def helper_connections(path: str, n: int) -> tuple[int, list[int]]:

@@ -1,19 +1,29 @@
-import BGTaskCore
+package import BGTaskCore
 
-/// SPEC §17: the most recent inputs the core took, with both clocks and the actions it returned, kept as
-/// values (nothing rendered on the call path: that is done when the recording is asked for), in a ring
-/// bounded by `RecordMaxBytes=` (each entry's size in memory estimated). The ring is two segments, each a
-/// checkpoint of the core (a copy of the `DaemonCore` value as it was when the segment began: O(1), its
-/// buffers shared with the live core until either changes them) and the inputs taken since. When the
-/// current segment's inputs reach half the limit, the older segment goes and a new one begins with the core
-/// as it is then. So the recording holds the last half to all of the limit's worth of inputs, and replays
-/// from the older segment's checkpoint. Used on the daemon's queue.
-struct InputRecorder: Sendable {
+/// SPEC §17: the most recent inputs the core took, with both clocks, in a ring bounded by `RecordMaxBytes=`
+/// (each entry's size in memory estimated). Of the actions the core returned for an input only a
+/// fingerprint is kept (their number and a 64-bit mix of what they decide): copying the actions themselves
+/// (224 bytes each, with their strings) was most of what recording cost the call path. When the recording
+/// is asked for (off the daemon's queue) the kept inputs are fed again to a copy of the older segment's
+/// checkpoint: the core is deterministic, so that gives the actions the live core returned, which each
+/// input's fingerprint confirms. An input whose replayed actions do not match its fingerprint gets, in
+/// place of its decisions, a line saying that the live daemon decided otherwise and what it is not known
+/// (``CoreRecording/notKnownPrefix``): a replay of the file then stops there, naming it.
+///
+/// The ring is two segments, each a checkpoint of the core (a copy of the `DaemonCore` value as it was when
+/// the segment began: O(1), its buffers shared with the live core until either changes them) and the
+/// inputs taken since. When the current segment's inputs reach half the limit, the older segment goes and a
+/// new one begins with the core as it is then. So the recording holds the last half to all of the limit's
+/// worth of inputs, and replays from the older segment's checkpoint. Used on the daemon's queue (`package`: bench/swift/RecordLoop.swift measures it).
+package struct InputRecorder: Sendable {
     private struct Entry: Sendable {
         var input: CoreInput
         var monotonic: Int64
         var realtime: Int64
-        /// How many of `actions` (from where the previous entry's end) are this input's.
+        /// ``InputRecorder/fingerprint(_:)`` (InputRecorder+Fingerprint.swift) of the actions the live core
+        /// returned for it.
+        var fingerprint: Int
+        /// How many actions the live core returned for it.
         var actionCount: Int
     }
 
@@ -24,25 +34,21 @@ struct InputRecorder: Sendable {
         /// Inputs the core took before it.
         var inputsBefore: Int
         var entries: ChunkedArray<Entry>
-        /// Every entry's actions, one after the other: the core's array for one input is not kept (it is
-        /// freed, and its memory reused, as without recording).
-        var actions: ChunkedArray<CoreAction>
-        /// Estimated bytes that `entries` and `actions` point to (names, details, payloads).
+        /// The actions the live core returned for the entries (counted, not kept).
+        var actions = 0
+        /// Estimated bytes that `entries` point to (names, payloads).
         var indirect = 0
 
         /// A segment of blocks sized for `maxBytes` (a sixteenth of it each, so that the half a segment
-        /// may hold is eight blocks of each kind at most).
+        /// may hold is eight blocks at most).
         init(checkpoint: DaemonCore, inputsBefore: Int, maxBytes: Int) {
             self.checkpoint = checkpoint
             self.inputsBefore = inputsBefore
             entries = ChunkedArray(chunkSize: maxBytes / 16 / MemoryLayout<Entry>.stride)
-            actions = ChunkedArray(chunkSize: maxBytes / 16 / MemoryLayout<CoreAction>.stride)
         }
 
         /// Estimated bytes in memory: the blocks allocated (whole) and what their elements point to.
-        var bytes: Int {
-            entries.capacity * MemoryLayout<Entry>.stride + actions.capacity * MemoryLayout<CoreAction>.stride + indirect
-        }
+        var bytes: Int { entries.capacity * MemoryLayout<Entry>.stride + indirect }
     }
 
     let maxBytes: Int
@@ -54,33 +60,34 @@ struct InputRecorder: Sendable {
     private(set) var checkpoints = 0
 
     /// A recorder whose first segment begins with `core`, the core as the daemon built it.
-    init(start core: DaemonCore, maxBytes: Int) {
+    package init(start core: DaemonCore, maxBytes: Int) {
         self.maxBytes = maxBytes
         current = Segment(checkpoint: core, inputsBefore: 0, maxBytes: maxBytes)
     }
 
     /// Inputs kept.
-    var count: Int { (older?.entries.count ?? 0) + current.entries.count }
-    /// Estimated bytes kept (the inputs and their actions; the checkpoints are the core's own buffers).
-    var bytes: Int { (older?.bytes ?? 0) + current.bytes }
-    /// Actions kept (every kept input's).
-    var actionsKept: Int { (older?.actions.count ?? 0) + current.actions.count }
+    package var count: Int { (older?.entries.count ?? 0) + current.entries.count }
+    /// Estimated bytes kept (the inputs and their fingerprints; the checkpoints are the core's own buffers).
+    package var bytes: Int { (older?.bytes ?? 0) + current.bytes }
+    /// Actions the live core returned for the inputs kept (counted: the recording renders them again).
+    var actionsKept: Int { (older?.actions ?? 0) + current.actions }
     /// Inputs taken and no longer kept.
     var forgotten: Int { (older ?? current).inputsBefore }
 
-    /// Keeps one input the core took and its actions. True: the current segment is full; call
-    /// ``startSegment(_:)`` with the core as it is now (after this input), before it takes the next.
-    mutating func append(_ input: CoreInput, monotonic: Instant, realtime: RealtimeInstant, actions: [CoreAction]) -> Bool {
+    /// Keeps one input the core took and the fingerprint of its actions. True: the current segment is full;
+    /// call ``startSegment(_:)`` with the core as it is now (after this input), before it takes the next.
+    package mutating func append(_ input: CoreInput, monotonic: Instant, realtime: RealtimeInstant, actions: [CoreAction]) -> Bool {
         taken += 1
-        current.indirect += Self.indirect(input, actions)
+        current.indirect += Self.indirect(input)
+        current.actions += actions.count
         current.entries.append(Entry(
-            input: input, monotonic: monotonic.microseconds, realtime: realtime.microsecondsSinceEpoch, actionCount: actions.count))
-        current.actions.append(contentsOf: actions)
+            input: input, monotonic: monotonic.microseconds, realtime: realtime.microsecondsSinceEpoch,
+            fingerprint: Self.fingerprint(actions), actionCount: actions.count))
         return current.bytes >= maxBytes / 2
     }
 
     /// Lets the older segment go and begins a new one with `core` (a copy: O(1)) as its checkpoint.
-    mutating func startSegment(_ core: DaemonCore) {
+    package mutating func startSegment(_ core: DaemonCore) {
         older = current
         current = Segment(checkpoint: core, inputsBefore: taken, maxBytes: maxBytes)
         checkpoints += 1
@@ -88,35 +95,42 @@ struct InputRecorder: Sendable {
 
     /// Bytes an input points to, typically (measured: `RecorderMemoryProbeTests`).
     static let inputIndirect = 64
-    /// Bytes an action points to, typically (measured: `RecorderMemoryProbeTests`).
-    static let actionIndirect = 96
 
-    /// The recording as the file holds it (the actions rendered now): from the older segment's checkpoint.
-    func recording() -> CoreRecording {
+    /// The recording as the file holds it: the kept inputs fed again, from the older segment's checkpoint,
+    /// to a copy of it, their actions rendered now and checked against each input's fingerprint.
+    func recording() -> CoreRecording { checkedRecording().recording }
+
+    /// ``recording()``, and `mismatches`: how many inputs the replay decided otherwise than the live core
+    /// (their decisions say so: ``CoreRecording/notKnown(liveActions:replayedActions:)``).
+    package func checkedRecording() -> (recording: CoreRecording, mismatches: Int) {
         let first = older ?? current
+        var core = first.checkpoint
         var inputs: [RecordedInput] = []
         inputs.reserveCapacity(count)
+        var mismatches = 0
         for s in [older, current] {
             guard let s else { continue }
-            var actions = s.actions.makeIterator()
             for e in s.entries {
-                var decisions: [String] = []
-                decisions.reserveCapacity(e.actionCount)
-                for _ in 0..<e.actionCount {
-                    guard let action = actions.next() else { break }
-                    decisions.append(DaemonCore.describe(action))
+                let actions = core.handle(
+                    e.input, now: Instant(microseconds: e.monotonic), wall: RealtimeInstant(microsecondsSinceEpoch: e.realtime))
+                let decisions: [String]
+                if actions.count == e.actionCount, Self.fingerprint(actions) == e.fingerprint {
+                    decisions = actions.map(DaemonCore.describe)
+                } else {
+                    mismatches += 1
+                    decisions = [CoreRecording.notKnown(liveActions: e.actionCount, replayedActions: actions.count)]
                 }
                 inputs.append(RecordedInput(monotonicUSec: e.monotonic, realtimeUSec: e.realtime, input: e.input, decisions: decisions))
             }
         }
-        return CoreRecording(checkpoint: first.checkpoint, inputsBefore: first.inputsBefore, inputs: inputs)
+        return (CoreRecording(checkpoint: first.checkpoint, inputsBefore: first.inputsBefore, inputs: inputs), mismatches)
     }
 
-    /// What an entry points to: what an input or action typically points to (names, detail: measured with
+    /// What an input points to: what an input typically points to (names, detail: measured with
     /// `RecorderMemoryProbeTests`), and the payloads it carries, which may be large (a notification's, up to
-    /// a message). The values themselves are counted by the arrays' capacities.
-    private static func indirect(_ input: CoreInput, _ actions: [CoreAction]) -> Int {
-        var bytes = inputIndirect + actions.count * actionIndirect
+    /// a message). The values themselves are counted by the blocks' capacities.
+    private static func indirect(_ input: CoreInput) -> Int {
+        var bytes = inputIndirect
         if case .lifecycle(let fact, _, _) = input {
             switch fact {
             case .notificationPosted(_, _, let payload?), .remoteNotificationReceived(_, let payload?):
@@ -128,9 +142,6 @@ struct InputRecorder: Sendable {
             }
         }
         if case .remoteNotificationRequested(_, let payload?, _, _) = input { bytes += payload.json.utf8.count }
-        for case .perform(.deliver(_, _, let event), _, _) in actions {
-            bytes += event.payload?.json.utf8.count ?? 0
-        }
         return bytes
     }
 }

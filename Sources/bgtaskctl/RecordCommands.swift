@@ -39,6 +39,11 @@ struct Record: CtlVerb {
         }
         if let failure { throw CtlError(failure) }
         try RecordingFile.write(document, to: output)
+        // The daemon states an input whose decisions it cannot (its replay did not match what the live core
+        // decided): say so here too, not only in the file.
+        if document.firstRange(of: Array(CoreRecording.notKnownPrefix.utf8)) != nil {
+            Output.err("bgtaskctl: warning: \(output): the decisions of some inputs are not known (\"\(CoreRecording.notKnownPrefix)\"): the core did not decide the same again; 'bgtaskctl replay' names the first")
+        }
     }
 }
 

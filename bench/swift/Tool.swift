@@ -44,6 +44,8 @@ enum BenchTool {
             procLocks(count: o.int("count"), rounds: o.int("rounds", 200), path: o.string("path"))
         case "checkpoint":
             measureCheckpoint(apps: o.int("apps", 10_000), rounds: o.int("rounds", 8))
+        case "record-loop":
+            recordLoop(pairs: o.int("pairs", 60_000), maxBytes: o.int("max-bytes", 16 << 20), record: o.int("record", 1) != 0)
         default:
             fail("unknown command \(command)")
         }
