@@ -83,8 +83,10 @@ extension DaemonService {
         var input = first
         while true {
             for action in takeCore(input) {
+                if !pendingThaws.isEmpty, !Self.mayPrecedeThaw(action) { completeThaws() }
                 if let follow = perform(action, for: request) { follows.append(follow) }
             }
+            completeThaws()
             guard next < follows.count else { break }
             input = follows[next]
             next += 1
