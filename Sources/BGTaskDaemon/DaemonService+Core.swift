@@ -34,6 +34,10 @@ extension DaemonService {
         if case .appCallReceived(let app, _, let caller) = input, core.allowsAppCall(app, caller: caller) {
             return true
         }
+        // The same for a control call (the resume path: a Foreground's check was a whole feed before it).
+        if case .controlCallReceived(let caller, let groups) = input, core.allowsControlCall(caller, groups: groups) {
+            return true
+        }
         let id = openRequest(request)
         checks.insert(id)
         feed(input, request: id)
