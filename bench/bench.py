@@ -557,10 +557,7 @@ def rows_calls(t: Table, res: dict, a):
             # Throughput rounds take turns too, in reverse order every other round: each round's
             # bgtaskd / bare echo ratio compares two figures taken seconds apart.
             for i in range(3 if a.quick else 5):
-                # Row 2b's pair (the journaling echo, then the daemon journaling every call) side by side:
-                # both are bound by journald's pace, which moves most of all.
-                order = [*((k, v) for k, v in targets.items() if k != "journal_echo"),
-                         ("journal_echo", targets["journal_echo"]), ("bgtaskd_every_entry", d2.socket)]
+                order = [(k, v) for k, v in targets.items() if k != "journal_echo"]
                 for k, path in order if i % 2 == 0 else reversed(order):
                     settle_journald(3)
                     before = switches_by_thread(d.pid) if k == "bgtaskd" else None
@@ -573,6 +570,23 @@ def rows_calls(t: Table, res: dict, a):
                             # Every Begin and End is a decision, and every decision one journal entry.
                             jcpu["ns"] += cpu_ns(jpid) - j0
                             jcpu["calls"] += thr[k][-1]["calls"]
+            # Row 2b's pair (the journaling echo and the daemon journaling every call) in rounds of their
+            # own: both are bound by journald's pace, which moves most of all. Each round runs the pair
+            # twice in mirrored order (A B B A, which one is A alternating by round), and its figure for
+            # each is the sum of its two runs: a drift of journald's pace within the round weighs on both.
+            for i in range(4 if a.quick else 7):
+                pair = [("journal_echo", targets["journal_echo"]), ("bgtaskd_every_entry", d2.socket)]
+                if i % 2:
+                    pair.reverse()
+                runs = {k: [] for k, _ in pair}
+                for k, path in pair + pair[::-1]:
+                    settle_journald(3)
+                    runs[k].append(tool("throughput", "--socket", path, "--apps", ",".join(apps), "--clients", "64",
+                                        "--seconds", seconds))
+                for k, rs in runs.items():
+                    calls, secs = sum(r["calls"] for r in rs), sum(float(r["seconds"]) for r in rs)
+                    thr[k].append({"calls": calls, "seconds": secs, "calls_per_s": calls / secs,
+                                   "errors": sum(r["errors"] for r in rs), "denied": sum(r["denied"] for r in rs)})
         res["daemon_context_switches_per_call_64"] = switches / max(1, sum(r["calls"] for r in thr["bgtaskd"]))
         res["journald_cpu_us_per_call_64"] = jcpu["ns"] / max(1, jcpu["calls"]) / 1000 if jcpu["calls"] else None
         res["calls_daemon_rss_kib"] = rss_kib(d.pid)

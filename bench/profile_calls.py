@@ -4,7 +4,11 @@
 per call over them (every thread, /proc/PID/task/*/schedstat). With --perf FILE, `perf record -e cpu-clock
 -g` runs on the daemon meanwhile (report: `perf report -i FILE --no-children --sort sym`).
 
+With --one-cpu the daemon and the client run on CPU 0 only (row 1 pinned to one CPU); --no-record runs the
+daemon with RecordInputs=no; --strace FILE counts the daemon's system calls (`strace -f -c`) over the rounds.
+
 Usage: BGTASKD_BIN_DIR=.build/release python3 bench/profile_calls.py [--pairs 20000] [--rounds 3] [--perf out.data]
+       [--one-cpu] [--no-record] [--strace FILE]
 """
 import argparse
 import os
@@ -22,12 +26,23 @@ def main():
     ap.add_argument("--pairs", type=int, default=20000)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--perf")
+    ap.add_argument("--strace")
+    ap.add_argument("--one-cpu", action="store_true")
+    ap.add_argument("--no-record", action="store_true")
     a = ap.parse_args()
     apps = [f"org.bench.P{i}" for i in range(4)]
-    with bench.Daemon("profile", bench.BASE_CONF.format(max=1000), apps) as d:
+    conf = bench.BASE_CONF.format(max=1000) + ("[Daemon]\nRecordInputs=no\n" if a.no_record else "")
+    cpu = 0 if a.one_cpu else None
+    with bench.Daemon("profile", conf, apps) as d:
         bench.launch_all(d, apps)
-        bench.tool("rtt", "--socket", d.socket, "--app", apps[0], "--pairs", "500", "--warmup", "0")
+        if a.one_cpu:
+            bench.pin_process(d.pid, {0})
+        bench.tool("rtt", "--socket", d.socket, "--app", apps[0], "--pairs", "500", "--warmup", "0", cpu=cpu)
         perf = None
+        if a.strace:
+            perf = subprocess.Popen(["strace", "-f", "-c", "-o", a.strace, "-p", str(d.pid)],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(0.5)
         if a.perf:
             perf = subprocess.Popen(["perf", "record", "-q", "-e", "cpu-clock", "-F", "4999", "-g", "-o", a.perf,
                                      "-p", str(d.pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -35,7 +50,8 @@ def main():
         for _ in range(a.rounds):
             bench.settle_journald(3)
             c0 = bench.cpu_ns(d.pid)
-            r = bench.tool("rtt", "--socket", d.socket, "--app", apps[0], "--pairs", str(a.pairs), "--warmup", "0")
+            r = bench.tool("rtt", "--socket", d.socket, "--app", apps[0], "--pairs", str(a.pairs), "--warmup", "0",
+                           cpu=cpu)
             c1 = bench.cpu_ns(d.pid)
             calls = 2 * a.pairs
             wall = sorted(r["begin_ns"] + r["end_ns"])

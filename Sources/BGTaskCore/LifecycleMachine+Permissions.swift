@@ -46,10 +46,14 @@ extension LifecycleMachine {
 
     /// A control call: root, or a member (primary or supplementary group) of `ControlGroup=`.
     mutating func controlCallReceived(caller: Caller, groups: [UInt32]) {
-        if caller.uid == 0 { return reply(.ok) }
-        guard let group = config.controlGroup, caller.gid == group || groups.contains(group) else {
-            return reply(.failure(.permissionDenied))
-        }
+        guard allowsControlCall(caller, groups: groups) else { return reply(.failure(.permissionDenied)) }
         reply(.ok)
+    }
+
+    /// What ``controlCallReceived(caller:groups:)`` decides, as a query (the shell's fast path).
+    public func allowsControlCall(_ caller: Caller, groups: [UInt32]) -> Bool {
+        if caller.uid == 0 { return true }
+        guard let group = config.controlGroup else { return false }
+        return caller.gid == group || groups.contains(group)
     }
 }

@@ -75,7 +75,10 @@ public struct LifecycleMachine: Sendable, Codable {
     /// `appLaunched`, `launchFailed`, `connectionClosed`, `processExited`, `deadlineReached`) produce none.
     public mutating func handle(_ input: Input, now: Instant, request: RequestID? = nil) -> [Action] {
         clock = Swift.max(clock, now)
+        // Room for a call's usual actions (decision, reply, idle inhibition) at once: an array grown one
+        // append at a time is allocated, then moved, two or three times per call.
         out = []
+        out.reserveCapacity(4)
         fireDueDeadlines()
         replyTo = request
         let applied = out.count

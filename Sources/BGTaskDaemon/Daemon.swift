@@ -166,6 +166,7 @@ public final class Daemon: @unchecked Sendable {
         limits.incompleteMessageTimeoutUSec = config.daemon.incompleteMessageTimeoutUSec
         let server = VarlinkServer(queue: queue, service: service, limits: limits)
         service.server = server
+        (service.freezer as? CgroupFreezer)?.watcher.readOnSocketThread(server)
         server.beforeTurn = { [journal] in journal.holdWakeups() }
         server.afterTurn = { [journal] in journal.releaseWakeups() }
         // Flow control: while journald cannot keep up, clients wait instead of decisions being lost.

@@ -34,6 +34,10 @@ extension DaemonService {
         if case .appCallReceived(let app, _, let caller) = input, core.allowsAppCall(app, caller: caller) {
             return true
         }
+        // The same for a control call (the resume path: a Foreground's check was a whole feed before it).
+        if case .controlCallReceived(let caller, let groups) = input, core.allowsControlCall(caller, groups: groups) {
+            return true
+        }
         let id = openRequest(request)
         checks.insert(id)
         feed(input, request: id)
@@ -83,8 +87,10 @@ extension DaemonService {
         var input = first
         while true {
             for action in takeCore(input) {
+                if !pendingThaws.isEmpty, !Self.mayPrecedeThaw(action) { completeThaws() }
                 if let follow = perform(action, for: request) { follows.append(follow) }
             }
+            completeThaws()
             guard next < follows.count else { break }
             input = follows[next]
             next += 1

@@ -54,6 +54,7 @@ extension DaemonService {
         switch action {
         case .deliver(let app, let conn, let event):
             guard let stream = streams[conn] else { return nil }
+            if !pendingThaws.isEmpty { thawedStreams.append(conn) }
             var reply = checkInReply(app: nil, state: event.state, event: event)
             if event.kind == .sceneSnapshot, let scene = event.scene {
                 prepareSnapshot(app, scene.id)
@@ -101,8 +102,7 @@ extension DaemonService {
             }
             return awaited == 0 ? fact(.freezeConfirmed(app)) : .freezeStarted(app, partsAwaited: awaited, own: own)
         case .thaw(let app, let processes, _):
-            if processes.own { freezer.thaw(app: app, pid: processes.pid) }
-            if !processes.instances.isEmpty { adoption?.thaw(app) }
+            deferThaw(app, processes)  // after the events it enables are written (DaemonService+Thaw.swift)
         case .terminate(let app, let processes, _):
             if processes.own { freezer.signal(app: app, pid: processes.pid, SIGTERM) }
             if !processes.instances.isEmpty { adoption?.signal(app, SIGTERM) }

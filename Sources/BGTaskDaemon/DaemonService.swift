@@ -86,6 +86,9 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
     /// Inputs facts cause while a feed is under way: fed when it is over (no feed inside a feed).
     var feedDepth = 0
     var factsAfterFeed: [CoreInput] = []
+    /// Thaws waiting for the events they enable to be written, and those events' streams (+Thaw.swift).
+    var pendingThaws: [(AppID, Processes)] = []
+    var thawedStreams: [ConnectionID] = []
     /// SPEC §14, system sleep (DaemonService+SystemSleep.swift): logind's inhibitors, the kernel wake lock,
     /// and what Stats says of them.
     var systemSleep: SystemSleepWatch?

@@ -148,6 +148,13 @@ extension VarlinkConnection {
         }
     }
 
+    /// Writes the replies buffered for the end of the turn now (the daemon's resume path: an app's events
+    /// before its thaw); what the socket does not take waits as before.
+    public func writeBufferedReplies() {
+        guard !isClosed, outBuffer.count > outStart, inMemoryReplies == nil else { return }
+        flush()
+    }
+
     /// Bytes of replies not yet taken by the peer.
     public var bufferedReplyBytes: Int { outBuffer.count - outStart }
 

@@ -33,6 +33,11 @@ public final class VarlinkServer: @unchecked Sendable {
     /// Waits on `epfd` and runs `turn(count:)` on `queue` (SocketThread.swift).
     let socketThread: SocketThread
     var listeners: [UInt64: Int32] = [:]
+    /// Other descriptors read on the socket thread (+Readables.swift), by token.
+    var readables: [UInt64: () -> Void] = [:]
+    /// Told when `pauseIO()` (true) and `resumeIO()` (false) take effect: watched descriptors
+    /// (`watchReadable`) are not read by the socket thread meanwhile.
+    public var pauseChanged: ((Bool) -> Void)?
     var connections: [UInt64: VarlinkConnection] = [:]
     var nextToken: UInt64 = 1
     var descriptions: [String: String] = [:]
@@ -66,6 +71,7 @@ public final class VarlinkServer: @unchecked Sendable {
         guard !ioPaused else { return }
         ioPaused = true
         socketThread.pause()
+        pauseChanged?(true)
     }
 
     /// Reads and serves again. Call on `queue`.
@@ -73,6 +79,7 @@ public final class VarlinkServer: @unchecked Sendable {
         dispatchPrecondition(condition: .onQueue(queue))
         guard ioPaused else { return }
         ioPaused = false
+        pauseChanged?(false)
         socketThread.resume()
         let now = monotonicNowUSec()
         for c in incomplete.values { c.restartIncompleteClock(now) }
@@ -237,6 +244,8 @@ public final class VarlinkServer: @unchecked Sendable {
                     c.handleEvents(mask)
                 } else if let fd = listeners[token] {
                     ready.append(fd)
+                } else if let handler = readables[token] {
+                    handler()
                 }
                 // Else: closed earlier in this turn.
             }

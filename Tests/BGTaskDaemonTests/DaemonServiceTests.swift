@@ -50,7 +50,12 @@ private final class FakeFreezer: Freezer, @unchecked Sendable {
     }
     /// The freeze of `app` is done now (every process stopped).
     func frozen(_ app: AppID) { onFrozen?(app) }
-    func thaw(app: AppID, pid: Int32?) { recorder.processes.append("thaw \(app) \(pid ?? 0)") }
+    func thaw(app: AppID, pid: Int32?) {
+        recorder.processes.append("thaw \(app) \(pid ?? 0)")
+        onThaw?(app)
+    }
+    /// Called at each thaw (on the queue).
+    var onThaw: ((AppID) -> Void)?
     func signal(app: AppID, pid: Int32?, _ sig: Int32) { recorder.processes.append("signal \(sig) \(app) \(pid ?? 0)") }
     func kill(app: AppID, pid: Int32?) { recorder.processes.append("kill \(app) \(pid ?? 0)") }
     func released(app: AppID) { recorder.processes.append("released \(app)") }
@@ -272,6 +277,37 @@ private final class ServiceHarness: @unchecked Sendable {
         let kinds = h.decisions(monitor).map(\.decision)
         #expect(kinds.starts(with: ["launch"]))
         #expect(kinds.contains("suspend") && kinds.contains("resume"))
+    }
+
+    /// The resume path: the events a thaw enables are written to the app's stream before the thaw (a frozen
+    /// app cannot read them sooner; thawed, it finds them waiting), and the caller's reply comes after it.
+    @Test func aResumedAppsEventsAreWrittenBeforeItsThawAndTheReplyAfter() throws {
+        let h = try ServiceHarness()
+        defer { h.removeStateDirectory() }
+        let ctl = h.connect()
+        #expect(h.call(ctl, "io.bgtaskd.Manager.Launch", ["appId": .string(mail.rawValue)]).map(\.error) == [nil])
+        let pid = try #require(h.processes.first.flatMap { Int32($0.split(separator: " ").last ?? "") })
+        let app = h.connect(uid: 0, pid: pid)
+        h.call(app, "io.bgtaskd.App.CheckIn", ["appId": .string(mail.rawValue)], more: true)
+        let calls = h.connect(uid: 0, pid: pid)
+        #expect(h.call(ctl, "io.bgtaskd.Manager.Background", ["appId": .string(mail.rawValue)]).map(\.error) == [nil])
+        let entered = try #require(h.lastEvent(app, "did-enter-background"))
+        h.call(calls, "io.bgtaskd.App.Acknowledge", ["eventId": entered])
+        #expect(h.processes.last == "freeze \(mail) \(pid)")
+
+        var atThaw: (events: [String], ctlReplies: Int)?
+        let before = h.queue.sync { (app.replies.count, ctl.replies.count) }
+        h.queue.sync {
+            h.freezer.onThaw = { _ in
+                atThaw = (app.replies[before.0...].compactMap { $0.parameters["event"]?.objectValue?["kind"]?.stringValue },
+                          ctl.replies.count - before.1)
+            }
+        }
+        #expect(h.call(ctl, "io.bgtaskd.Manager.Foreground", ["appId": .string(mail.rawValue)]).map(\.error) == [nil])
+        #expect(h.processes.last == "thaw \(mail) \(pid)")
+        let seen = try #require(atThaw)
+        #expect(seen.events == ["will-enter-foreground", "did-become-active"], "\(seen)")
+        #expect(seen.ctlReplies == 0)
     }
 
     /// SPEC §9: with a freezer that finds the freeze not done at once (SIGSTOP pending on busy processes),

@@ -8,3 +8,12 @@ extension DaemonCore {
         lifecycle.controlCallNeedsGroups(caller)
     }
 }
+
+extension DaemonCore {
+    /// Whether ``Input/controlCallReceived(caller:groups:)`` would allow the call (its `.ok`), without
+    /// deciding anything: the shell's fast path, as ``allowsAppCall(_:caller:)`` is for App calls (an
+    /// allowed control call changes nothing in the core; a refusal is still fed, and answered by the core).
+    public mutating func allowsControlCall(_ caller: Caller, groups: [UInt32]) -> Bool {
+        lifecycle.allowsControlCall(caller, groups: groups)
+    }
+}

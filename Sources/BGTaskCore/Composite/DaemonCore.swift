@@ -92,6 +92,7 @@ public struct DaemonCore: Sendable, Codable {
     /// must do, in order.
     public mutating func handle(_ input: CoreInput, now: Instant, wall: RealtimeInstant) -> [CoreAction] {
         out = []
+        out.reserveCapacity(4)  // as LifecycleMachine.handle: one allocation per input, not one per append
         clocks = RefreshNow(wall: wall, monotonic: now)
         switch input {
         case .lifecycle(let input, let request, let origin):

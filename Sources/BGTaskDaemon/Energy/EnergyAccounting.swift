@@ -56,8 +56,9 @@ extension DaemonService {
         var used: Int64?
         let measurement = energy.ledger.observe(d, at: now)
         if let measurement {
+            let layout = (freezer as? CgroupFreezer)?.layout
             let usage = EnergyMeter.usage(
-                cgroupPath: (freezer as? CgroupFreezer)?.layout.appPath(app.rawValue), pid: d.pid,
+                cgroupPath: layout?.appPath(app.rawValue), mount: layout?.mount, pid: d.pid,
                 adopted: adoption?.hasInstances(app) == true ? adoption?.processes(app) ?? [] : [])
             used = energy.ledger.measured(app, measurement, usage: usage, at: now)
         }

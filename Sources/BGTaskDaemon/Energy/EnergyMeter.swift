@@ -11,13 +11,17 @@ import Glibc
 /// instances' processes. Short reads of kernel files: fine on the daemon's queue.
 enum EnergyMeter {
     /// `nil`: nothing could be read (no cgroup, no process).
-    static func usage(cgroupPath: String?, pid: Int32?, adopted: [Int32]) -> Int64? {
+    /// `mount`: the cgroup2 mount point, with which the app's pid is found in its cgroup from its own
+    /// `/proc/PID/cgroup` (one small read) rather than by listing the cgroup's processes and directories.
+    static func usage(cgroupPath: String?, mount: String? = nil, pid: Int32?, adopted: [Int32]) -> Int64? {
         var total: Int64?
         func add(_ n: Int64?) { if let n { total = (total ?? 0) + n } }
         var cgroupHoldsPid = false
-        if let cgroupPath, let stat = FileIO.read(cgroupPath + "/cpu.stat") {
+        if let cgroupPath, let stat = KernelFile.read(cgroupPath + "/cpu.stat") {
             add(cpuStatUsage(stat))
-            cgroupHoldsPid = pid.map { Cgroup.procsRecursive(cgroupPath).contains($0) } ?? true
+            cgroupHoldsPid = pid.map {
+                Cgroup.holds(cgroupPath, pid: $0, mount: mount) || Cgroup.procsRecursive(cgroupPath).contains($0)
+            } ?? true
         }
         if let pid, !cgroupHoldsPid {
             // A process outside the cgroup (signal freezer, or one that could not be moved into it): its own

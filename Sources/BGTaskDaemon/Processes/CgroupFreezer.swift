@@ -26,7 +26,7 @@ final class CgroupFreezer: Freezer {
     let logger: Logger
     /// `KillTimeoutSec=`: between SIGTERM and cgroup.kill for what a previous run left running.
     let killTimeoutUSec: Int64
-    private let watcher: CgroupEventsWatcher
+    let watcher: CgroupEventsWatcher
     /// Per-app fallback: apps whose process could not be moved into their cgroup.
     private let signals: SignalFreezer
     private var signalManaged: Set<AppID> = []

@@ -1,5 +1,6 @@
 import BGTaskConfig
 import BGTaskLaunch
+import BGTaskVarlink
 import Dispatch
 
 #if canImport(Glibc)
@@ -91,6 +92,20 @@ enum Cgroup {
         var result = procs(dir)
         for child in subdirectories(dir) { result += procsRecursive(dir + "/" + child) }
         return result
+    }
+
+    /// Whether `/proc/PID/cgroup` places `pid` in `dir` or below it (`mount`: the cgroup2 mount point).
+    /// False when it does not say so (gone, another cgroup namespace's paths): a caller that must be sure
+    /// lists the cgroup then.
+    static func holds(_ dir: String, pid: Int32, mount: String?) -> Bool {
+        guard let mount, let text = KernelFile.read("/proc/\(pid)/cgroup") else { return false }
+        // The `0::/path` line, found on the bytes (`ownPath` splits the text into Characters).
+        let zero = "0::".utf8
+        guard let line = text.utf8.split(separator: UInt8(ascii: "\n")).first(where: { $0.starts(with: zero) }) else {
+            return false
+        }
+        let full = CgroupLayout.join(mount, String(Substring(line.dropFirst(zero.count))))
+        return full == dir || (full.hasPrefix(dir) && full.utf8.dropFirst(dir.utf8.count).first == UInt8(ascii: "/"))
     }
 
     /// Whether `dir` is a cgroup v2 directory (cgroup v1 has no `cgroup.events`).
@@ -331,11 +346,15 @@ enum XAttr {
     }
 }
 
-/// One inotify descriptor watching `cgroup.events` files, read by a Dispatch source on the daemon's
-/// queue: the kernel signals a change of `populated` or `frozen` with IN_MODIFY.
+/// One inotify descriptor watching `cgroup.events` files: the kernel signals a change of `populated` or
+/// `frozen` with IN_MODIFY. Read by a Dispatch source on the daemon's queue, or — once
+/// `readOnSocketThread` — by the Varlink server's socket thread in its turn (a resume's own thaw then
+/// wakes no thread: it is seen when the turn that thawed is over), with the Dispatch source back while
+/// the server is paused.
 final class CgroupEventsWatcher {
     private let fd: Int32
-    private let source: any DispatchSourceRead
+    private let queue: DispatchQueue
+    private var source: (any DispatchSourceRead)?
     private var keyByWD: [Int32: String] = [:]
     private var wdByKey: [String: Int32] = [:]
     /// Called on the queue with the key of a watch whose file changed.
@@ -345,13 +364,44 @@ final class CgroupEventsWatcher {
         let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
         guard fd >= 0 else { return nil }
         self.fd = fd
-        source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
-        source.setEventHandler { [weak self] in self?.drain() }
-        source.setCancelHandler { _ = close(fd) }
-        source.resume()
+        self.queue = queue
+        startSource()
     }
 
-    deinit { source.cancel() }
+    deinit {
+        if let source {
+            let fd = self.fd
+            source.setCancelHandler { _ = close(fd) }
+            source.cancel()
+        } else {
+            // Leaves the server's epoll set with its last reference.
+            _ = close(fd)
+        }
+    }
+
+    private func startSource() {
+        let s = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
+        s.setEventHandler { [weak self] in self?.drain() }
+        s.resume()
+        source = s
+    }
+
+    /// Read on `server`'s socket thread from now on (call on the queue); the Dispatch source only while
+    /// the server is paused.
+    func readOnSocketThread(_ server: VarlinkServer) {
+        guard server.watchReadable(fd: fd, handler: { [weak self] in self?.drain() }) else { return }
+        source?.cancel()
+        source = nil
+        server.pauseChanged = { [weak self] paused in
+            guard let self else { return }
+            if paused, self.source == nil {
+                self.startSource()
+            } else if !paused {
+                self.source?.cancel()
+                self.source = nil
+            }
+        }
+    }
 
     /// Watches `dir/cgroup.events` under `key` (one watch per key; watching again is harmless).
     @discardableResult
