@@ -30,6 +30,7 @@ def main():
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--apps", type=int, default=10000)
     ap.add_argument("--perf", help="also record one start with perf into this file")
+    ap.add_argument("--cold", action="store_true", help="remove the manifest cache before each start")
     a = ap.parse_args()
     if a.bin:
         B.DAEMON = Path(a.bin).resolve() / "bgtaskd"
@@ -40,6 +41,8 @@ def main():
     try:
         for _ in range(a.runs):
             B.settle_journald(3)
+            if a.cold:
+                (d.root / "state" / "manifest-cache").unlink(missing_ok=True)
             notify = B.NotifySocket(str(d.root / "notify"))
             t0 = time.monotonic()
             d.proc = subprocess.Popen(d.argv(), env=dict(os.environ, NOTIFY_SOCKET=notify.path),
