@@ -43,8 +43,8 @@ extension AppManifestFile {
             }
         }
         var load = CachedLoad(manifests: [], errors: [], warnings: [], fromCache: 0, updatedCache: nil)
-        var kept: [String: ManifestCache.Entry] = [:]
-        kept.reserveCapacity(paths.count)
+        load.manifests.reserveCapacity(outcomes.count)
+        var changed = cache == nil
         for outcome in outcomes {
             switch outcome {
             case .missing:
@@ -54,22 +54,38 @@ extension AppManifestFile {
             case .cached(let entry):
                 load.manifests.append(entry.manifest)
                 load.fromCache += 1
-                kept[entry.manifest.path] = entry
             case .parsed(let manifest, let e, let w, let stamp):
                 load.errors += e
                 load.warnings += w
-                guard let manifest else { continue }
-                load.manifests.append(manifest)
-                if e.isEmpty, w.isEmpty, let stamp, stamp.ctime < now - ManifestCache.settleNanoseconds {
-                    kept[manifest.path] = ManifestCache.Entry(stamp: stamp, manifest: manifest)
-                }
+                if let manifest { load.manifests.append(manifest) }
+                if isKept(manifest, e, w, stamp, now: now) { changed = true }
             }
         }
-        // Unchanged: every manifest kept came from the cache, and the cache holds nothing else.
-        if cache == nil || load.fromCache != kept.count || kept.count != known.count {
+        // Unchanged: nothing new to keep, and every entry of the cache was used (none stale or gone).
+        if changed || load.fromCache != known.count {
+            var kept: [String: ManifestCache.Entry] = [:]
+            kept.reserveCapacity(outcomes.count)
+            for outcome in outcomes {
+                switch outcome {
+                case .cached(let entry):
+                    kept[entry.manifest.path] = entry
+                case .parsed(let manifest?, let e, let w, let stamp?) where isKept(manifest, e, w, stamp, now: now):
+                    kept[manifest.path] = ManifestCache.Entry(stamp: stamp, manifest: manifest)
+                default:
+                    continue
+                }
+            }
             load.updatedCache = ManifestCache(appsDirectory: appsDirectory, entries: kept)
         }
         return load
+    }
+
+    /// A manifest read without an error or a warning, from a file not changed within
+    /// `ManifestCache.settleNanoseconds` of `now`.
+    private static func isKept(_ manifest: AppManifestFile?, _ errors: [ConfigError], _ warnings: [ConfigWarning],
+                               _ stamp: FileStamp?, now: Int64) -> Bool {
+        guard manifest != nil, errors.isEmpty, warnings.isEmpty, let stamp else { return false }
+        return stamp.ctime < now - ManifestCache.settleNanoseconds
     }
 
     private enum CachedOutcome: Sendable {

@@ -121,7 +121,7 @@ public struct ManifestCache: Sendable {
         out.appendInteger(Self.formatVersion)
         out.appendString(appsDirectory)
         out.appendInteger(UInt32(entries.count))
-        for (path, entry) in entries.sorted(by: { $0.key.utf8Precedes($1.key) }) {
+        for (path, entry) in entries {
             let s = entry.stamp
             let m = entry.manifest
             out.appendString(path)
