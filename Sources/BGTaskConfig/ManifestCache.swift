@@ -82,7 +82,23 @@ public struct ManifestCache: Sendable {
 
     /// The cache at `path` for `appsDirectory`; nil when there is none usable.
     public static func read(path: String, appsDirectory: String) -> ManifestCache? {
-        guard let bytes = FileIO.readBytes(path) else { return nil }
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, st.st_size > 0, st.st_size < 1 << 30 else { return nil }
+        // One read into a buffer of the file's size (a file that grew or shrank since is no cache).
+        var bytes = [UInt8](repeating: 0, count: Int(st.st_size))
+        var used = 0
+        while used < bytes.count {
+            let n = bytes.withUnsafeMutableBytes { raw -> Int in
+                guard let base = raw.baseAddress else { return 0 }
+                return Glibc.read(fd, base + used, raw.count - used)
+            }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { return nil }
+            used += n
+        }
         return decode(bytes, appsDirectory: appsDirectory)
     }
 

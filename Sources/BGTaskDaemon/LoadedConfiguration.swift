@@ -121,6 +121,7 @@ struct LoadedConfiguration: Sendable {
         }
         warnings += apps.errors.map { "\($0) (app left out)" }
         warnings += apps.warnings.map(\.description)
+        manifests.reserveCapacity(manifests.count + apps.manifests.count)
         for m in apps.manifests {
             if let id = AppID(m.id) { manifests[id] = m }
         }
