@@ -125,7 +125,7 @@ public final class Daemon: @unchecked Sendable {
         // Unchanged manifests from the cache of the last start (ManifestCache); the new cache is written
         // off this path once the apps are handed to the queue.
         let cachePath = options.stateDir + "/" + ManifestCache.fileName
-        let cacheUpdate = config.loadApps(from: options, cachePath: cachePath)
+        var cacheUpdate = config.loadApps(from: options, cachePath: cachePath)
         let appWarnings = Array(config.warnings.dropFirst(daemonConfig.warnings.count))
         let loaded = config
         queue.async { [self] in
@@ -137,7 +137,10 @@ public final class Daemon: @unchecked Sendable {
             // What reading and registering the manifests freed goes back to the system (RSS at rest).
             malloc_trim(0)
         }
-        if let cacheUpdate { writeManifestCacheInBackground(cacheUpdate, to: cachePath) }
+        if let update = cacheUpdate {
+            cacheUpdate = nil  // the writer's alone: this frame lasts as long as the process
+            writeManifestCacheInBackground(update, to: cachePath)
+        }
         dispatchMain()
     }
 

@@ -1,4 +1,5 @@
 import BGTaskConfig
+import CSystemd
 import Dispatch
 
 #if canImport(Glibc)
@@ -19,10 +20,14 @@ func writeManifestCacheInBackground(_ cache: ManifestCache, to path: String) {
     var thread = pthread_t()
     let made = pthread_create(&thread, &attributes, { raw in
         guard let raw else { return nil }
-        let job = Unmanaged<CacheWriteJob>.fromOpaque(raw).takeRetainedValue()
-        // Who 0 of PRIO_PROCESS is the calling thread only, on Linux (setpriority(2), BUGS).
-        _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 19)
-        job.cache.write(to: job.path)
+        do {
+            let job = Unmanaged<CacheWriteJob>.fromOpaque(raw).takeRetainedValue()
+            // Who 0 of PRIO_PROCESS is the calling thread only, on Linux (setpriority(2), BUGS).
+            _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 19)
+            job.cache.write(to: job.path)
+        }
+        // The cache and its encoded bytes are freed: back to the system, as after registering (RSS at rest).
+        malloc_trim(0)
         manifestCacheWrites.leave()
         return nil
     }, job)
