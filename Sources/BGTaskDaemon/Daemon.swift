@@ -122,7 +122,10 @@ public final class Daemon: @unchecked Sendable {
             }
         }
         // The apps, here (not on the queue: it stays free for the signal sources and READY=1).
-        config.loadApps(from: options)
+        // Unchanged manifests from the cache of the last start (ManifestCache); the new cache is written
+        // off this path once the apps are handed to the queue.
+        let cachePath = options.stateDir + "/" + ManifestCache.fileName
+        var cacheUpdate = config.loadApps(from: options, cachePath: cachePath)
         let appWarnings = Array(config.warnings.dropFirst(daemonConfig.warnings.count))
         let loaded = config
         queue.async { [self] in
@@ -133,6 +136,10 @@ public final class Daemon: @unchecked Sendable {
             }
             // What reading and registering the manifests freed goes back to the system (RSS at rest).
             malloc_trim(0)
+        }
+        if let update = cacheUpdate {
+            cacheUpdate = nil  // the writer's alone: this frame lasts as long as the process
+            writeManifestCacheInBackground(update, to: cachePath)
         }
         dispatchMain()
     }
@@ -378,6 +385,7 @@ public final class Daemon: @unchecked Sendable {
         serving?.server.shutdown()
         if let boundPath { unlink(boundPath) }
         journal.flush()
+        finishManifestCacheWrite()
         exit(0)
     }
 }

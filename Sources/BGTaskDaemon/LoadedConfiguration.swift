@@ -20,6 +20,8 @@ struct LoadedConfiguration: Sendable {
     var exempt: Set<AppID> = []
     /// Manifests that could not be loaded: left out at start, a refused reload (issue 12).
     var manifestErrors: [ConfigError] = []
+    /// Manifests taken from the manifest cache at start-up, their files unchanged.
+    var manifestsFromCache = 0
 
     var maxMessageSize: Int { daemon.maxMessageSize }
 
@@ -98,15 +100,34 @@ struct LoadedConfiguration: Sendable {
 
     /// Adds the apps: the manifests of `apps.d` (a bad one is a warning and left out) and the desktop
     /// entries. Reads files: never on the state queue at start-up (issue 15).
-    mutating func loadApps(from options: DaemonOptions) {
-        let apps = AppManifestFile.loadAll(appsDirectory: AppManifestFile.appsDirectory(inConfigDirectory: options.configDir))
+    /// `cachePath`: the manifest cache of the state directory (start-up only; `ManifestCache`): the
+    /// cache to write for the next start is returned, nil when the one read is still exact.
+    @discardableResult
+    mutating func loadApps(from options: DaemonOptions, cachePath: String? = nil) -> ManifestCache? {
+        let directory = AppManifestFile.appsDirectory(inConfigDirectory: options.configDir)
+        let apps: (manifests: [AppManifestFile], errors: [ConfigError], warnings: [ConfigWarning])
+        var update: ManifestCache?
+        if let cachePath {
+            var now = timespec()
+            clock_gettime(CLOCK_REALTIME, &now)
+            let cached = AppManifestFile.loadAll(
+                appsDirectory: directory, cache: ManifestCache.read(path: cachePath, appsDirectory: directory),
+                now: Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec))
+            apps = (cached.manifests, cached.errors, cached.warnings)
+            manifestsFromCache = cached.fromCache
+            update = cached.updatedCache
+        } else {
+            apps = AppManifestFile.loadAll(appsDirectory: directory)
+        }
         warnings += apps.errors.map { "\($0) (app left out)" }
         warnings += apps.warnings.map(\.description)
+        manifests.reserveCapacity(manifests.count + apps.manifests.count)
         for m in apps.manifests {
             if let id = AppID(m.id) { manifests[id] = m }
         }
         manifestErrors = apps.errors
         addDesktopApps()
+        return update
     }
 
     struct LoadError: Error, CustomStringConvertible, Sendable {

@@ -1,0 +1,97 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension AppManifestFile {
+    /// What `loadAll(appsDirectory:cache:now:)` found.
+    public struct CachedLoad: Sendable {
+        public var manifests: [AppManifestFile]
+        public var errors: [ConfigError]
+        public var warnings: [ConfigWarning]
+        /// Manifests taken from the cache, their files unchanged.
+        public var fromCache: Int
+        /// The cache to write for the next start; nil when the one given is still exact.
+        public var updatedCache: ManifestCache?
+    }
+
+    /// `loadAll(appsDirectory:)` with a cache of an earlier start: the same manifests, errors and warnings,
+    /// in the same order. A file whose stamp (`FileStamp`: one `fstatat`) equals the one kept with its
+    /// manifest is not read; every other file is read and parsed as `loadAll` does. `now`: the wall clock
+    /// in ns since the epoch, before any file is looked at (a file changed within
+    /// `ManifestCache.settleNanoseconds` of it is not kept for next time).
+    public static func loadAll(appsDirectory: String, cache: ManifestCache?, now: Int64) -> CachedLoad {
+        let paths: [String]
+        switch listDirectory(appsDirectory, suffix: fileExtension) {
+        case .success(let list): paths = list
+        case .failure(let error):
+            return CachedLoad(manifests: [], errors: [error], warnings: [], fromCache: 0, updatedCache: nil)
+        }
+        let directory = open(appsDirectory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        defer { if directory >= 0 { close(directory) } }
+        let known = cache.flatMap { $0.appsDirectory == appsDirectory ? $0.entries : nil } ?? [:]
+        let outcomes = parallelMap(paths) { path -> CachedOutcome in
+            let stamp = FileStamp.of(path, in: directory)
+            if let stamp, let entry = known[path], entry.stamp == stamp {
+                return .cached(entry)
+            }
+            switch readTextFile(path) {
+            case .missing: return .missing
+            case .failed(let kind): return .failed(ConfigError(kind, at: SourceLocation(file: path, line: 0)))
+            case .text(let text):
+                let result = parse(text, path: path)
+                return .parsed(result.manifest, result.errors, result.warnings, stamp)
+            }
+        }
+        var load = CachedLoad(manifests: [], errors: [], warnings: [], fromCache: 0, updatedCache: nil)
+        load.manifests.reserveCapacity(outcomes.count)
+        var changed = cache == nil
+        for outcome in outcomes {
+            switch outcome {
+            case .missing:
+                continue
+            case .failed(let error):
+                load.errors.append(error)
+            case .cached(let entry):
+                load.manifests.append(entry.manifest)
+                load.fromCache += 1
+            case .parsed(let manifest, let e, let w, let stamp):
+                load.errors += e
+                load.warnings += w
+                if let manifest { load.manifests.append(manifest) }
+                if isKept(manifest, e, w, stamp, now: now) { changed = true }
+            }
+        }
+        // Unchanged: nothing new to keep, and every entry of the cache was used (none stale or gone).
+        if changed || load.fromCache != known.count {
+            var kept: [String: ManifestCache.Entry] = [:]
+            kept.reserveCapacity(outcomes.count)
+            for outcome in outcomes {
+                switch outcome {
+                case .cached(let entry):
+                    kept[entry.manifest.path] = entry
+                case .parsed(let manifest?, let e, let w, let stamp?) where isKept(manifest, e, w, stamp, now: now):
+                    kept[manifest.path] = ManifestCache.Entry(stamp: stamp, manifest: manifest)
+                default:
+                    continue
+                }
+            }
+            load.updatedCache = ManifestCache(appsDirectory: appsDirectory, entries: kept)
+        }
+        return load
+    }
+
+    /// A manifest read without an error or a warning, from a file not changed within
+    /// `ManifestCache.settleNanoseconds` of `now`.
+    private static func isKept(_ manifest: AppManifestFile?, _ errors: [ConfigError], _ warnings: [ConfigWarning],
+                               _ stamp: FileStamp?, now: Int64) -> Bool {
+        guard manifest != nil, errors.isEmpty, warnings.isEmpty, let stamp else { return false }
+        return stamp.ctime < now - ManifestCache.settleNanoseconds
+    }
+
+    private enum CachedOutcome: Sendable {
+        case missing
+        case failed(ConfigError)
+        case cached(ManifestCache.Entry)
+        case parsed(AppManifestFile?, [ConfigError], [ConfigWarning], FileStamp?)
+    }
+}

@@ -1,0 +1,293 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import BGTaskModel
+
+/// What names one version of a file's content: the file `stat(2)` reaches (following links: a link
+/// pointed elsewhere reaches another device or inode), its size, and its mtime and ctime to the
+/// nanosecond. Every write to a file sets its ctime to the current time, which no program can set back;
+/// so equal stamps mean the content read then is the content now, provided the file had not been
+/// written within a timestamp tick of being read (`ManifestCache.settleNanoseconds`).
+struct FileStamp: Hashable, Sendable {
+    var device: UInt64
+    var inode: UInt64
+    var size: Int64
+    var mtime: Int64
+    var ctime: Int64
+
+    init(device: UInt64, inode: UInt64, size: Int64, mtime: Int64, ctime: Int64) {
+        (self.device, self.inode, self.size, self.mtime, self.ctime) = (device, inode, size, mtime, ctime)
+    }
+
+    init(_ st: stat) {
+        self.init(device: UInt64(st.st_dev), inode: UInt64(st.st_ino), size: Int64(st.st_size),
+                  mtime: Int64(st.st_mtim.tv_sec) &* 1_000_000_000 &+ Int64(st.st_mtim.tv_nsec),
+                  ctime: Int64(st.st_ctim.tv_sec) &* 1_000_000_000 &+ Int64(st.st_ctim.tv_nsec))
+    }
+
+    /// The stamp of `path`'s last component in the directory open as `directory` (one `fstatat`, no walk
+    /// of the whole path), or of `path` itself when `directory` is negative; nil when it does not resolve.
+    static func of(_ path: String, in directory: Int32) -> FileStamp? {
+        var st = stat()
+        guard directory >= 0 else { return stat(path, &st) == 0 ? FileStamp(st) : nil }
+        var path = path
+        return path.withUTF8 { bytes -> FileStamp? in
+            let start = (bytes.lastIndex(of: UInt8(ascii: "/")) ?? -1) + 1
+            let count = bytes.count - start
+            return withUnsafeTemporaryAllocation(of: CChar.self, capacity: count + 1) { name -> FileStamp? in
+                for i in 0..<count { name[i] = CChar(bitPattern: bytes[start + i]) }
+                name[count] = 0
+                guard let base = name.baseAddress else { return nil }
+                return fstatat(directory, base, &st, 0) == 0 ? FileStamp(st) : nil
+            }
+        }
+    }
+}
+
+/// The manifests of `apps.d` as parsed at an earlier start, each with the stamp its file had then
+/// (`/var/lib/bgtaskd/manifest-cache`): a start re-reads only the files whose stamp changed.
+///
+/// Only manifests that parsed without an error or a warning are kept, so a bad manifest is always read
+/// and reported (file, line, key) as without a cache. The file is read whole and used only when its
+/// magic, version, apps directory and checksum all match: anything else (missing, truncated, corrupt, of
+/// another version or directory) is no cache. It is replaced atomically (a temporary file, fsync,
+/// rename), never written in place.
+public struct ManifestCache: Sendable {
+    /// The file's name in the state directory.
+    public static let fileName = "manifest-cache"
+    static let magic: [UInt8] = Array("BGTDMC\n\0".utf8)
+    static let formatVersion: UInt32 = 1
+    /// A file changed less than this before it was read is read again next time rather than kept: a
+    /// second write within one tick of the clock the kernel stamps files with (1–10 ms; a whole second
+    /// on file systems that keep seconds only) could leave size, mtime and ctime as they were.
+    static let settleNanoseconds: Int64 = 2_000_000_000
+
+    struct Entry: Sendable {
+        var stamp: FileStamp
+        var manifest: AppManifestFile
+    }
+
+    /// The apps directory the manifests were read from.
+    var appsDirectory: String
+    /// By the manifest's path.
+    var entries: [String: Entry]
+
+    init(appsDirectory: String, entries: [String: Entry]) {
+        self.appsDirectory = appsDirectory
+        self.entries = entries
+    }
+
+    /// The number of manifests kept.
+    public var count: Int { entries.count }
+
+    /// The cache at `path` for `appsDirectory`; nil when there is none usable.
+    public static func read(path: String, appsDirectory: String) -> ManifestCache? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, st.st_size > 0, st.st_size < 1 << 30 else { return nil }
+        // One read into a buffer of the file's size (a file that grew or shrank since is no cache).
+        var bytes = [UInt8](repeating: 0, count: Int(st.st_size))
+        var used = 0
+        while used < bytes.count {
+            let n = bytes.withUnsafeMutableBytes { raw -> Int in
+                guard let base = raw.baseAddress else { return 0 }
+                return Glibc.read(fd, base + used, raw.count - used)
+            }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { return nil }
+            used += n
+        }
+        return decode(bytes, appsDirectory: appsDirectory)
+    }
+
+    /// Writes the cache to `path` atomically; false when it could not (the old file, if any, stays).
+    @discardableResult
+    public func write(to path: String) -> Bool {
+        let bytes = encode()
+        let temporary = path + ".tmp"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return false }
+        var offset = 0
+        var ok = true
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { raw -> Int in
+                guard let base = raw.baseAddress else { return 0 }
+                return Glibc.write(fd, base + offset, raw.count - offset)
+            }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { ok = false; break }
+            offset += n
+        }
+        if ok && fsync(fd) != 0 { ok = false }
+        close(fd)
+        guard ok, rename(temporary, path) == 0 else {
+            unlink(temporary)
+            return false
+        }
+        return true
+    }
+
+    // MARK: The format: magic, version, apps directory, count, entries, FNV-1a 64 of all before it.
+
+    func encode() -> [UInt8] {
+        var out = Self.magic
+        out.reserveCapacity(64 + entries.count * 160)
+        out.appendInteger(Self.formatVersion)
+        out.appendString(appsDirectory)
+        out.appendInteger(UInt32(entries.count))
+        for (path, entry) in entries {
+            let s = entry.stamp
+            let m = entry.manifest
+            out.appendString(path)
+            for v in [s.device, s.inode, UInt64(bitPattern: s.size), UInt64(bitPattern: s.mtime), UInt64(bitPattern: s.ctime)] {
+                out.appendInteger(v)
+            }
+            out.appendString(m.id)
+            if m.name == m.id { out.append(0) } else { out.append(1); out.appendString(m.name) }
+            out.appendStrings(m.exec)
+            switch m.user {
+            case nil: out.append(0)
+            case .name(let name)?: out.append(1); out.appendString(name)
+            case .id(let id)?: out.append(2); out.appendInteger(id)
+            }
+            if let dir = m.workingDirectory { out.append(1); out.appendString(dir) } else { out.append(0) }
+            out.appendStrings(m.environment.flatMap { [$0.name, $0.value] })
+            out.appendStrings(BackgroundMode.allCases.filter { m.backgroundModes.contains($0) }.map(\.rawValue))
+            out.appendStrings(m.permittedTaskIdentifiers)
+            out.append(m.backgroundAppRefresh.map { $0 ? 2 : 1 } ?? 0)
+            out.append(m.refreshRestricted ? 1 : 0)
+            out.append(m.lifecycleAware ? 1 : 0)
+        }
+        out.appendInteger(fnv1a(out[...]))
+        return out
+    }
+
+    static func decode(_ bytes: [UInt8], appsDirectory: String) -> ManifestCache? {
+        guard bytes.count >= magic.count + 8, bytes.starts(with: magic) else { return nil }
+        var r = ByteReader(bytes: bytes[..<(bytes.count - 8)])
+        var sum = ByteReader(bytes: bytes[(bytes.count - 8)...])
+        guard sum.integer(UInt64.self) == fnv1a(bytes[..<(bytes.count - 8)]) else { return nil }
+        r.offset = magic.count
+        guard r.integer(UInt32.self) == formatVersion, r.string() == appsDirectory,
+              let count = r.integer(UInt32.self), Int(count) <= bytes.count
+        else { return nil }
+        var entries: [String: Entry] = [:]
+        entries.reserveCapacity(Int(count))
+        for _ in 0..<count {
+            guard let entry = r.entry() else { return nil }
+            entries[entry.manifest.path] = entry
+        }
+        guard r.offset == r.bytes.endIndex else { return nil }
+        return ManifestCache(appsDirectory: appsDirectory, entries: entries)
+    }
+}
+
+/// FNV-1a, 64 bits.
+private func fnv1a(_ bytes: ArraySlice<UInt8>) -> UInt64 {
+    var h: UInt64 = 0xcbf2_9ce4_8422_2325
+    for b in bytes { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
+    return h
+}
+
+extension [UInt8] {
+    fileprivate mutating func appendInteger<T: FixedWidthInteger>(_ v: T) {
+        Swift.withUnsafeBytes(of: v.littleEndian) { append(contentsOf: $0) }
+    }
+
+    fileprivate mutating func appendString(_ s: String) {
+        appendInteger(UInt32(s.utf8.count))
+        append(contentsOf: s.utf8)
+    }
+
+    fileprivate mutating func appendStrings(_ list: [String]) {
+        appendInteger(UInt32(list.count))
+        for s in list { appendString(s) }
+    }
+}
+
+/// Reads the format back; nil at the first thing out of bounds or out of place.
+private struct ByteReader {
+    let bytes: ArraySlice<UInt8>
+    var offset: Int
+
+    init(bytes: ArraySlice<UInt8>) {
+        self.bytes = bytes
+        offset = bytes.startIndex
+    }
+
+    mutating func integer<T: FixedWidthInteger>(_: T.Type) -> T? {
+        let size = MemoryLayout<T>.size
+        guard bytes.endIndex - offset >= size else { return nil }
+        var v: T = 0
+        for i in 0..<size { v |= T(bytes[offset + i]) << (8 * i) }
+        offset += size
+        return v
+    }
+
+    mutating func byte() -> UInt8? { integer(UInt8.self) }
+
+    mutating func string() -> String? {
+        guard let n = integer(UInt32.self), bytes.endIndex - offset >= Int(n) else { return nil }
+        let s = String(decoding: bytes[offset..<(offset + Int(n))], as: UTF8.self)
+        offset += Int(n)
+        return s
+    }
+
+    mutating func strings() -> [String]? {
+        guard let n = integer(UInt32.self), Int(n) <= bytes.endIndex - offset else { return nil }
+        var out: [String] = []
+        out.reserveCapacity(Int(n))
+        for _ in 0..<n {
+            guard let s = string() else { return nil }
+            out.append(s)
+        }
+        return out
+    }
+
+    mutating func entry() -> ManifestCache.Entry? {
+        guard let path = string(), let device = integer(UInt64.self), let inode = integer(UInt64.self),
+              let size = integer(UInt64.self), let mtime = integer(UInt64.self), let ctime = integer(UInt64.self),
+              let id = string(), let nameTag = byte()
+        else { return nil }
+        let name: String
+        switch nameTag {
+        case 0: name = id
+        case 1: guard let s = string() else { return nil }; name = s
+        default: return nil
+        }
+        guard let exec = strings(), !exec.isEmpty, let userTag = byte() else { return nil }
+        var user: Account?
+        switch userTag {
+        case 0: user = nil
+        case 1: guard let s = string() else { return nil }; user = .name(s)
+        case 2: guard let v = integer(UInt32.self) else { return nil }; user = .id(v)
+        default: return nil
+        }
+        guard let dirTag = byte(), dirTag <= 1 else { return nil }
+        var workingDirectory: String?
+        if dirTag == 1 {
+            guard let s = string() else { return nil }
+            workingDirectory = s
+        }
+        guard let env = strings(), env.count % 2 == 0, let modeNames = strings(), let permitted = strings(),
+              let refresh = byte(), refresh <= 2, let restricted = byte(), restricted <= 1,
+              let aware = byte(), aware <= 1
+        else { return nil }
+        var modes: Set<BackgroundMode> = []
+        for raw in modeNames {
+            guard let mode = BackgroundMode(rawValue: raw) else { return nil }
+            modes.insert(mode)
+        }
+        let environment = stride(from: 0, to: env.count, by: 2).map { EnvironmentVariable(name: env[$0], value: env[$0 + 1]) }
+        let manifest = AppManifestFile(
+            id: id, name: name, exec: exec, user: user, workingDirectory: workingDirectory,
+            environment: environment, backgroundModes: modes, permittedTaskIdentifiers: permitted,
+            backgroundAppRefresh: refresh == 0 ? nil : refresh == 2, refreshRestricted: restricted == 1,
+            lifecycleAware: aware == 1, path: path)
+        let stamp = FileStamp(device: device, inode: inode, size: Int64(bitPattern: size),
+                              mtime: Int64(bitPattern: mtime), ctime: Int64(bitPattern: ctime))
+        return ManifestCache.Entry(stamp: stamp, manifest: manifest)
+    }
+}
