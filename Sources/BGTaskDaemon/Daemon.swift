@@ -131,8 +131,10 @@ public final class Daemon: @unchecked Sendable {
             case .serve(let serving, let reload): startServing(serving, fd: fd, reload: reload)
             case .waitForSignals, .discard: break
             }
-            // What reading and registering the manifests freed goes back to the system (RSS at rest).
+            // What reading and registering the manifests freed goes back to the system (RSS at rest), and
+            // the code only start-up ran is no longer mapped (StartupPages.swift).
             malloc_trim(0)
+            StartupPages.release()
         }
         dispatchMain()
     }
