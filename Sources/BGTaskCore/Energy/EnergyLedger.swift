@@ -33,7 +33,7 @@ public enum WakeCause: String, CaseIterable, Hashable, Sendable, Comparable {
 /// Background CPU time and wakes over some span of time.
 ///
 /// The wake counts are kept inline, one per ``WakeCause`` (not a dictionary per figure: with 10,000 apps
-/// the accounts' dictionaries were ~3.6 MiB of the daemon's heap; `EnergyMemoryTests`).
+/// the accounts' dictionaries were ~3.6 MiB of the daemon's heap; `MemoryProbeTests.energyAccounts`).
 public struct EnergyFigures: Hashable, Sendable {
     /// CPU time used while not in the foreground (µs).
     public var backgroundCPUUSec: Int64 = 0
