@@ -132,9 +132,10 @@ public final class Daemon: @unchecked Sendable {
             case .waitForSignals, .discard: break
             }
             // What reading and registering the manifests freed goes back to the system (RSS at rest), and
-            // the code only start-up ran is no longer mapped (StartupPages.swift).
+            // the code only start-up ran is no longer mapped (StartupPages.swift: off this queue, which
+            // now serves the first calls; reading /proc/self/smaps takes milliseconds).
             malloc_trim(0)
-            StartupPages.release()
+            DispatchQueue.global(qos: .utility).async { StartupPages.release() }
         }
         dispatchMain()
     }
