@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 """Row 4's RSS alone: 10,000 apps launched into the foreground and 100,000 assertions held (bench.py's
 `bgtaskd-bench scale`, one level), then the daemon's VmRSS, its anonymous part and /proc/PID/smaps_rollup.
-`--wrap CMD` starts the daemon under a tool (e.g. `heaptrack -o /tmp/x`).
+`--wrap CMD` starts the daemon under a tool (e.g. `heaptrack -o /tmp/x`); with `--kill` the daemon is
+SIGKILLed right after the measurement, so that what heaptrack reports as leaked is the heap live then.
 
     python3 bench/rss_scale.py [--bin DIR] [--tool PATH] [--apps 10000] [--assertions 100000]
 """
 import argparse
 import json
+import os
 import shlex
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -23,6 +26,7 @@ def main():
     ap.add_argument("--apps", type=int, default=10000)
     ap.add_argument("--assertions", type=int, default=100000)
     ap.add_argument("--wrap", default="", help="command line to start the daemon under")
+    ap.add_argument("--kill", action="store_true", help="SIGKILL the daemon after the measurement")
     ap.add_argument("--conf", default="", help="more bgtaskd.conf lines, e.g. '[Daemon]\\nRecordInputs=no'")
     a = ap.parse_args()
     if a.bin:
@@ -58,8 +62,18 @@ def main():
             print("  " + "  ".join(l.strip() for l in rollup.splitlines()[1:] if l.split()[0] in
                                    ("Rss:", "Anonymous:", "Private_Dirty:", "Shared_Clean:", "Private_Clean:")))
         finally:
+            apps_started = [int(c) for t in os.listdir(f"/proc/{daemon_pid}/task")
+                            for c in open(f"/proc/{daemon_pid}/task/{t}/children").read().split()]
+            if a.kill:
+                os.kill(daemon_pid, signal.SIGKILL)
             p.stdin.close()
             p.wait(120)
+            for pid in apps_started:  # the daemon's `sleep`s (under a wrapper they are not d.pid's children)
+                try:
+                    if open(f"/proc/{pid}/comm").read().strip() == "sleep":
+                        os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
             d.kill_apps()
 
 

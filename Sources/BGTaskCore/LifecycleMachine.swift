@@ -342,7 +342,7 @@ public struct LifecycleMachine: Sendable, Codable {
             default: if records[i].state != .suspended { flushHeldSuspend(i) }
             }
         }
-        records[i].lastDecision = decision
+        records[i].lastDecision = LastDecision(kind: decision.kind, reason: decision.reason)
         out.append(action)
         // SPEC §12: the app's termination ends the Hold calls on it (HoldLost), each once.
         if decision.kind == .terminate {

@@ -71,7 +71,9 @@ struct AppRecord: Sendable, Codable {
     var wake: Wake?
     var notifications = NotificationQueue()
     var termination: Termination?
-    @OutOfLine var lastDecision: Decision? = nil
+    /// The kind and reason of its last decision (all the machine reads of it: a whole `Decision` per app,
+    /// boxed, was ~180 bytes per app; docs/performance.md, "Where the memory at 10,000 apps goes").
+    var lastDecision: LastDecision? = nil
     /// For memory reclaim: least recently used first.
     var lastUsed: Instant
     /// The manifest is gone: forget the app once it has exited.

@@ -83,8 +83,8 @@ public struct AppSnapshot: Hashable, Sendable {
     public var wakeDeadline: Instant?
     /// Notifications queued while suspended, in delivery order.
     public var queuedNotifications: [QueuedNotification]
-    /// The last decision about it.
-    public var lastDecision: Decision?
+    /// The kind and reason of the last decision about it (the shell keeps the decisions themselves).
+    public var lastDecision: LastDecision?
     /// When it was last in the foreground: `now` while it is, the instant it left otherwise; `nil` if never.
     public var lastForeground: Instant? = nil
     /// The daemon launched it (rather than the app checking in by itself).
@@ -160,5 +160,18 @@ extension LifecycleMachine {
         return AssertionSnapshot(
             taskID: task, app: a.app, name: a.name, connection: a.connection, begun: a.begun,
             remaining: a.managerHold ? nil : remaining(of: records[i], at: now), expiring: a.warned, managerHold: a.managerHold)
+    }
+}
+
+/// What an app's snapshot says of its last decision.
+public struct LastDecision: Hashable, Sendable, Codable {
+    /// `BGTASKD_DECISION`.
+    public var kind: DecisionKind
+    /// `BGTASKD_REASON`.
+    public var reason: Reason
+
+    public init(kind: DecisionKind, reason: Reason) {
+        self.kind = kind
+        self.reason = reason
     }
 }

@@ -134,8 +134,11 @@ public final class Daemon: @unchecked Sendable {
             case .serve(let serving, let reload): startServing(serving, fd: fd, reload: reload)
             case .waitForSignals, .discard: break
             }
-            // What reading and registering the manifests freed goes back to the system (RSS at rest).
+            // What reading and registering the manifests freed goes back to the system (RSS at rest), and
+            // the code only start-up ran is no longer mapped (StartupPages.swift: off this queue, which
+            // now serves the first calls; reading /proc/self/smaps takes milliseconds).
             malloc_trim(0)
+            DispatchQueue.global(qos: .utility).async { StartupPages.release() }
         }
         if let update = cacheUpdate {
             cacheUpdate = nil  // the writer's alone: this frame lasts as long as the process

@@ -14,20 +14,28 @@ struct DecisionRecord {
 /// The most recent decisions about one app (at most `limit`), oldest first, for `Explain` and `lastDecision`.
 ///
 /// Kept packed in one byte buffer per app: with 10,000 apps a `[Decision]` per app (each with its own
-/// message string and every journal field) cost ~3 KiB per app; this costs about the message text.
-/// Each record: realtime stamp (8 bytes, little-endian), kind and reason (one byte each, their index in
-/// `allCases`), the stored message's length (4 bytes), the message. In the message, the app's own identifier is stored as
-/// the byte 0x01 and a literal 0x01 or 0x02 as 0x02 followed by that byte.
+/// message string and every journal field) cost ~3 KiB per app, and the messages' text ~870 bytes per app
+/// at bench row 4 (13 records each); this costs ~12 bytes per record. A message is stored as its shape
+/// (``MessageShapes``: the text with the app's own identifier as the byte 0x01, each decimal number as the
+/// byte 0x03, a literal 0x01, 0x02 or 0x03 as 0x02 followed by that byte) and its numbers. Each record,
+/// every integer a LEB128 varint: the realtime stamp's difference from the first record's (zigzag), kind and
+/// reason (one byte each, their index in `allCases`), the shape's number plus one (0: the shape follows,
+/// its length then its bytes), how many numbers, the numbers.
 struct DecisionHistory {
     private var bytes: [UInt8] = []
+    /// The stamp the records' stamps are stored relative to.
+    private var base: Int64 = 0
     /// Where the newest record starts.
-    private var lastOffset = 0
+    private var lastStart: Int32 = 0
+    private var stored: Int32 = 0
     /// Records kept.
-    private(set) var count = 0
+    var count: Int { Int(stored) }
 
-    private static let header = 14
     private static let appMark: UInt8 = 0x01
     private static let escape: UInt8 = 0x02
+    private static let numberMark: UInt8 = 0x03
+    /// Longest digit run stored as a number (more digits could overflow: kept as text).
+    private static let maxDigits = 18
     private static let kinds = DecisionKind.allCases
     private static let reasons = Reason.allCases
     private static let kindIndex: [DecisionKind: UInt8] = Dictionary(
@@ -43,26 +51,37 @@ struct DecisionHistory {
     mutating func append(realtimeUSec: Int64, kind: DecisionKind, reason: Reason, message: String, app: AppID, limit: Int) {
         var message = message
         var id = app.rawValue
-        let needed = bytes.count + Self.header + message.utf8.count
-        if bytes.capacity < needed {
-            // Grow by a quarter, not double: ten thousand apps' buffers are most of the daemon's heap.
-            bytes.reserveCapacity(max(needed + 64, needed + needed / 4))
+        var shape: [UInt8] = []
+        var numbers: [UInt64] = []
+        message.withUTF8 { text in id.withUTF8 { id in Self.split(text, app: id, shape: &shape, numbers: &numbers) } }
+        let shapeNumber = MessageShapes.shared.number(of: shape)
+        if stored == 0 { base = realtimeUSec }
+        let worst = bytes.count + 10 + 2 + 10 + (shapeNumber == nil ? 10 + shape.count : 0) + 10 * (numbers.count + 1)
+        if bytes.capacity < worst {
+            // Grow by a quarter, not double: ten thousand apps' buffers are a large part of the daemon's heap.
+            bytes.reserveCapacity(max(worst, bytes.count + bytes.count / 4 + 16))
         }
         let start = bytes.count
-        withUnsafeBytes(of: realtimeUSec.littleEndian) { bytes.append(contentsOf: $0) }
+        let delta = realtimeUSec &- base
+        Self.put(UInt64(bitPattern: (delta << 1) ^ (delta >> 63)), into: &bytes)
         bytes.append(Self.kindIndex[kind] ?? 0)
         bytes.append(Self.reasonIndex[reason] ?? 0)
-        bytes.append(contentsOf: [0, 0, 0, 0] as [UInt8])
-        message.withUTF8 { text in id.withUTF8 { id in Self.encode(text, app: id, into: &bytes) } }
-        let length = UInt32(truncatingIfNeeded: bytes.count - start - Self.header)
-        for i in 0..<4 { bytes[start + 10 + i] = UInt8(truncatingIfNeeded: length >> (8 * UInt32(i))) }
-        lastOffset = start
-        count += 1
-        if count > max(1, limit) {
-            let first = Self.header + recordLength(at: 0)
+        if let shapeNumber {
+            Self.put(UInt64(shapeNumber + 1), into: &bytes)
+        } else {
+            Self.put(0, into: &bytes)
+            Self.put(UInt64(shape.count), into: &bytes)
+            bytes.append(contentsOf: shape)
+        }
+        Self.put(UInt64(numbers.count), into: &bytes)
+        for n in numbers { Self.put(n, into: &bytes) }
+        lastStart = Int32(truncatingIfNeeded: start)
+        stored += 1
+        if stored > max(1, limit) {
+            let first = read(at: 0).end
             bytes.removeSubrange(0..<first)
-            lastOffset -= first
-            count -= 1
+            lastStart -= Int32(truncatingIfNeeded: first)
+            stored -= 1
         }
     }
 
@@ -72,62 +91,137 @@ struct DecisionHistory {
         out.reserveCapacity(count)
         var offset = 0
         while offset < bytes.count {
-            out.append(record(at: offset, app: app))
-            offset += Self.header + recordLength(at: offset)
+            let r = read(at: offset)
+            out.append(r.record(app))
+            offset = r.end
         }
         return out
     }
 
     /// The newest record.
     func last(app: AppID) -> DecisionRecord? {
-        count == 0 ? nil : record(at: lastOffset, app: app)
+        stored == 0 ? nil : read(at: Int(lastStart)).record(app)
     }
 
-    private func recordLength(at offset: Int) -> Int {
-        var length = 0
-        for i in 0..<4 { length |= Int(bytes[offset + 10 + i]) << (8 * i) }
-        return length
+    /// Bytes held (the buffer's capacity), for the memory probe.
+    var capacity: Int { bytes.capacity }
+
+    private struct Stored {
+        var realtimeUSec: Int64
+        var kind: DecisionKind
+        var reason: Reason
+        var shape: [UInt8]
+        var numbers: [UInt64]
+        var end: Int
+
+        func record(_ app: AppID) -> DecisionRecord {
+            DecisionRecord(
+                realtimeUSec: realtimeUSec, app: app, kind: kind, reason: reason,
+                message: DecisionHistory.render(shape, numbers: numbers, app: app))
+        }
     }
 
-    private func record(at offset: Int, app: AppID) -> DecisionRecord {
-        var stamp: UInt64 = 0
-        for i in 0..<8 { stamp |= UInt64(bytes[offset + i]) << (8 * UInt64(i)) }
-        let start = offset + Self.header
-        let message = Self.decode(bytes[start..<start + recordLength(at: offset)], app: app)
-        return DecisionRecord(
-            realtimeUSec: Int64(bitPattern: stamp), app: app, kind: Self.kinds[Int(bytes[offset + 8])],
-            reason: Self.reasons[Int(bytes[offset + 9])], message: message)
+    private func read(at offset: Int) -> Stored {
+        var i = offset
+        let zigzag = Self.take(bytes, &i)
+        let delta = Int64(bitPattern: zigzag >> 1) ^ -Int64(bitPattern: zigzag & 1)
+        let kind = Self.kinds[Int(bytes[i])]
+        let reason = Self.reasons[Int(bytes[i + 1])]
+        i += 2
+        var shape: [UInt8]
+        let shapeRef = Self.take(bytes, &i)
+        if shapeRef > 0 {
+            shape = MessageShapes.shared.shape(Int(shapeRef - 1))
+        } else {
+            let length = Int(Self.take(bytes, &i))
+            shape = Array(bytes[i..<i + length])
+            i += length
+        }
+        let n = Int(Self.take(bytes, &i))
+        var numbers: [UInt64] = []
+        numbers.reserveCapacity(n)
+        for _ in 0..<n { numbers.append(Self.take(bytes, &i)) }
+        return Stored(realtimeUSec: base &+ delta, kind: kind, reason: reason, shape: shape, numbers: numbers, end: i)
     }
 
-    /// Appends the message's UTF-8 to `out`, every occurrence of `app` replaced by ``appMark``.
-    private static func encode(_ text: UnsafeBufferPointer<UInt8>, app id: UnsafeBufferPointer<UInt8>, into out: inout [UInt8]) {
+    private static func put(_ value: UInt64, into out: inout [UInt8]) {
+        var v = value
+        while v >= 0x80 {
+            out.append(UInt8(truncatingIfNeeded: v) | 0x80)
+            v >>= 7
+        }
+        out.append(UInt8(v))
+    }
+
+    private static func take(_ bytes: [UInt8], _ i: inout Int) -> UInt64 {
+        var value: UInt64 = 0
+        var shift: UInt64 = 0
+        while i < bytes.count {
+            let byte = bytes[i]
+            i += 1
+            if shift < 64 { value |= UInt64(byte & 0x7F) << shift }
+            if byte < 0x80 { break }
+            shift += 7
+        }
+        return value
+    }
+
+    /// The message's shape (the app's identifier, numbers and the marks escaped, see above) and its numbers.
+    private static func split(
+        _ text: UnsafeBufferPointer<UInt8>, app id: UnsafeBufferPointer<UInt8>, shape: inout [UInt8], numbers: inout [UInt64]
+    ) {
+        shape.reserveCapacity(text.count)
         var i = 0
         while i < text.count {
             let byte = text[i]
             if !id.isEmpty, byte == id[0], i + id.count <= text.count,
                 UnsafeBufferPointer(rebasing: text[i..<i + id.count]).elementsEqual(id)
             {
-                out.append(appMark)
+                shape.append(appMark)
                 i += id.count
                 continue
             }
-            if byte == appMark || byte == escape { out.append(escape) }
-            out.append(byte)
+            if isDigit(byte) {
+                var j = i
+                var value: UInt64 = 0
+                while j < text.count, isDigit(text[j]) {
+                    if j - i < maxDigits { value = value * 10 + UInt64(text[j] - 0x30) }
+                    j += 1
+                }
+                // A number written another way ("007", or too long to hold) stays text.
+                if j - i <= maxDigits, byte != 0x30 || j - i == 1 {
+                    shape.append(numberMark)
+                    numbers.append(value)
+                } else {
+                    shape.append(contentsOf: UnsafeBufferPointer(rebasing: text[i..<j]))
+                }
+                i = j
+                continue
+            }
+            if byte == appMark || byte == escape || byte == numberMark { shape.append(escape) }
+            shape.append(byte)
             i += 1
         }
     }
 
-    private static func decode(_ stored: ArraySlice<UInt8>, app: AppID) -> String {
+    private static func isDigit(_ byte: UInt8) -> Bool { byte >= 0x30 && byte <= 0x39 }
+
+    /// The message of a shape and its numbers.
+    fileprivate static func render(_ shape: [UInt8], numbers: [UInt64], app: AppID) -> String {
         var out: [UInt8] = []
-        out.reserveCapacity(stored.count + 64)
-        var i = stored.startIndex
-        while i < stored.endIndex {
-            let byte = stored[i]
+        out.reserveCapacity(shape.count + 64)
+        var next = 0
+        var i = 0
+        while i < shape.count {
+            let byte = shape[i]
             if byte == appMark {
                 out.append(contentsOf: app.rawValue.utf8)
-            } else if byte == escape, i + 1 < stored.endIndex {
+            } else if byte == numberMark {
+                if next < numbers.count { out.append(contentsOf: String(numbers[next]).utf8) }
+                next += 1
+            } else if byte == escape, i + 1 < shape.count {
                 i += 1
-                out.append(stored[i])
+                out.append(shape[i])
             } else {
                 out.append(byte)
             }

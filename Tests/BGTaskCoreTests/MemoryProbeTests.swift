@@ -65,4 +65,34 @@ import Glibc
         step("a checkpoint's copy diverged by one input")
         _ = copy
     }
+
+    /// The energy accounts of 10,000 apps, each woken once (bench row 4: launched into the background):
+    /// the anonymous memory they take (run alone). Inline wake counters and a short array of hours: ~1.6 MiB
+    /// (a dictionary per figure and per account's hours: ~3.6 MiB).
+    @Test(.enabled(if: MemoryProbeTests.enabled)) func energyAccounts() {
+        let apps = (0..<10_000).compactMap { AppID("org.bench.S" + String(100_000 + $0).dropFirst()) }
+        let before = Self.anonymousBytes()
+        var ledger = EnergyLedger()
+        let now = RealtimeInstant(microsecondsSinceEpoch: 1_700_000_000_000_000)
+        for app in apps {
+            let d = Decision(kind: .launch, reason: .userRequest, app: app, state: .background, previousState: .notRunning,
+                             detail: .note("launched"))
+            if let m = ledger.observe(d, at: now) { ledger.measured(app, m, usage: 1_000, at: now) }
+        }
+        let used = Self.anonymousBytes() - before
+        print("energy accounts of 10,000 apps: \(used / 1024) KiB (\(used / apps.count) bytes per app)")
+        #expect(ledger.energy(of: apps[0], at: now).total.wakes == [.user: 1])
+    }
+
+    /// The process's `RssAnon`.
+    static func anonymousBytes() -> Int {
+        guard let f = fopen("/proc/self/status", "r") else { return 0 }
+        defer { fclose(f) }
+        var line = [CChar](repeating: 0, count: 256)
+        while fgets(&line, 256, f) != nil {
+            let text = String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            if text.hasPrefix("RssAnon:") { return (Int(text.split(separator: " ")[1]) ?? 0) * 1024 }
+        }
+        return 0
+    }
 }

@@ -61,3 +61,38 @@ import Testing
         #expect(g.last(app: app)?.message == long)
     }
 }
+
+/// What a history costs: bench row 4's 13 records per app (a launch, a foreground, ten grants) in a
+/// few hundred bytes, not ~870 (each message's whole text).
+@Suite struct DecisionHistorySizeTests {
+    @Test func thirteenRecordsOfAnAppCostUnderTwoHundredBytes() {
+        let app = AppID("org.bench.S00003")!
+        var h = DecisionHistory()
+        let stamp: Int64 = 1_795_711_000_847_130
+        h.append(realtimeUSec: stamp, kind: .launch, reason: .userRequest,
+                 message: "launching \(app) into the background (user)", app: app, limit: 32)
+        h.append(realtimeUSec: stamp + 7_911, kind: .launch, reason: .userRequest,
+                 message: "\(app) (pid 27909) launched into the background (user)", app: app, limit: 32)
+        h.append(realtimeUSec: stamp + 8_049, kind: .foreground, reason: .userRequest,
+                 message: "\(app) came to the foreground", app: app, limit: 32)
+        for n in 0..<10 {
+            h.append(realtimeUSec: stamp + 439_809 + Int64(n) * 100, kind: .grant, reason: .appRequest,
+                     message: "granted background task \(3 + 13 * n) (bench) to \(app)", app: app, limit: 32)
+        }
+        #expect(h.records(app: app).map(\.message).last == "granted background task 120 (bench) to \(app)")
+        #expect(h.capacity <= 200, "a history of 13 records holds \(h.capacity) bytes")
+    }
+
+    @Test(arguments: [
+        "0", "007", "pid 0 and 10", "18446744073709551615", "123456789012345678", "1234567890123456789",
+        "\u{3}9\u{3}", "9org.example.Mail9", "task 42 (name 7) at 1.5 s",
+    ])
+    func numbersRoundTrip(message: String) {
+        let app = AppID("org.example.Mail")!
+        var h = DecisionHistory()
+        h.append(realtimeUSec: .min, kind: .grant, reason: .appRequest, message: message, app: app, limit: 2)
+        h.append(realtimeUSec: .max, kind: .end, reason: .appRequest, message: message + " again", app: app, limit: 2)
+        #expect(h.records(app: app).map(\.message) == [message, message + " again"])
+        #expect(h.records(app: app).map(\.realtimeUSec) == [.min, .max])
+    }
+}
