@@ -20,16 +20,7 @@ import Glibc
     }
 
     @Test(.enabled(if: MemoryProbeTests.enabled)) func coreAtBenchScale() {
-        func used() -> Int {
-            guard let f = fopen("/proc/self/status", "r") else { return 0 }
-            defer { fclose(f) }
-            var line = [CChar](repeating: 0, count: 256)
-            while fgets(&line, 256, f) != nil {
-                let text = String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-                if text.hasPrefix("RssAnon:") { return (Int(text.split(separator: " ")[1]) ?? 0) * 1024 }
-            }
-            return 0
-        }
+        func used() -> Int { Self.anonymousBytes() }
         func mib(_ bytes: Int) -> String { "\(bytes / 1024) KiB" }
         print("stride: AppRecord \(MemoryLayout<AppRecord>.stride) B, AssertionRecord \(MemoryLayout<AssertionRecord>.stride) B, "
             + "AppManifest \(MemoryLayout<AppManifest>.stride) B, DaemonCore \(MemoryLayout<DaemonCore>.stride) B, "

@@ -6,20 +6,10 @@ import Testing
 /// it is in the app's tree, walking up its parents: the same answer as the whole table's ``ProcessTable/tree(roots:)``.
 @Suite struct ProcessTreeMembershipTests {
     @Test func membershipWalkedUpFromAPidIsTheWholeTablesTree() throws {
-        let shell = Process()
-        shell.executableURL = URL(fileURLWithPath: "/bin/sh")
         // A child, a subshell with a child, and a child in a session of its own (linked to the shell by its parent only).
-        shell.arguments = ["-c", "sleep 30 & (sleep 30 & wait) & setsid sleep 30 & sleep 0.2; echo ready; wait"]
-        let ready = Pipe()
-        shell.standardOutput = ready
-        try shell.run()
-        let pid = shell.processIdentifier
-        defer {
-            for p in ProcessTable.read().tree(roots: [pid]) where p != pid { kill(p, SIGKILL) }
-            kill(pid, SIGKILL)
-            shell.waitUntilExit()
-        }
-        #expect(String(decoding: ready.fileHandleForReading.availableData, as: UTF8.self) == "ready\n")
+        let shell = try ShellTree("sleep 30 & (sleep 30 & wait) & setsid sleep 30 & sleep 0.2")
+        defer { shell.stop() }
+        let pid = shell.pid
         let table = ProcessTable.read()
         let tree = table.tree(roots: [pid])
         #expect(tree.count == 5)  // the shell, its sleep, the subshell and its sleep, the setsid sleep
