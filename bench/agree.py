@@ -20,7 +20,7 @@ NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")
 
 def ratio_value(text: str) -> float | None:
     """The leading number of a ratio cell, without the round spread in parentheses."""
-    head = text.split("(")[0]
+    head = re.sub(r"\bp\d+\s+", "", text.split("(")[0])  # row 3's "p99 +1824 µs": the difference, not "99"
     m = NUMBER.search(head.replace(",", ""))
     return float(m.group()) if m else None
 

@@ -138,7 +138,7 @@ public final class Daemon: @unchecked Sendable {
             // the code only start-up ran is no longer mapped (StartupPages.swift: off this queue, which
             // now serves the first calls; reading /proc/self/smaps takes milliseconds).
             malloc_trim(0)
-            DispatchQueue.global(qos: .utility).async { StartupPages.release() }
+            runOnBackgroundThread { StartupPages.release() }
         }
         if let update = cacheUpdate {
             cacheUpdate = nil  // the writer's alone: this frame lasts as long as the process
