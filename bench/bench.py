@@ -753,8 +753,10 @@ def row_recording(t: Table, res: dict, a):
     rc, nc = (cpu[k][0] / max(1, cpu[k][1]) / 1000 for k in ("rec", "norec"))
     res["record_rtt"] = {"record": [rm, pct(samples["rec"], 99)], "no_record": [nm, pct(samples["norec"], 99)],
                          "cpu_us_per_call": [rc, nc]}
-    t.add("1r", "call round trip, RecordInputs=yes (every input kept), median", fmt_us(rm),
-          f"RecordInputs=no: {fmt_us(nm)}", ratio(rm, nm), "≤ 1.10×", verdict(rm <= 1.1 * nm))
+    # Unpinned, the ratio depends on where the scheduler puts each end (row 1's bimodal median): the target
+    # is judged on the pinned line below, as row 1's is.
+    t.add("1r", "call round trip, RecordInputs=yes (every input kept), median, unpinned", fmt_us(rm),
+          f"RecordInputs=no: {fmt_us(nm)}", ratio(rm, nm), "(placement)")
     t.add("", "  daemon CPU time per call", fmt_us(rc), f"RecordInputs=no: {fmt_us(nc)}", ratio(rc, nc))
     pinned = res.get("record_rtt_pinned")
     if pinned:
