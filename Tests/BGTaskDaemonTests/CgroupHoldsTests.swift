@@ -1,3 +1,4 @@
+import BGTaskConfig
 import Testing
 @testable import BGTaskDaemon
 
@@ -9,8 +10,8 @@ import Glibc
 /// than by listing the cgroup's processes and directories.
 @Suite struct CgroupHoldsTests {
     @Test func aProcessIsHeldByItsCgroupAndItsAncestorsOnly() throws {
-        let mount = try #require(KernelFile.read("/proc/self/mounts").flatMap { Cgroup.v2Mount(mounts: $0) })
-        let own = try #require(KernelFile.read("/proc/self/cgroup").flatMap { Cgroup.ownPath(selfCgroup: $0) })
+        let mount = try #require(FileIO.read("/proc/self/mounts").flatMap { Cgroup.v2Mount(mounts: $0) })
+        let own = try #require(FileIO.read("/proc/self/cgroup").flatMap { Cgroup.ownPath(selfCgroup: $0) })
         let dir = CgroupLayout.join(mount, own)
         #expect(Cgroup.holds(dir, pid: getpid(), mount: mount))
         if own != "/" {
@@ -23,12 +24,12 @@ import Glibc
     }
 
     @Test func aSmallKernelFileIsReadWholeAndALongOneToo() throws {
-        let stat = try #require(KernelFile.read("/proc/self/stat"))
+        let stat = try #require(FileIO.read("/proc/self/stat"))
         #expect(stat.hasPrefix("\(getpid()) ("))
         // Longer than the buffer on the stack.
-        let maps = try #require(KernelFile.read("/proc/self/maps"))
-        #expect(maps.utf8.count > KernelFile.stackBytes)
+        let maps = try #require(FileIO.read("/proc/self/maps"))
+        #expect(maps.utf8.count > FileIO.stackBytes)
         #expect(maps.hasSuffix("\n"))
-        #expect(KernelFile.read("/proc/self/no-such-file") == nil)
+        #expect(FileIO.read("/proc/self/no-such-file") == nil)
     }
 }

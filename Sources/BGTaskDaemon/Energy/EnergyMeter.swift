@@ -17,7 +17,7 @@ enum EnergyMeter {
         var total: Int64?
         func add(_ n: Int64?) { if let n { total = (total ?? 0) + n } }
         var cgroupHoldsPid = false
-        if let cgroupPath, let stat = KernelFile.read(cgroupPath + "/cpu.stat") {
+        if let cgroupPath, let stat = FileIO.read(cgroupPath + "/cpu.stat") {
             add(cpuStatUsage(stat))
             cgroupHoldsPid = pid.map {
                 Cgroup.holds(cgroupPath, pid: $0, mount: mount) || Cgroup.procsRecursive(cgroupPath).contains($0)

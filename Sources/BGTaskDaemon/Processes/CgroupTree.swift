@@ -98,7 +98,7 @@ enum Cgroup {
     /// False when it does not say so (gone, another cgroup namespace's paths): a caller that must be sure
     /// lists the cgroup then.
     static func holds(_ dir: String, pid: Int32, mount: String?) -> Bool {
-        guard let mount, let text = KernelFile.read("/proc/\(pid)/cgroup") else { return false }
+        guard let mount, let text = FileIO.read("/proc/\(pid)/cgroup") else { return false }
         // The `0::/path` line, found on the bytes (`ownPath` splits the text into Characters).
         let zero = "0::".utf8
         guard let line = text.utf8.split(separator: UInt8(ascii: "\n")).first(where: { $0.starts(with: zero) }) else {
