@@ -6,13 +6,13 @@ windows the test opens in the same scope. The app's own log is the record of its
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import tempfile
 from pathlib import Path
 
 from freezer_support import ScratchCgroup, wait_for
+from support import json_lines
 from test_device import entry
 
 APP = "org.example.Notes"
@@ -20,10 +20,7 @@ SCENE_APP = Path(__file__).resolve().parent / "apps" / "scene_app.py"
 
 
 def lines(log: Path) -> list[dict]:
-    try:
-        return [json.loads(l) for l in log.read_text().splitlines() if l.strip()]
-    except FileNotFoundError:
-        return []
+    return json_lines(log)
 
 
 def events(log: Path) -> list[str]:

@@ -209,6 +209,18 @@ def journal_entries(want=None, timeout: float = 30.0, **match) -> list:
         time.sleep(0.05)  # poll interval of a bounded wait: journald has no "caught up" notification
 
 
+def json_lines(path) -> list[dict]:
+    """The whole JSON lines an app under test has written to `path` so far ([] before it exists). A line
+    the app is still writing (no newline yet: a write crossing a page boundary lands in two steps) is
+    left for the next read instead of failing to parse."""
+    from pathlib import Path as _Path
+    try:
+        text = _Path(path).read_text()
+    except FileNotFoundError:
+        return []
+    return [json.loads(l) for l in text[:text.rfind("\n") + 1].splitlines() if l.strip()]
+
+
 class AppLog:
     """An app under test: the JSON lines it writes to `log` ({"event": kind, …} per event) and its
     state as the daemon `d` reports it."""
@@ -218,10 +230,7 @@ class AppLog:
         self.d, self.id, self.log = d, app_id, _Path(log)
 
     def lines(self):
-        try:
-            return [json.loads(l) for l in self.log.read_text().splitlines() if l.strip()]
-        except FileNotFoundError:
-            return []
+        return json_lines(self.log)
 
     def events(self):
         return [l["event"] for l in self.lines() if "event" in l]

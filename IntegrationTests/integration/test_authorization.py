@@ -4,7 +4,6 @@ GetInterfaceDescription, parsed by the Python `varlink` package) × {the app's o
 another app's uid, root, a ControlGroup member}, each expected outcome from a table keyed by method
 name. A method the table does not list fails the test, so a new method cannot be forgotten."""
 
-import json
 import os
 import sys
 import threading
@@ -12,7 +11,7 @@ import time
 
 import varlink
 
-from support import PROMPT, RawClient, as_user, open_to_others, wait_for
+from support import PROMPT, RawClient, as_user, json_lines, open_to_others, wait_for
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PYAPP = os.path.join(HERE, "apps", "pyapp.py")
@@ -47,10 +46,7 @@ def test_acknowledge_of_another_apps_event_by_another_uid_is_refused(daemon, tmp
     open_to_others(d)
 
     def lines():
-        try:
-            return [json.loads(l) for l in log.read_text().splitlines() if l.strip()]
-        except FileNotFoundError:
-            return []
+        return json_lines(log)
 
     def wait_line(pred, what):
         deadline = time.monotonic() + 10

@@ -24,6 +24,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from freezer_support import wait_for, write_script  # noqa: E402
+from support import json_lines  # noqa: E402
 from refresh_support import CONF, MANAGER, call, decisions  # noqa: E402
 from test_energy import APP, CONTINUED_APP  # noqa: E402
 from test_focus import sway  # noqa: E402,F401
@@ -86,10 +87,7 @@ def notifications_daemon(daemon, tmp_path):
         os.chmod(p, 0o755)
 
     def lines():
-        try:
-            return [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
-        except FileNotFoundError:
-            return []
+        return json_lines(log)
     return d, lines
 
 

@@ -48,19 +48,23 @@ class Decisions:
 
 
 class Lines:
-    """New lines of an append-only file (the test app's event log)."""
+    """New whole lines of an append-only file (the test app's event log). A read can end inside a line
+    the app is still writing (a write that crosses a page boundary lands in two steps), so text without
+    its newline waits in `pending` for the rest instead of being taken for a line."""
 
     def __init__(self, path):
         open(path, "a").close()
         self.f = open(path)
+        self.pending = ""
 
     def wait_for(self, word: str, timeout: float = 10.0):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            line = self.f.readline()
-            if not line:
+            self.pending += self.f.readline()
+            if not self.pending.endswith("\n"):
                 time.sleep(0.0005)  # poll interval of the app's log (another process)
                 continue
+            line, self.pending = self.pending, ""
             if word in line:
                 return line
         raise AssertionError(f"no {word} within {timeout} s")

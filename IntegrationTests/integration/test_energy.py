@@ -16,6 +16,7 @@ import time
 import pytest
 
 from freezer_support import Manager, ScratchCgroup, conf, manifest, wait_journal, write_script
+from support import json_lines
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to create cgroups")
 
@@ -339,10 +340,7 @@ def continued_daemon(daemon, tmp_path, progress: bool):
     d = daemon(conf=conf, apps={APP: text})
 
     def lines():
-        try:
-            return [json.loads(l) for l in log.read_text().splitlines() if l.strip()]
-        except FileNotFoundError:
-            return []
+        return json_lines(log)
     return d, lines
 
 
