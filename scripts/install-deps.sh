@@ -15,7 +15,8 @@
 # a session bus in test_bus_calls.py), python3-dbus and python3-gi (the session-bus app of
 # test_bus_calls.py and the stand-in for systemd's manager of test_system_sleep.py, run by /usr/bin/python3),
 # systemd-journal-remote (systemd-journal-remote and systemd-journal-upload: the fleet test of test_energy.py),
-# mako-notifier (a real notification server, on the headless sway, for test_continued_notifications.py).
+# mako-notifier (a real notification server, on the headless sway, for test_continued_notifications.py),
+# strace (the order of the daemon's system calls on the resume path: test_thaw_order.py).
 # Python: varlink (the independent client, the certification suite), pytest.
 set -euo pipefail
 
@@ -28,7 +29,7 @@ need=()
 for pkg in libsystemd-dev pkg-config systemd util-linux procps iproute2 python3-pip \
     scdoc debhelper lintian dpkg-dev man-db bash-completion zsh fish \
     libwayland-dev libwayland-bin sway foot phoc wayfire gcc wtype dbus-daemon python3-dbus python3-gi systemd-journal-remote \
-    mako-notifier; do
+    mako-notifier strace; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
 done
 # python3-pip is only needed when there is no pip at all.
