@@ -42,6 +42,8 @@ public final class Daemon: @unchecked Sendable {
     let logger: Logger
     /// Counts the journal pauses, so that a pause's time limit only ends that pause.
     var journalPauses = 0
+    /// The reloads under way and waiting (`Daemon+Reload.swift`). On `queue`.
+    var reloads = ReloadRuns()
     /// How long clients wait for a congested journal at most: a journald that takes no entries must
     /// not stop the daemon serving. Past it, entries beyond the sink's queue are dropped and counted.
     static let journalPauseLimit: DispatchTimeInterval = .seconds(1)
@@ -169,7 +171,9 @@ public final class Daemon: @unchecked Sendable {
             queue: queue, config: config, journal: journal, logger: logger, options: options, freezer: setup.freezer)
         service.freezerReason = setup.reason
         service.removeStaleSnapshots()  // SPEC §15: once the apps still running are adopted again
-        service.reloadHandler = { [weak self] in self?.reload() ?? .success(ReloadReport()) }
+        service.reloadHandler = { [weak self] done in
+            if let self { self.reload(done) } else { done(.success(ReloadReport())) }
+        }
         var limits = VarlinkLimits()
         limits.maxMessageSize = config.maxMessageSize
         limits.maxConnectionsPerUser = config.daemon.maxConnectionsPerUser  // issue 11
@@ -206,7 +210,7 @@ public final class Daemon: @unchecked Sendable {
     private func startServing(_ serving: Serving, fd: Int32, reload: Bool) {
         dispatchPrecondition(condition: .onQueue(queue))
         serving.server.listen(fd: fd)
-        if reload { self.reload(serving) }
+        if reload { self.reload() }
     }
 
     /// Stops serving clients while the journal is congested, for `journalPauseLimit` at most. On `queue`.
@@ -294,35 +298,59 @@ public final class Daemon: @unchecked Sendable {
     }
 
     /// SIGHUP / Reload: re-read configuration without dropping clients; keep the old one on error, which
-    /// is returned (for `Reload()`'s error reply); else what was applied and what needs a restart.
-    @discardableResult
-    func reload() -> Result<ReloadReport, LoadedConfiguration.LoadError> {
+    /// `done` gets (for `Reload()`'s error reply); else what was applied and what needs a restart. The files
+    /// are read off the queue (`Daemon+Reload.swift`), which serves calls meanwhile; `done` runs on the queue.
+    func reload(_ done: @escaping ReloadCompletion = { _ in }) {
         dispatchPrecondition(condition: .onQueue(queue))
         switch lifecycle.reloadRequested() {
-        case .reload(let serving):
-            return reload(serving)
+        case .reload:
+            reloads.waiting.append(done)
+            if !reloads.reading { startReload() }
         case .deferred:
             // issue 15: a SIGHUP during start-up, before the apps are registered, reloads once they are.
-            return .success(ReloadReport())
+            done(.success(ReloadReport()))
         case .ignored:
-            // Nothing new starts once the stop has begun (`DaemonLifecycle`): no RELOADING=1, no READY=1.
-            let note = "bgtaskd is stopping: the configuration in force stays until it exits"
-            logger.info("reload ignored: \(note)")
-            return .success(ReloadReport(applied: [], notApplied: [note]))
+            done(.success(Self.reloadIgnored(logger)))
         }
     }
 
-    /// Re-reads the files and applies them to `serving`'s service and server.
-    @discardableResult
-    private func reload(_ serving: Serving) -> Result<ReloadReport, LoadedConfiguration.LoadError> {
-        let service = serving.service
+    /// Reads the files for the reloads waiting, off the queue, then applies them on it (`finishReload`).
+    private func startReload() {
+        let waiting = reloads.waiting
+        reloads.waiting = []
+        reloads.reading = true
         notifier.reloading()
-        var loaded = LoadedConfiguration.load(from: options)
-        // A manifest that cannot be read is left out at start; on reload it would end its running app,
-        // so the reload is refused instead and the old configuration stays (SPEC §9).
-        if case .success(let config) = loaded, let bad = config.manifestErrors.first {
-            loaded = .failure(LoadedConfiguration.LoadError(description: bad.description, source: bad))
+        let read = Self.readForReload(options)
+        let started = runOnBackgroundThread(nice: nil) { [self] in
+            let loaded = read()
+            queue.async { [self] in finishReload(loaded, waiting) }
         }
+        if !started { finishReload(read(), waiting) }  // no thread to be had: read here
+    }
+
+    /// Applies what a reload read, unless the daemon began stopping meanwhile; reads again for the reloads
+    /// asked for while this one read (the files may have changed since it began).
+    private func finishReload(_ loaded: ReadForReload, _ waiting: [ReloadCompletion]) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        reloads.reading = false
+        let result: Result<ReloadReport, LoadedConfiguration.LoadError>
+        if case .reload(let serving) = lifecycle.reloadRequested() {
+            result = apply(loaded.configuration, to: serving)
+            if case .success = result, let cache = loaded.cacheUpdate {
+                writeManifestCacheInBackground(cache, to: loaded.cachePath)
+            }
+        } else {
+            result = .success(Self.reloadIgnored(logger))
+        }
+        for done in waiting { done(result) }
+        if !reloads.waiting.isEmpty { startReload() }
+    }
+
+    /// Applies configuration `loaded` (read by a reload) to `serving`'s service and server.
+    private func apply(
+        _ loaded: Result<LoadedConfiguration, LoadedConfiguration.LoadError>, to serving: Serving
+    ) -> Result<ReloadReport, LoadedConfiguration.LoadError> {
+        let service = serving.service
         switch loaded {
         case .success(var config):
             for w in config.warnings { logger.warning("\(w)") }

@@ -20,7 +20,7 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
     let logger: Logger
     let options: DaemonOptions
     weak var server: VarlinkServer?
-    var reloadHandler: (() -> Result<ReloadReport, LoadedConfiguration.LoadError>)?
+    var reloadHandler: ((@escaping ReloadCompletion) -> Void)?
     /// Why `freezer` is the backend in force (issue 12: said at start-up, in GetSettings and Stats).
     var freezerReason = ""
     /// `FreezerBackend=none`: decisions are journaled but not enforced.

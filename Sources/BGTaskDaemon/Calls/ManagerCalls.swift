@@ -67,20 +67,20 @@ extension DaemonService {
             let payload = call.payload.map { Payload(json: $0.serialized()) }
             run(.notificationPosted(name: call.name, app: app, payload: payload), for: request)
         case .reload:
-            // issue 12: the caller learns whether the files were good; a bad one keeps the old configuration.
-            let error: LoadedConfiguration.LoadError
-            switch reloadHandler?() {
-            case .success(let report):
-                return request.reply(ManagerWire.ReloadReply(applied: report.applied, notApplied: report.notApplied))
-            case nil:
-                return request.reply(ManagerWire.ReloadReply(applied: [], notApplied: []))
-            case .failure(let e):
-                error = e
+            // The caller learns whether the files were good; a bad one keeps the old configuration. The
+            // answer comes once the files are read (off the queue) and applied.
+            guard let reloadHandler else { return request.reply(ManagerWire.ReloadReply(applied: [], notApplied: [])) }
+            reloadHandler { result in
+                switch result {
+                case .success(let report):
+                    request.reply(ManagerWire.ReloadReply(applied: report.applied, notApplied: report.notApplied))
+                case .failure(let error):
+                    let source = error.source
+                    request.fail(ManagerError.invalidConfiguration(
+                        message: error.description, file: source?.file,
+                        line: source.flatMap { $0.line > 0 ? Int64($0.line) : nil }, key: source?.key))
+                }
             }
-            let source = error.source
-            request.fail(ManagerError.invalidConfiguration(
-                message: error.description, file: source?.file,
-                line: source.flatMap { $0.line > 0 ? Int64($0.line) : nil }, key: source?.key))
         case .hold:
             guard request.call.more else { return request.fail(.expectedMore) }
             guard let call = decode(request, ManagerWire.Hold.self), let app = knownApp(call.appId, request) else { return }
