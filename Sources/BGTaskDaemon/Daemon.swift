@@ -178,6 +178,8 @@ public final class Daemon: @unchecked Sendable {
         limits.maxMessageSize = config.maxMessageSize
         limits.maxConnectionsPerUser = config.daemon.maxConnectionsPerUser  // issue 11
         limits.incompleteMessageTimeoutUSec = config.daemon.incompleteMessageTimeoutUSec
+        // The cgroup freezer's kept `cgroup.freeze` descriptors are the daemon's own too.
+        limits.reservedDescriptors += FreezeDescriptors.limit
         let server = VarlinkServer(queue: queue, service: service, limits: limits)
         service.server = server
         (service.freezer as? CgroupFreezer)?.watcher.readOnSocketThread(server)

@@ -31,13 +31,26 @@ extension DaemonService {
     }
 
     /// Journals a decision of the core (one by one when `journaled`, else the journal budget counted it),
-    /// shows it on Monitor and keeps it for Explain; `peerPID`: the process whose call it answers.
-    func record(_ decision: Decision, journaled: Bool, peerPID: Int32?) {
-        let d = decision
-        let message = journalMessage(d)
+    /// shows it on Monitor and keeps it for Explain; `peerPID`: the process whose call it answers. Its energy
+    /// is accounted now (before its action); the rest waits for a thaw under way (`held`, +Thaw.swift).
+    func record(_ decision: Decision, journaled: Bool, peerPID: Int32?, held: Bool = false) {
         decisionCount += 1
-        let backgroundCPU = accountEnergy(d)
+        let account = accountEnergy(decision)
         let realtime = clock.realtime().microsecondsSinceEpoch
+        let published = PublishedDecision(
+            decision: decision, journaled: journaled, peerPID: peerPID, backgroundCPU: account.backgroundCPU,
+            saveEnergy: account.save, realtimeUSec: realtime)
+        if held { return heldDecisions.append(published) }
+        publish(published)
+    }
+
+    /// The journal entry, Monitor, Explain and the energy accounts' save of a recorded decision.
+    func publish(_ p: PublishedDecision) {
+        let d = p.decision
+        let message = journalMessage(d)
+        let backgroundCPU = p.backgroundCPU, peerPID = p.peerPID, journaled = p.journaled
+        let realtime = p.realtimeUSec
+        if p.saveEnergy { energy.save() }
         if let app = d.app {
             if StateCause.explains(d.kind, d.reason) {
                 // In place: no copy of the app's history per decision.

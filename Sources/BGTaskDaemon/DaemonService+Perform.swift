@@ -17,7 +17,9 @@ extension DaemonService {
     func perform(_ action: CoreAction, for request: RequestID?) -> CoreInput? {
         switch action {
         case .perform(let action, let journaled, let peer):
-            if let d = action.decision { record(d, journaled: journaled, peerPID: peer?.pid) }
+            if let d = action.decision {
+                record(d, journaled: journaled, peerPID: peer?.pid, held: Self.publishesAfterThaw(action, pendingThaws))
+            }
             return performLifecycle(action, for: request)
         case .journalSummaries(let summaries):
             JournalBudgetMessages.journal(summaries, limits: core.journalLimits, sink: journal)

@@ -89,6 +89,8 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
     /// Thaws waiting for the events they enable to be written, and those events' streams (+Thaw.swift).
     var pendingThaws: [(AppID, Processes)] = []
     var thawedStreams: [ConnectionID] = []
+    /// Decisions recorded while a thaw waits, published after it (+Thaw.swift).
+    var heldDecisions: [PublishedDecision] = []
     /// SPEC §14, system sleep (DaemonService+SystemSleep.swift): logind's inhibitors, the kernel wake lock,
     /// and what Stats says of them.
     var systemSleep: SystemSleepWatch?

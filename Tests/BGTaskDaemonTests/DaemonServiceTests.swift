@@ -310,6 +310,34 @@ private final class ServiceHarness: @unchecked Sendable {
         #expect(seen.ctlReplies == 0)
     }
 
+    /// The decisions taken with a thaw (the resume, then the foreground decision of the tap) are published
+    /// after it, in their order: Monitor (and the journal, and Explain) sees neither at the thaw, both after.
+    @Test func aResumesDecisionsArePublishedAfterItsThawInTheirOrder() throws {
+        let h = try ServiceHarness()
+        defer { h.removeStateDirectory() }
+        let ctl = h.connect()
+        let monitor = h.connect()
+        h.call(monitor, "io.bgtaskd.Manager.Monitor", more: true)
+        h.call(ctl, "io.bgtaskd.Manager.Launch", ["appId": .string(mail.rawValue)])
+        let pid = try #require(h.processes.first.flatMap { Int32($0.split(separator: " ").last ?? "") })
+        let app = h.connect(uid: 0, pid: pid)
+        h.call(app, "io.bgtaskd.App.CheckIn", ["appId": .string(mail.rawValue)], more: true)
+        let calls = h.connect(uid: 0, pid: pid)
+        h.call(ctl, "io.bgtaskd.Manager.Background", ["appId": .string(mail.rawValue)])
+        let entered = try #require(h.lastEvent(app, "did-enter-background"))
+        h.call(calls, "io.bgtaskd.App.Acknowledge", ["eventId": entered])
+        #expect(h.processes.last == "freeze \(mail) \(pid)")
+
+        let before = h.decisions(monitor).count
+        var atThaw: Int?
+        h.queue.sync { h.freezer.onThaw = { _ in atThaw = monitor.replies.count } }
+        let monitorRepliesBefore = h.queue.sync { monitor.replies.count }
+        #expect(h.call(ctl, "io.bgtaskd.Manager.Foreground", ["appId": .string(mail.rawValue)]).map(\.error) == [nil])
+        #expect(atThaw == monitorRepliesBefore, "a decision was published before the thaw")
+        let after = h.decisions(monitor)[before...].map { "\($0.decision) \($0.reason)" }
+        #expect(after == ["resume user-request", "foreground user-request"], "\(after)")
+    }
+
     /// SPEC §9: with a freezer that finds the freeze not done at once (SIGSTOP pending on busy processes),
     /// the app stays `background` and no `suspend` decision goes out (Monitor, the journal) until the
     /// freezer reports the freeze done; then both at once.

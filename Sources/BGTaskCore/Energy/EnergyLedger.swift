@@ -190,8 +190,14 @@ public struct EnergyLedger: Sendable {
     }
 
     /// What decision `d` means for its app's background time: a measurement to make now (before the
-    /// decision's action is performed), or none. A wake is counted here.
-    public mutating func observe(_ d: Decision, at realtime: RealtimeInstant) -> EnergyMeasurement? {
+    /// decision's action is performed), or none. A wake is counted here. `unrunSinceResume`: the app has not
+    /// run since its last decision resumed it (the shell performs a thaw once the events it enables are
+    /// written, and the decisions taken with them before it: the foreground decision of a tap on a suspended
+    /// app); its usage is then still the one its period began at, and a period it ends is charged from that
+    /// without a reading.
+    public mutating func observe(
+        _ d: Decision, at realtime: RealtimeInstant, unrunSinceResume: Bool = false
+    ) -> EnergyMeasurement? {
         guard let app = d.app, let state = d.state else { return nil }
         let previous = d.previousState
         let isWake = (d.kind == .resume && previous == .suspended && state == .background)
@@ -214,6 +220,11 @@ public struct EnergyLedger: Sendable {
         }
         if open, state != .background || d.kind == .terminate {
             if state == .suspended, d.kind != .terminate { suspending.insert(app) }
+            if unrunSinceResume, !opening.contains(app), let mark = marks[app] {
+                // Frozen since the period's mark was read: the reading would be the mark.
+                measured(app, .periodEnds, usage: mark, at: realtime)
+                return nil
+            }
             return .periodEnds
         }
         return nil

@@ -48,13 +48,15 @@ final class EnergyAccounting: @unchecked Sendable {
 extension DaemonService {
     /// SPEC §16: what decision `d` means for its app's energy account, measured now (before the decision's
     /// action is performed). Returns the CPU time of the background period a `suspend` ends, for the entry's
-    /// `BGTASKD_BACKGROUND_CPU_USEC=`.
-    func accountEnergy(_ d: Decision) -> Int64? {
+    /// `BGTASKD_BACKGROUND_CPU_USEC=`, and whether the accounts are to be saved. An app whose thaw waits
+    /// for its events to be written has not run since its resume: the ledger needs no reading of it.
+    func accountEnergy(_ d: Decision) -> (backgroundCPU: Int64?, save: Bool) {
         // Only decisions that change an app's state matter (not the grants and ends of the call path).
-        guard let app = d.app, d.previousState != nil else { return nil }
+        guard let app = d.app, d.previousState != nil else { return (nil, false) }
         let now = clock.realtime()
         var used: Int64?
-        let measurement = energy.ledger.observe(d, at: now)
+        let unrun = pendingThaws.contains { $0.0 == app }
+        let measurement = energy.ledger.observe(d, at: now, unrunSinceResume: unrun)
         if let measurement {
             let layout = (freezer as? CgroupFreezer)?.layout
             let usage = EnergyMeter.usage(
@@ -62,8 +64,8 @@ extension DaemonService {
                 adopted: adoption?.hasInstances(app) == true ? adoption?.processes(app) ?? [] : [])
             used = energy.ledger.measured(app, measurement, usage: usage, at: now)
         }
-        if measurement == .periodEnds || d.kind == .resume || d.kind == .launch { energy.save() }
-        return d.kind == .suspend ? used : nil
+        let save = measurement == .periodEnds || d.kind == .resume || d.kind == .launch
+        return (d.kind == .suspend ? used : nil, save)
     }
 
     /// The app's energy as `AppInfo.energy` shows it.

@@ -33,6 +33,8 @@ final class CgroupFreezer: Freezer {
     private var pendingFreezes: [AppID: PendingFreeze] = [:]
     /// Apps whose cgroup this freezer froze and saw `frozen 1` (until it thaws, kills or releases them).
     private var held: Set<AppID> = []
+    /// The `cgroup.freeze` of the apps frozen last, open until their cgroup is released.
+    private(set) var freezeFiles = FreezeDescriptors()
     /// App cgroups to remove as soon as they are empty (keyed by directory name).
     private var removeWhenEmpty: Set<String> = []
     /// What a previous run left running, by directory name (Recovery.swift).
@@ -162,7 +164,7 @@ final class CgroupFreezer: Freezer {
         if signalManaged.contains(app) { return signals.freeze(app: app, pid: pid) }
         let start = Monotonic.nowUSec()
         let path = layout.appPath(app.rawValue)
-        let e = Cgroup.write(path + "/cgroup.freeze", "1")
+        let e = freezeFiles.write(app, UInt8(ascii: "1"), path: path + "/cgroup.freeze")
         guard e == 0 else {
             cancelPending(app)
             return .failed("\(path)/cgroup.freeze: \(Cgroup.errorText(e))")
@@ -206,6 +208,8 @@ final class CgroupFreezer: Freezer {
         held.remove(app)
         if signalManaged.contains(app) { return signals.thaw(app: app, pid: pid) }
         cancelPending(app)
+        // The descriptor kept since the freeze: no path walk before the app wakes.
+        if freezeFiles.writeKept(app, UInt8(ascii: "0")) == 0 { return signals.thaw(app: app, pid: nil) }
         let path = layout.appPath(app.rawValue)
         let e = Cgroup.write(path + "/cgroup.freeze", "0")
         if e != 0 {
@@ -235,6 +239,7 @@ final class CgroupFreezer: Freezer {
     func released(app: AppID) {
         cancelPending(app)
         held.remove(app)
+        freezeFiles.close(app)
         if signalManaged.contains(app) { signals.released(app: app) } else { signals.forget(app: app) }
         signalManaged.remove(app)
         let key = app.rawValue
@@ -263,6 +268,7 @@ final class CgroupFreezer: Freezer {
         }
         for app in Array(pendingFreezes.keys) { cancelPending(app) }
         held.removeAll()
+        freezeFiles.closeAll()
         signals.thawAll()
     }
 
@@ -318,6 +324,7 @@ final class CgroupFreezer: Freezer {
     /// Removes an empty app cgroup.
     func remove(_ key: String) {
         removeWhenEmpty.remove(key)
+        if let app = AppID(key) { freezeFiles.close(app) }
         watcher.unwatch(key: key)
         let path = layout.appPath(key)
         let e = Cgroup.removeTree(path)
