@@ -78,3 +78,30 @@ def test_reloads_asked_for_while_one_reads_are_all_answered_with_what_the_files_
     with RawClient(d.socket) as c:
         assert "error" not in c.call(f"{MANAGER}.GetApp", {"appId": "org.test.Late"})
     assert sum("apps.d: org.test.Late added" in a for a in seen) >= 1, seen
+
+
+def test_an_exemption_a_reload_adds_applies_to_an_app_whose_manifest_did_not_change(daemon):
+    """A reload registers again only the apps whose registration differs: here none of the manifests
+    changed, only bgtaskd.conf's `[Apps] Exempt=`, and the exempt app is still not frozen after it."""
+    keep, plain = "org.test.Keep", "org.test.Plain"
+    conf = "[Daemon]\nFreezerBackend=signal\n[Apps]\nAdopt=no\n[Lifecycle]\nDidEnterBackgroundTimeoutSec=300ms\n"
+    sleeper = "[App]\nID={}\nExec=/bin/sleep 600\nLifecycleAware=no\n"
+    d = daemon(conf=conf, apps={keep: sleeper.format(keep), plain: sleeper.format(plain)})
+    (d.root / "config" / "bgtaskd.conf.d" / "50-test.conf").write_text(conf + f"[Apps]\nExempt={keep}\n")
+    with RawClient(d.socket) as c:
+        reply = c.call(f"{MANAGER}.Reload")
+        assert f"[Apps] Exempt={keep}" in reply["parameters"]["applied"], reply
+        for app in (keep, plain):
+            assert "error" not in c.call(f"{MANAGER}.Launch", {"appId": app})
+            assert "error" not in c.call(f"{MANAGER}.Background", {"appId": app})
+
+        def state(app):
+            return c.call(f"{MANAGER}.GetApp", {"appId": app})["parameters"]["app"]["state"]
+        deadline = time.monotonic() + 10
+        while state(plain) != "suspended":
+            assert time.monotonic() < deadline, f"{plain} was never suspended"
+            time.sleep(0.05)  # poll interval of GetApp (the grace window is 300 ms)
+        # Both grace windows ended together: the exempt app was not frozen with the plain one.
+        assert state(keep) == "background"
+        for app in (keep, plain):
+            c.call(f"{MANAGER}.Terminate", {"appId": app})

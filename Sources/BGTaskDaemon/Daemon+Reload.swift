@@ -1,4 +1,5 @@
 import BGTaskConfig
+import BGTaskModel
 import Logging
 
 /// What a reload's caller is told, on the queue: the report, or the error that kept the old configuration.
@@ -11,10 +12,15 @@ struct ReloadRuns {
     var waiting: [ReloadCompletion] = []
 }
 
-/// What a reload read off the queue: the configuration (or why it is refused) and the manifest cache to
-/// write for the next start or reload.
+/// What a reload read off the queue: the configuration (or why it is refused), compared there with the
+/// one in force (`inForce`, the service's when the read began: only a reload changes it, one at a time),
+/// and the manifest cache to write for the next start or reload.
 struct ReadForReload: Sendable {
     var configuration: Result<LoadedConfiguration, LoadedConfiguration.LoadError>
+    /// What changed and is put in force, and each change to a key read only at start (not applied).
+    var report = ReloadReport()
+    /// The apps whose manifest was added or differs from the one in force.
+    var changedApps: Set<AppID> = []
     var cacheUpdate: ManifestCache?
     var cachePath: String
 }
@@ -22,7 +28,7 @@ struct ReadForReload: Sendable {
 extension Daemon {
     /// The reading a reload does: bgtaskd.conf, then the manifests (unchanged ones from the manifest cache,
     /// as at start-up: ten thousand manifests are ~100 ms of CPU read one by one). Runs off the queue.
-    static func readForReload(_ options: DaemonOptions) -> @Sendable () -> ReadForReload {
+    static func readForReload(_ options: DaemonOptions, inForce old: LoadedConfiguration) -> @Sendable () -> ReadForReload {
         {
             let cachePath = options.stateDir + "/" + ManifestCache.fileName
             var update: ManifestCache?
@@ -36,7 +42,15 @@ extension Daemon {
             if case .success(let config) = loaded, let bad = config.manifestErrors.first {
                 loaded = .failure(LoadedConfiguration.LoadError(description: bad.description, source: bad))
             }
-            return ReadForReload(configuration: loaded, cacheUpdate: update, cachePath: cachePath)
+            var read = ReadForReload(configuration: loaded, cacheUpdate: update, cachePath: cachePath)
+            if case .success(var config) = loaded {
+                // Keys read only at start keep their value in force; each change to one is said (SPEC §9).
+                read.report.notApplied = config.keepStartOnlyKeys(of: old, configDirectory: options.configDir)
+                read.report.applied = config.appliedChanges(from: old)
+                read.changedApps = Set(config.manifests.lazy.filter { old.manifests[$0.key] != $0.value }.map(\.key))
+                read.configuration = .success(config)
+            }
+            return read
         }
     }
 

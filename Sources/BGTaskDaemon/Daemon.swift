@@ -305,9 +305,9 @@ public final class Daemon: @unchecked Sendable {
     func reload(_ done: @escaping ReloadCompletion = { _ in }) {
         dispatchPrecondition(condition: .onQueue(queue))
         switch lifecycle.reloadRequested() {
-        case .reload:
+        case .reload(let serving):
             reloads.waiting.append(done)
-            if !reloads.reading { startReload() }
+            if !reloads.reading { startReload(inForce: serving.service.config) }
         case .deferred:
             // issue 15: a SIGHUP during start-up, before the apps are registered, reloads once they are.
             done(.success(ReloadReport()))
@@ -317,12 +317,12 @@ public final class Daemon: @unchecked Sendable {
     }
 
     /// Reads the files for the reloads waiting, off the queue, then applies them on it (`finishReload`).
-    private func startReload() {
+    private func startReload(inForce: LoadedConfiguration) {
         let waiting = reloads.waiting
         reloads.waiting = []
         reloads.reading = true
         notifier.reloading()
-        let read = Self.readForReload(options)
+        let read = Self.readForReload(options, inForce: inForce)
         let started = runOnBackgroundThread(nice: nil) { [self] in
             let loaded = read()
             queue.async { [self] in finishReload(loaded, waiting) }
@@ -335,34 +335,29 @@ public final class Daemon: @unchecked Sendable {
     private func finishReload(_ loaded: ReadForReload, _ waiting: [ReloadCompletion]) {
         dispatchPrecondition(condition: .onQueue(queue))
         reloads.reading = false
-        let result: Result<ReloadReport, LoadedConfiguration.LoadError>
-        if case .reload(let serving) = lifecycle.reloadRequested() {
-            result = apply(loaded.configuration, to: serving)
-            if case .success = result, let cache = loaded.cacheUpdate {
-                writeManifestCacheInBackground(cache, to: loaded.cachePath)
-            }
-        } else {
-            result = .success(Self.reloadIgnored(logger))
+        guard case .reload(let serving) = lifecycle.reloadRequested() else {
+            let ignored = Self.reloadIgnored(logger)
+            for done in waiting + reloads.waiting { done(.success(ignored)) }
+            reloads.waiting = []
+            return
+        }
+        let result = apply(loaded, to: serving)
+        if case .success = result, let cache = loaded.cacheUpdate {
+            writeManifestCacheInBackground(cache, to: loaded.cachePath)
         }
         for done in waiting { done(result) }
-        if !reloads.waiting.isEmpty { startReload() }
+        if !reloads.waiting.isEmpty { startReload(inForce: serving.service.config) }
     }
 
-    /// Applies configuration `loaded` (read by a reload) to `serving`'s service and server.
-    private func apply(
-        _ loaded: Result<LoadedConfiguration, LoadedConfiguration.LoadError>, to serving: Serving
-    ) -> Result<ReloadReport, LoadedConfiguration.LoadError> {
+    /// Applies what a reload read (and compared with the configuration in force) to `serving`'s service and
+    /// server.
+    private func apply(_ loaded: ReadForReload, to serving: Serving) -> Result<ReloadReport, LoadedConfiguration.LoadError> {
         let service = serving.service
-        switch loaded {
-        case .success(var config):
+        switch loaded.configuration {
+        case .success(let config):
             for w in config.warnings { logger.warning("\(w)") }
-            let old = service.config
-            // Keys read only at start keep their value in force; each change to one is said (SPEC §9).
-            let report = ReloadReport(
-                applied: [], notApplied: config.keepStartOnlyKeys(of: old, configDirectory: options.configDir))
-            var done = report
-            done.applied = config.appliedChanges(from: old)
-            service.apply(config)
+            let done = loaded.report
+            service.apply(config, changedApps: loaded.changedApps)
             let server = serving.server
             server.limits.maxConnectionsPerUser = config.daemon.maxConnectionsPerUser  // issue 11
             server.limits.incompleteMessageTimeoutUSec = config.daemon.incompleteMessageTimeoutUSec

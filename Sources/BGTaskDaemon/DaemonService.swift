@@ -137,20 +137,36 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
 
     /// Registers (or re-registers, keeping state) every manifest with the core, in app-id order, each with
     /// the uid its `User=` resolves to now (issue 13: a reload that changes `User=` changes who may call).
-    private func register(_ manifests: [AppID: AppManifestFile]) {
+    /// After a reload (`since` the configuration in force before it): only the apps whose registration
+    /// differs from what the core has — a manifest in `changedApps` (added or changed), an exemption or a
+    /// uid that changed; the core's registration of the same manifest again changes nothing.
+    private func register(
+        _ manifests: [AppID: AppManifestFile], since old: LoadedConfiguration? = nil, changedApps: Set<AppID> = []
+    ) {
         // Overwritten, not cleared: an app whose manifest went keeps its uid for its last decisions.
         var resolved: [Account?: UInt32] = [:]
-        var registered: [AppManifest] = []
-        registered.reserveCapacity(manifests.count)
+        var ids: [AppID] = []
+        ids.reserveCapacity(old == nil ? manifests.count : changedApps.count)
+        for (id, manifest) in manifests {
+            let uid = resolved[manifest.user] ?? resolveUser(manifest.user)?.uid ?? getuid()
+            resolved[manifest.user] = uid
+            if let old, !changedApps.contains(id), uidByApp[id] == uid,
+                old.exempt.contains(id) == config.exempt.contains(id)
+            {
+                continue
+            }
+            uidByApp[id] = uid
+            ids.append(id)
+        }
         // App IDs are ASCII (A-Za-z0-9._-), where the bytes' order is String's `<`. Only the IDs are
         // sorted, compared in place: sorting the (ID, manifest) pairs with strcmp copied every manifest and
         // made a C string per comparison (14% of exec → first ListApps with 10,000 apps, perf).
-        for id in manifests.keys.sorted(by: { $0.rawValue.utf8Precedes($1.rawValue) }) {
+        ids.sort { $0.rawValue.utf8Precedes($1.rawValue) }
+        var registered: [AppManifest] = []
+        registered.reserveCapacity(ids.count)
+        for id in ids {
             guard let manifest = manifests[id] else { continue }
-            let uid = resolved[manifest.user] ?? resolveUser(manifest.user)?.uid ?? getuid()
-            resolved[manifest.user] = uid
-            uidByApp[id] = uid
-            if let m = LoadedConfiguration.coreManifest(manifest, exempt: config.exempt.contains(id), uid: uid) {
+            if let m = LoadedConfiguration.coreManifest(manifest, exempt: config.exempt.contains(id), uid: uidByApp[id]) {
                 registered.append(m)
             }
         }
@@ -169,14 +185,15 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
         return lifecycle
     }
 
-    /// A new configuration (SIGHUP / Reload): timings for new deadlines, manifests added and removed.
-    func apply(_ newConfig: LoadedConfiguration) {
+    /// A new configuration (SIGHUP / Reload): timings for new deadlines, manifests added, changed
+    /// (`changedApps`: added or differing from the ones in force) and removed.
+    func apply(_ newConfig: LoadedConfiguration, changedApps: Set<AppID>) {
         let old = config
         config = newConfig
         let (journalLimits, denialLimits) = Self.budgetLimits(newConfig.daemon)
         feedCore(.budgetsConfigured(journal: journalLimits, denial: denialLimits))
         feed(.configurationChanged(Self.lifecycleConfig(newConfig, dryRun: dryRun)))
-        register(newConfig.manifests)
+        register(newConfig.manifests, since: old, changedApps: changedApps)
         for id in old.manifests.keys.sorted() where newConfig.manifests[id] == nil {
             feed(.appUnregistered(id))
             // Instances others started were released by the core (thawed, app forgotten): no longer ours.
