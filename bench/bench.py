@@ -945,7 +945,8 @@ def row_deadlines(t: Table, res: dict, a):
         if not v:
             return "n/a", float("nan")
         m = statistics.median(v)
-        return f"p99 +{fmt_us(m)} (+{fmt_us(min(v))} – +{fmt_us(max(v))}, {len(v)} bursts)", m
+        signed = lambda x: ("+" if x >= 0 else "-") + fmt_us(abs(x))
+        return f"p99 {signed(m)} ({signed(min(v))} … {signed(max(v))}, {len(v)} bursts)", m
 
     expected = n_apps * per_app * bursts
     ok = lambda m, n, want: m == m and m <= 2000 and n == want
@@ -1232,7 +1233,7 @@ def first_call(path: str, message: bytes, t0: float) -> tuple[float, int]:
 def first_answer(t: Table, res: dict, a):
     """Row 6, first answer: exec → the first ListApps answered with 10,000 manifests (not only READY=1),
     beside the bare echo server spawned the same way answering its first message with a reply as large."""
-    rounds = 2 if a.quick else 6
+    rounds = 2 if a.quick else 10
     cold_runs = 2 if a.quick else 5
     apps = [f"org.bench.S{i:05d}" for i in range(10000)]
     listed, reply_bytes = 0, 0
