@@ -5,8 +5,9 @@ Each run is the JSON file `bench.py --json FILE` wrote (its table). The rows are
 by what they measure (digits aside: counts in a row's name may differ); a ratio is the table's ratio
 column (`2.27×`, `42%`, `p99 +6608 µs`, `0.060x`). Two figures agree when they differ by at most `--within`
 (10% by default) of the larger; a row whose ratio is a difference (row 3's `p99 +… µs`) is compared the
-same way. Rows marked `(placement)` in the target column (row 1 unpinned: which CPU each end lands on) are
-printed but not judged. Exit status: 0 when every judged ratio agrees, 1 otherwise.
+same way. Rows marked `(placement)` in the target column (row 1 unpinned: which CPU each end lands on) and
+`(baselines)` (a baseline against another baseline, no daemon in it) are printed as information but not
+judged; every ratio with the daemon in it is. Exit status: 0 when every judged ratio agrees, 1 otherwise.
 
 Usage: python3 bench/agree.py RUN1.json RUN2.json [--within 0.10]
 """
@@ -52,9 +53,9 @@ def main() -> int:
             continue
         bigger = max(abs(v1), abs(v2))
         diff = abs(v1 - v2) / bigger if bigger else 0.0
-        placement = "(placement)" in r1[5]
-        verdict = "not judged" if placement else ("agree" if diff <= a.within else "DIFFER")
-        if not placement:
+        unjudged = "(placement)" in r1[5] or "(baselines)" in r1[5]
+        verdict = "not judged" if unjudged else ("agree" if diff <= a.within else "DIFFER")
+        if not unjudged:
             judged += 1
             disagree += verdict == "DIFFER"
         out.append((number, r1[1][:90], r1[4].split("(")[0].strip(), r2[4].split("(")[0].strip(), f"{diff * 100:.1f}%", verdict))

@@ -122,6 +122,12 @@ def ratio_of_rounds(ratios: list[float], percent: bool = False) -> str:
     return f"{m:.2f}× ({lo:.2f}–{hi:.2f}, {len(ratios)} rounds)"
 
 
+def abba(i: int, a, b) -> list:
+    """Round i's order for a pair: A B B A, and B A A B in odd rounds. A drift within the round weighs on
+    both sides alike, and neither always runs first after the round's settling."""
+    return [a, b, b, a] if i % 2 == 0 else [b, a, a, b]
+
+
 # MARK: machine
 
 
@@ -498,7 +504,7 @@ def launch_all(d: Daemon, apps: list[str]):
 def rows_calls(t: Table, res: dict, a):
     """Rows 1 and 2: call round trip and 64-client throughput, beside the echo servers and Python."""
     apps = [f"org.bench.C{i:02d}" for i in range(64)]
-    rounds = 3 if a.quick else 6
+    rounds = 3 if a.quick else 10
     pairs = (1500 if a.quick else 6000) // rounds
     seconds = "0.7" if a.quick else "1"
     work = Path(tempfile.mkdtemp(prefix="bgtaskd-bench-calls-", dir="/tmp"))
@@ -533,7 +539,8 @@ def rows_calls(t: Table, res: dict, a):
                        "journal_echo": j.path, "python": p.path}
             jpid = journald_pid()
             jcpu = {"ns": 0, "calls": 0}
-            rtt = {k: {"begin_ns": [], "end_ns": [], "errors": 0, "denied": 0, "rounds": []} for k in targets}
+            rtt = {k: {"begin_ns": [], "end_ns": [], "errors": 0, "denied": 0, "rounds": [], "rounds_p99": []}
+                   for k in targets}
             thr = {k: [] for k in targets}
             thr["bgtaskd_every_entry"] = []
             switches = 0
@@ -541,7 +548,7 @@ def rows_calls(t: Table, res: dict, a):
             for i in range(rounds):
                 for k, path in targets.items() if i % 2 == 0 else reversed(targets.items()):
                     settle_journald(3)
-                    n = pairs // 3 if k == "python" else pairs
+                    n = pairs
                     c0 = cpu_ns(d.pid)
                     r = tool("rtt", "--socket", path, "--app", apps[0], "--pairs", str(n), "--warmup", "200")
                     if k == "bgtaskd":
@@ -550,13 +557,14 @@ def rows_calls(t: Table, res: dict, a):
                     for f in ("begin_ns", "end_ns"):
                         rtt[k][f] += r[f]
                     rtt[k]["rounds"].append(statistics.median(us(r["begin_ns"] + r["end_ns"])))
+                    rtt[k]["rounds_p99"].append(pct(us(r["begin_ns"] + r["end_ns"]), 99))
                     for f in ("errors", "denied"):
                         rtt[k][f] += r[f]
                     rtt[k]["request_bytes"], rtt[k]["reply_bytes"] = r["request_bytes"], r["reply_bytes"]
             pinned_rounds(res, d, e, apps[0], a)
             # Throughput rounds take turns too, in reverse order every other round: each round's
             # bgtaskd / bare echo ratio compares two figures taken seconds apart.
-            for i in range(3 if a.quick else 5):
+            for i in range(3 if a.quick else 7):
                 order = [(k, v) for k, v in targets.items() if k != "journal_echo"]
                 for k, path in order if i % 2 == 0 else reversed(order):
                     settle_journald(3)
@@ -630,7 +638,11 @@ def rows_calls(t: Table, res: dict, a):
     # the target is judged on the pinned rows below, as the issue asks (one CPU and two).
     t.add(1, f"call round trip, sequential (Begin/End {req} B → {rep} B), median, unpinned", fmt_us(dm),
           f"bare echo (epoll): {fmt_us(em)}", ratio_of_rounds(unpinned), "(placement)", "")
-    t.add("", "  p99", fmt_us(dp), f"bare echo (epoll): {fmt_us(ep)}", ratio(dp, ep))
+    def by_rounds(k: str, field: str = "rounds") -> str:
+        """bgtaskd's figure over baseline k's, round by round (they took turns): median and spread."""
+        return ratio_of_rounds(round_ratios(rtt_d[field], rtt[k][field]))
+
+    t.add("", "  p99", fmt_us(dp), f"bare echo (epoll): {fmt_us(ep)}", by_rounds("echo", "rounds_p99"))
     for mode, what in (("one", "client and server pinned to one CPU"), ("two", "pinned to two CPUs (server 0, client 1)")):
         ours, base = (res.get("rtt_pinned") or {}).get(f"{mode}_bgtaskd"), (res.get("rtt_pinned") or {}).get(f"{mode}_echo")
         ratios = (res.get("rtt_pinned_ratios") or {}).get(mode) or []
@@ -639,14 +651,18 @@ def rows_calls(t: Table, res: dict, a):
             t.add("", f"  median, {what}; daemon CPU {fmt_us(cpu_call)}/call", fmt_us(ours),
                   f"bare echo (epoll), pinned the same: {fmt_us(base)}", ratio_of_rounds(ratios), "≤ 2×",
                   verdict(statistics.median(ratios) <= 2))
-    t.add("", "  median", fmt_us(dm), f"echo, epoll thread + queue.sync (the daemon's loop): {fmt_us(ym)}", ratio(dm, ym))
-    t.add("", "    (that echo itself against the bare echo)", fmt_us(ym), f"bare echo (epoll): {fmt_us(em)}", ratio(ym, em))
+    t.add("", "  median", fmt_us(dm), f"echo, epoll thread + queue.sync (the daemon's loop): {fmt_us(ym)}",
+          by_rounds("sync_echo"))
+    # A baseline against another baseline (no daemon in it): information, marked "(baselines)" and not
+    # judged by bench/agree.py; it follows where the scheduler puts each end as row 1's unpinned line does.
+    t.add("", "    (that echo itself against the bare echo)", fmt_us(ym), f"bare echo (epoll): {fmt_us(em)}",
+          ratio_of_rounds(round_ratios(rtt_se["rounds"], rtt_e["rounds"])), "(baselines)")
     t.add("", "    (echo on one Dispatch source, the alternative loop)", fmt_us(xm), f"bare echo (epoll): {fmt_us(em)}",
-          ratio(xm, em))
-    t.add("", "  median", fmt_us(dm), f"bare echo + one journal entry per call: {fmt_us(jm)}", ratio(dm, jm))
+          ratio_of_rounds(round_ratios(rtt_de["rounds"], rtt_e["rounds"])), "(baselines)")
+    t.add("", "  median", fmt_us(dm), f"bare echo + one journal entry per call: {fmt_us(jm)}", by_rounds("journal_echo"))
     t.add("", "  daemon CPU time per call (all threads)", fmt_us(res["daemon_cpu_us_per_call_sequential"]))
-    t.add("", "  median", fmt_us(dm), f"Python varlink ThreadingServer: {fmt_us(pm)}", ratio(dm, pm))
-    t.add("", "  p99", fmt_us(dp), f"Python varlink ThreadingServer: {fmt_us(pp)}", ratio(dp, pp))
+    t.add("", "  median", fmt_us(dm), f"Python varlink ThreadingServer: {fmt_us(pm)}", by_rounds("python"))
+    t.add("", "  p99", fmt_us(dp), f"Python varlink ThreadingServer: {fmt_us(pp)}", by_rounds("python", "rounds_p99"))
 
     res["throughput"] = {"bgtaskd": thr_d, "echo": thr_e, "dispatch_echo": thr_de, "sync_echo": thr_se,
                          "journal_echo": thr_je, "bgtaskd_every_entry": thr_d2,
@@ -657,17 +673,20 @@ def rows_calls(t: Table, res: dict, a):
     t.add(2, "throughput, 64 clients (1 connection each, sequential pairs)", fmt_rate(d_rate),
           f"bare echo (epoll): {fmt_rate(e_rate)}", ratio_of_rounds(thr_ratios, percent=True), "≥ 50%",
           verdict(bool(thr_ratios) and statistics.median(thr_ratios) >= 0.5))
+    def thr_rounds(other: dict) -> str:
+        return ratio_of_rounds(round_ratios(thr_d["rounds"], other["rounds"]), percent=True)
+
     t.add("", "", fmt_rate(d_rate), f"echo, epoll thread + queue.sync (the daemon's loop): {fmt_rate(thr_se['calls_per_s'])}",
-          f"{100 * d_rate / thr_se['calls_per_s']:.0f}%")
+          thr_rounds(thr_se))
     t.add("", "", fmt_rate(d_rate), f"echo on one Dispatch source: {fmt_rate(thr_de['calls_per_s'])}",
-          f"{100 * d_rate / thr_de['calls_per_s']:.0f}%")
+          thr_rounds(thr_de))
     t.add("", "", fmt_rate(d_rate), f"bare echo + one journal entry per call: {fmt_rate(thr_je['calls_per_s'])}",
           f"{100 * d_rate / thr_je['calls_per_s']:.0f}%")
     if res.get("journald_cpu_us_per_call_64") is not None:
         t.add("", "  journald CPU time per call (one journal entry each, SPEC §11)",
               fmt_us(res["journald_cpu_us_per_call_64"]))
     t.add("", "", fmt_rate(d_rate), f"Python varlink ThreadingServer: {fmt_rate(thr_p['calls_per_s'])}",
-          f"{100 * d_rate / thr_p['calls_per_s']:.0f}%")
+          thr_rounds(thr_p))
     d2_rate, je_rate = thr_d2["calls_per_s"], thr_je["calls_per_s"]
     every_ratios = round_ratios(thr_d2["rounds"], thr_je["rounds"])
     res["throughput_every_entry_ratios"] = every_ratios
@@ -682,12 +701,13 @@ def rows_calls(t: Table, res: dict, a):
 
 def pinned_rounds(res: dict, d: Daemon, e: Server, app: str, a):
     """Row 1 pinned: the daemon and the bare echo each pinned to CPU 0, the client to CPU 0 (one CPU: each
-    round trip two switches there) or to CPU 1 (two CPUs: two cross-CPU wake-ups), in short rounds that
-    take turns (bgtaskd first in even rounds, the echo first in odd ones), each after a warm-up. The ratio
-    is the median of the per-round ratios: the host's cross-CPU wake-up drifts over seconds (the echo's
-    own round trip moved 26–49 µs between runs), and a round's two figures share that moment."""
-    n_rounds = 6 if a.quick else 12
-    pairs = 300 if a.quick else 500
+    round trip two switches there) or to CPU 1 (two CPUs: two cross-CPU wake-ups), in short rounds of
+    A B B A (bgtaskd first in even rounds, the echo first in odd ones: `abba`), each run after a warm-up,
+    each server's figure of a round the median of its two runs' samples. The ratio is the median of the
+    per-round ratios: the host's cross-CPU wake-up drifts over seconds (the echo's own round trip moved
+    26–49 µs between runs), and a round's two figures share that moment, a drift within it weighing on both."""
+    n_rounds = 6 if a.quick else 20
+    pairs = 300
     samples = {(mode, k): [] for mode in ("one", "two") for k in ("bgtaskd", "echo")}
     per_round = {(mode, k): [] for mode in ("one", "two") for k in ("bgtaskd", "echo")}
     cpu = {"one": {"ns": 0, "calls": 0}, "two": {"ns": 0, "calls": 0}}
@@ -700,8 +720,9 @@ def pinned_rounds(res: dict, d: Daemon, e: Server, app: str, a):
             pin_process(pid, {0})
         for i in range(n_rounds):
             for mode, client_cpu in (("one", 0), ("two", 1)):
-                for k, pid, path in servers if i % 2 == 0 else reversed(servers):
-                    settle_journald(3)
+                settle_journald(3)
+                got = {"bgtaskd": [], "echo": []}
+                for k, pid, path in abba(i, *servers):
                     c0 = cpu_ns(d.pid)
                     r = tool("rtt", "--socket", path, "--app", app, "--pairs", str(pairs), "--warmup", "200",
                              cpu=client_cpu)
@@ -710,6 +731,8 @@ def pinned_rounds(res: dict, d: Daemon, e: Server, app: str, a):
                         cpu[mode]["calls"] += 2 * (pairs + 200)
                     v = us(r["begin_ns"] + r["end_ns"])
                     samples[(mode, k)] += v
+                    got[k] += v
+                for k, v in got.items():
                     per_round[(mode, k)].append(statistics.median(v))
     finally:
         for pid in (d.pid, e.proc.pid):
@@ -837,11 +860,9 @@ def helper_connections(path: str, n: int) -> tuple[int, list[int]]:
     return pid, fds
 
 
-def row_deadlines(t: Table, res: dict, a):
-    """Row 3: lateness of expiration events and suspensions, 1,000 apps × 10 assertions (+ 1,000 idle apps)."""
-    n_apps, per_app = (200, 10) if a.quick else (1000, 10)
-    spacing_us = int(os.environ.get("BENCH_DEADLINE_SPACING_US", "3000"))
-    budget_us, warning_us, grace_us = 2_000_000, 1_000_000, 1_500_000
+def deadline_burst(n_apps: int, per_app: int, spacing_us: int, budget_us: int, warning_us: int,
+                   grace_us: int) -> tuple[dict, dict]:
+    """One burst of row 3 on a daemon started for it: (the client's figures, the daemon's work)."""
     aware = [f"org.bench.D{i:04d}" for i in range(n_apps)]
     idle = [f"org.bench.I{i:04d}" for i in range(n_apps)]
     conf = (BASE_CONF.format(max=16)
@@ -862,7 +883,7 @@ def row_deadlines(t: Table, res: dict, a):
                      "--grace-us", str(grace_us), pass_fds=fds)
             elapsed = time.monotonic() - t0
             stats1 = d.call("io.bgtaskd.Manager.Stats")["stats"]
-            res["deadline_daemon"] = {
+            work = {
                 "context_switches": switches_since(d.pid, cs0), "cpu_s": (cpu_ns(d.pid) - cpu0) / 1e9,
                 "wall_s": elapsed, "decisions": stats1["decisions"] - stats0["decisions"],
                 "calls": stats1["calls"] - stats0["calls"],
@@ -872,11 +893,33 @@ def row_deadlines(t: Table, res: dict, a):
                 os.close(fd)
             os.kill(helper, signal.SIGKILL)
             os.waitpid(helper, 0)
-    settle_journald()
-    # The baseline: the same schedule (n due instants, spacing apart, each fanned out per_app times).
-    b = tool("timer-baseline", "--count", str(n_apps), "--spacing-us", str(spacing_us), "--lead-us", "300000",
-             "--fanout", str(per_app))
-    res["deadlines"] = {k: v for k, v in r.items() if not k.endswith("_ns")}
+    return r, work
+
+
+def row_deadlines(t: Table, res: dict, a):
+    """Row 3: lateness of expiration events and suspensions, 1,000 apps × 10 assertions (+ 1,000 idle apps)."""
+    n_apps, per_app = (200, 10) if a.quick else (1000, 10)
+    bursts = 2 if a.quick else 5
+    spacing_us = int(os.environ.get("BENCH_DEADLINE_SPACING_US", "3000"))
+    budget_us, warning_us, grace_us = 2_000_000, 1_000_000, 1_500_000
+    # A p99 of one burst is its few worst wake-ups, and which burst gets a host's hiccup is chance: the
+    # burst runs `bursts` times, each beside a baseline run moments before or after it (the daemon first
+    # in even bursts, the baseline first in odd ones), and the figure is the median of the per-burst
+    # p99 differences, with their spread. journald goes quiet before every run.
+    runs, bases, works = [], [], []
+    for i in range(bursts):
+        for k in ("daemon", "baseline") if i % 2 == 0 else ("baseline", "daemon"):
+            settle_journald()
+            if k == "daemon":
+                r, work = deadline_burst(n_apps, per_app, spacing_us, budget_us, warning_us, grace_us)
+                runs.append(r)
+                works.append(work)
+            else:
+                # The same schedule (n due instants, spacing apart, each fanned out per_app times).
+                bases.append(tool("timer-baseline", "--count", str(n_apps), "--spacing-us", str(spacing_us),
+                                  "--lead-us", "300000", "--fanout", str(per_app)))
+    res["deadline_daemon"] = works
+    res["deadlines"] = [{k: v for k, v in r.items() if not k.endswith("_ns")} for r in runs]
 
     def trio(v):
         v = us(v)
@@ -885,35 +928,53 @@ def row_deadlines(t: Table, res: dict, a):
     def show(v):
         return " / ".join(fmt_us(x) for x in v)
 
-    se, me = trio(r["stream_expire_ns"]), trio(r["monitor_expire_ns"])
-    ms, es = trio(r["monitor_suspend_ns"]), trio(r["expire_to_suspend_ns"])
-    ba, bt = trio(b["arrival_ns"]), trio(b["timer_ns"])
-    res["deadlines"].update({"stream_expire_us": se, "monitor_expire_us": me, "monitor_suspend_us": ms,
-                             "expire_to_suspend_us": es, "baseline_arrival_us": ba, "baseline_timer_us": bt})
-    expected = n_apps * per_app
-    ok = lambda ours, base, n, want: ours[1] == ours[1] and ours[1] <= base[1] + 2000 and n == want
-    n = len(r["stream_expire_ns"])
-    t.add(3, f"expiration event on the app's CheckIn stream, late by p50/p99/max (n={n}/{expected})", show(se),
-          f"Dispatch timer + socket hop: {show(ba)}", f"p99 +{fmt_us(se[1] - ba[1])}", "p99 ≤ base + 2 ms",
-          verdict(ok(se, ba, n, expected)))
-    n = len(r["monitor_expire_ns"])
-    t.add("", f"expire decision taken (Monitor realtimeUSec), late by (n={n}/{expected})", show(me),
-          f"bare Dispatch timer: {show(bt)}", f"p99 +{fmt_us(me[1] - bt[1])}", "p99 ≤ base + 2 ms",
-          verdict(ok(me, bt, n, expected)))
-    n = len(r["monitor_suspend_ns"])
-    t.add("", f"suspension at grace end, idle apps (Monitor), late by (n={n}/{n_apps})", show(ms),
-          f"bare Dispatch timer: {show(bt)}", f"p99 +{fmt_us(ms[1] - bt[1])}", "p99 ≤ base + 2 ms",
-          verdict(ok(ms, bt, n, n_apps)))
-    t.add("", f"expiration due → all 10 tasks ended by the app → suspended (n={len(r['expire_to_suspend_ns'])})",
+    def pooled(rs, key):
+        return [x for r in rs for x in r[key]]
+
+    lines = [("stream_expire_ns", "arrival_ns"), ("monitor_expire_ns", "timer_ns"), ("monitor_suspend_ns", "timer_ns")]
+    diffs = {ours: [trio(r[ours])[1] - trio(b[base])[1] for r, b in zip(runs, bases)] for ours, base in lines}
+    se, me = trio(pooled(runs, "stream_expire_ns")), trio(pooled(runs, "monitor_expire_ns"))
+    ms, es = trio(pooled(runs, "monitor_suspend_ns")), trio(pooled(runs, "expire_to_suspend_ns"))
+    ba, bt = trio(pooled(bases, "arrival_ns")), trio(pooled(bases, "timer_ns"))
+    res["deadline_figures"] = {"stream_expire_us": se, "monitor_expire_us": me, "monitor_suspend_us": ms,
+                               "expire_to_suspend_us": es, "baseline_arrival_us": ba, "baseline_timer_us": bt,
+                               "p99_differences_us": diffs}
+
+    def difference(key):
+        v = [x for x in diffs[key] if x == x]
+        if not v:
+            return "n/a", float("nan")
+        m = statistics.median(v)
+        signed = lambda x: ("+" if x >= 0 else "-") + fmt_us(abs(x))
+        return f"p99 {signed(m)} ({signed(min(v))} … {signed(max(v))}, {len(v)} bursts)", m
+
+    expected = n_apps * per_app * bursts
+    ok = lambda m, n, want: m == m and m <= 2000 and n == want
+    for i, (key, what, base, want) in enumerate((
+            ("stream_expire_ns", "expiration event on the app's CheckIn stream, late by p50/p99/max",
+             f"Dispatch timer + socket hop: {show(ba)}", expected),
+            ("monitor_expire_ns", "expire decision taken (Monitor realtimeUSec), late by",
+             f"bare Dispatch timer: {show(bt)}", expected),
+            ("monitor_suspend_ns", "suspension at grace end, idle apps (Monitor), late by",
+             f"bare Dispatch timer: {show(bt)}", n_apps * bursts))):
+        n = len(pooled(runs, key))
+        text, m = difference(key)
+        ours = {"stream_expire_ns": se, "monitor_expire_ns": me, "monitor_suspend_ns": ms}[key]
+        t.add(3 if i == 0 else "", f"{what} (n={n}/{want}, {bursts} bursts)", show(ours), base, text,
+              "p99 ≤ base + 2 ms", verdict(ok(m, n, want)))
+    t.add("", f"expiration due → all 10 tasks ended by the app → suspended (n={len(pooled(runs, 'expire_to_suspend_ns'))})",
           show(es), "(whole loop; no baseline)")
-    dd = res["deadline_daemon"]
+    med = lambda key: statistics.median(w[key] for w in works)
     t.notes.append(f"row 3: {n_apps:,} lifecycle-aware apps with {per_app} tasks each and {n_apps:,} idle apps, "
-                   f"backgrounded {spacing_us / 1000:g} ms apart; the daemon took {dd['decisions']:,} decisions and "
-                   f"{dd['calls']:,} calls in {dd['wall_s']:.1f} s using {dd['cpu_s']:.2f} CPU-s"
-                   + (f"; the journal sink dropped {dd['journal_dropped']:,}" if dd["journal_dropped"] else ""))
-    if r["terminations"] or r["denied"] or r["call_errors"] or r["unknown_due"]:
-        t.notes.append(f"row 3: {r['terminations']} terminations, {r['denied']} denials, {r['call_errors']} call "
-                       f"errors, {r['unknown_due']} decisions without a known due time")
+                   f"backgrounded {spacing_us / 1000:g} ms apart, {bursts} bursts; per burst (median) the daemon took "
+                   f"{med('decisions'):,.0f} decisions and {med('calls'):,.0f} calls in {med('wall_s'):.1f} s using "
+                   f"{med('cpu_s'):.2f} CPU-s"
+                   + (f"; the journal sink dropped {sum(w['journal_dropped'] for w in works):,} in all"
+                      if any(w["journal_dropped"] for w in works) else ""))
+    for r in runs:
+        if r["terminations"] or r["denied"] or r["call_errors"] or r["unknown_due"]:
+            t.notes.append(f"row 3: {r['terminations']} terminations, {r['denied']} denials, {r['call_errors']} call "
+                           f"errors, {r['unknown_due']} decisions without a known due time")
 
 
 def row_scale(t: Table, res: dict, a):
@@ -1095,32 +1156,54 @@ def row_wakes(t: Table, res: dict, a):
     t.add("", "  tasks run in the day (aligned / not)", f"{r['aligned_tasks']}", f"{r['unaligned_tasks']}")
 
 
+def notify_baseline(work: Path, i: int) -> float | None:
+    """exec → READY=1 of `bgtaskd-bench notify-ready` (a Swift process that notifies at once), µs."""
+    n = NotifySocket(str(work / f"n{i}"))
+    t0 = time.monotonic()
+    p = subprocess.Popen([str(TOOL), "notify-ready"], env=dict(os.environ, NOTIFY_SOCKET=n.path),
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    t1 = n.wait_ready(10)
+    p.wait()
+    n.close()
+    return (t1 - t0) * 1e6 if t1 is not None else None
+
+
 def row_startup(t: Table, res: dict, a):
     """Row 6: exec → READY=1 (NOTIFY_SOCKET), bgtaskd beside a minimal native process that notifies at once."""
-    runs = 5 if a.quick else 10
+    # A start takes 5–10 ms, and a millisecond of the host's moves a ratio of one daemon start to one
+    # baseline start by 20%: the two take turns in rounds of A B B A (`abba`) after one untimed start of
+    # each (the first start after a while pays for cold page caches), each round's figure the mean of its
+    # two starts of each, and the ratio is the median of the per-round ratios.
+    rounds = 5 if a.quick else 20
     apps = [f"org.bench.C{i:02d}" for i in range(64)]
-    ours = []
-    for _ in range(runs):
-        with Daemon("startup", BASE_CONF.format(max=64), apps) as d:
-            ours.append(d.ready_s * 1e6)
-    base = []
     work = Path(tempfile.mkdtemp(prefix="bgtaskd-bench-start-", dir="/tmp"))
-    for i in range(runs):
-        n = NotifySocket(str(work / f"n{i}"))
-        t0 = time.monotonic()
-        p = subprocess.Popen([str(TOOL), "notify-ready"], env=dict(os.environ, NOTIFY_SOCKET=n.path),
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        t1 = n.wait_ready(10)
-        p.wait()
-        n.close()
-        if t1 is not None:
-            base.append((t1 - t0) * 1e6)
+    ours, base, per_round = [], [], []
+
+    def start(k: str, n: int) -> float | None:
+        if k == "base":
+            return notify_baseline(work, n)
+        with Daemon("startup", BASE_CONF.format(max=64), apps) as d:
+            return d.ready_s * 1e6
+
+    start("bgtaskd", 0)
+    start("base", 0)
+    for i in range(rounds):
+        settle_journald(3)
+        got = {"bgtaskd": [], "base": []}
+        for j, k in enumerate(abba(i, "bgtaskd", "base")):
+            v = start(k, 4 * i + j + 1)
+            if v is not None:
+                got[k].append(v)
+        ours += got["bgtaskd"]
+        base += got["base"]
+        if got["bgtaskd"] and got["base"]:
+            per_round.append(statistics.mean(got["bgtaskd"]) / statistics.mean(got["base"]))
     shutil.rmtree(work, ignore_errors=True)
-    res["startup_us"] = {"bgtaskd": ours, "baseline": base}
+    res["startup_us"] = {"bgtaskd": ours, "baseline": base, "round_ratios": per_round}
     om, bm = statistics.median(ours), statistics.median(base)
-    t.add(6, f"start-up, exec → READY=1, 64 manifests, median of {runs}", fmt_us(om),
-          f"native process sending READY=1 at once: {fmt_us(bm)}", ratio(om, bm))
-    first_answer(t, res, a, bm)
+    t.add(6, f"start-up, exec → READY=1, 64 manifests, median of {len(ours)}", fmt_us(om),
+          f"native process sending READY=1 at once: {fmt_us(bm)}", ratio_of_rounds(per_round))
+    first_answer(t, res, a)
 
 
 def first_call(path: str, message: bytes, t0: float) -> tuple[float, int]:
@@ -1147,67 +1230,102 @@ def first_call(path: str, message: bytes, t0: float) -> tuple[float, int]:
     return time.monotonic(), len(buf)
 
 
-def first_answer(t: Table, res: dict, a, ready_base_us: float):
+def first_answer(t: Table, res: dict, a):
     """Row 6, first answer: exec → the first ListApps answered with 10,000 manifests (not only READY=1),
     beside the bare echo server spawned the same way answering its first message with a reply as large."""
-    runs = 2 if a.quick else 5
+    rounds = 2 if a.quick else 10
+    cold_runs = 2 if a.quick else 5
     apps = [f"org.bench.S{i:05d}" for i in range(10000)]
-    ours, ready, cpu, listed, reply_bytes = [], [], [], 0, 0
-    cold, cold_cpu = [], []
+    listed, reply_bytes = 0, 0
+    got_all = {"bgtaskd": [], "ready": [], "cpu": [], "echo": [], "notify": [], "cold": [], "cold_cpu": []}
+    answer_rounds, ready_rounds = [], []
+    message = b'{"method":"io.bgtaskd.Manager.ListApps"}\0'
     d = Daemon("first-answer", BASE_CONF.format(max=16), apps)
-    made = time.monotonic()
-    try:
-        # An untimed start first, once the manifests are older than the manifest cache's settling time
-        # (2 s): the timed starts find the state directory's cache as any start after an earlier one does.
-        # The last `runs` starts remove it first: the first start after installing (cold).
-        time.sleep(max(0.0, made + 2.5 - time.monotonic()))
-        for i in range(2 * runs + 1):
-            settle_journald(3)
-            if i > runs:
-                (d.root / "state" / "manifest-cache").unlink(missing_ok=True)
-            notify = NotifySocket(str(d.root / "notify"))
-            t0 = time.monotonic()
-            d.proc = subprocess.Popen(d.argv(), env=dict(os.environ, NOTIFY_SOCKET=notify.path),
-                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            t1 = notify.wait_ready(60)
-            notify.close()
-            t2, reply_bytes = first_call(d.socket, b'{"method":"io.bgtaskd.Manager.ListApps"}\0', t0)
-            if i > runs:
-                cold_cpu.append(cpu_ns(d.proc.pid) / 1000)
-                cold.append((t2 - t0) * 1e6)
-            elif i > 0:
-                cpu.append(cpu_ns(d.proc.pid) / 1000)
-                ready.append((t1 - t0) * 1e6 if t1 else float("nan"))
-                ours.append((t2 - t0) * 1e6)
-            if not listed:
-                listed = len(d.call("io.bgtaskd.Manager.ListApps")["apps"])
-            d.proc.send_signal(signal.SIGTERM)
-            d.proc.wait(30)
-    finally:
-        d.stop()
     work = Path(tempfile.mkdtemp(prefix="bgtaskd-bench-first-", dir="/tmp"))
-    base = []
-    for i in range(runs):
+    made = time.monotonic()
+
+    def daemon_start() -> tuple[float, float, float]:
+        """One start: (exec → READY=1, exec → first ListApps answered, the daemon's CPU until then), µs."""
+        nonlocal listed, reply_bytes
+        notify = NotifySocket(str(d.root / "notify"))
+        t0 = time.monotonic()
+        d.proc = subprocess.Popen(d.argv(), env=dict(os.environ, NOTIFY_SOCKET=notify.path),
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        t1 = notify.wait_ready(60)
+        notify.close()
+        t2, reply_bytes = first_call(d.socket, message, t0)
+        used = cpu_ns(d.proc.pid) / 1000
+        if not listed:
+            listed = len(d.call("io.bgtaskd.Manager.ListApps")["apps"])
+        d.proc.send_signal(signal.SIGTERM)
+        d.proc.wait(30)
+        return (t1 - t0) * 1e6 if t1 else float("nan"), (t2 - t0) * 1e6, used
+
+    def baseline(i: int) -> tuple[float, float | None]:
+        """The bare echo's exec → first reply as large as ListApps's, and notify-ready's exec → READY=1, µs."""
         path = str(work / f"echo{i}")
         t0 = time.monotonic()
         p = subprocess.Popen([str(TOOL), "echo-server", "--socket", path, "--reply-sizes", f"{reply_bytes - 1},{reply_bytes - 1}"],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        t2, _ = first_call(path, b'{"method":"io.bgtaskd.Manager.ListApps"}\0', t0)
-        base.append((t2 - t0) * 1e6)
+        t2, _ = first_call(path, message, t0)
         p.kill()
         p.wait()
-    shutil.rmtree(work, ignore_errors=True)
-    res["first_answer_us"] = {"bgtaskd": ours, "ready": ready, "baseline": base, "listed": listed,
-                              "reply_bytes": reply_bytes, "cpu": cpu, "cold": cold, "cold_cpu": cold_cpu}
+        return (t2 - t0) * 1e6, notify_baseline(work, i)
+
+    try:
+        # An untimed start first, once the manifests are older than the manifest cache's settling time
+        # (2 s): the timed starts find the state directory's cache as any start after an earlier one does.
+        # An untimed baseline too (the first spawn after a while pays for cold page caches). Then rounds of
+        # A B B A (`abba`): the daemon's starts and the baselines' take turns, each round's figure the mean
+        # of its two of each, the ratio the median of the per-round ratios. The last starts remove the
+        # cache first: the first start after installing (cold; no baseline, wall and CPU shown).
+        time.sleep(max(0.0, made + 2.5 - time.monotonic()))
+        daemon_start()
+        baseline(0)
+        for i in range(rounds):
+            settle_journald(3)
+            got = {"bgtaskd": [], "ready": [], "echo": [], "notify": []}
+            for j, k in enumerate(abba(i, "bgtaskd", "base")):
+                if k == "bgtaskd":
+                    ready, answer, used = daemon_start()
+                    got["ready"].append(ready)
+                    got["bgtaskd"].append(answer)
+                    got_all["cpu"].append(used)
+                else:
+                    echo, ready = baseline(4 * i + j + 1)
+                    got["echo"].append(echo)
+                    if ready is not None:
+                        got["notify"].append(ready)
+            for k, v in got.items():
+                got_all[k] += v
+            answer_rounds.append(statistics.mean(got["bgtaskd"]) / statistics.mean(got["echo"]))
+            if got["notify"]:
+                ready_rounds.append(statistics.mean(got["ready"]) / statistics.mean(got["notify"]))
+        for _ in range(cold_runs):
+            settle_journald(3)
+            (d.root / "state" / "manifest-cache").unlink(missing_ok=True)
+            _, answer, used = daemon_start()
+            got_all["cold"].append(answer)
+            got_all["cold_cpu"].append(used)
+    finally:
+        d.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    ours, ready, base = got_all["bgtaskd"], got_all["ready"], got_all["echo"]
+    res["first_answer_us"] = {"bgtaskd": ours, "ready": ready, "baseline": base, "ready_baseline": got_all["notify"],
+                              "listed": listed, "reply_bytes": reply_bytes, "cpu": got_all["cpu"],
+                              "cold": got_all["cold"], "cold_cpu": got_all["cold_cpu"],
+                              "round_ratios": answer_rounds, "ready_round_ratios": ready_rounds}
     om, rm, bm = statistics.median(ours), statistics.median(ready), statistics.median(base)
-    t.add("", f"start-up, exec → READY=1, 10,000 manifests, median of {runs}", fmt_us(rm),
-          f"native process sending READY=1 at once: {fmt_us(ready_base_us)}", ratio(rm, ready_base_us))
+    t.add("", f"start-up, exec → READY=1, 10,000 manifests, median of {len(ready)}", fmt_us(rm),
+          f"native process sending READY=1 at once: {fmt_us(statistics.median(got_all['notify']))}",
+          ratio_of_rounds(ready_rounds))
     t.add("", f"first answer: exec → first ListApps answered ({listed:,} apps, {reply_bytes / 1e6:.1f} MB), "
-              f"median of {runs}", fmt_us(om),
-          f"bare echo: exec → first reply as large: {fmt_us(bm)}", ratio(om, bm), "≤ 100 ms", verdict(om <= 100_000))
-    t.add("", "  the daemon's CPU time (all threads) from exec to that answer, median", fmt_us(statistics.median(cpu)))
+              f"median of {len(ours)}", fmt_us(om),
+          f"bare echo: exec → first reply as large: {fmt_us(bm)}", ratio_of_rounds(answer_rounds), "≤ 100 ms",
+          verdict(om <= 100_000))
+    t.add("", "  the daemon's CPU time (all threads) from exec to that answer, median", fmt_us(statistics.median(got_all["cpu"])))
     t.add("", "  the same without the manifest cache (first start after installing): wall / CPU, median",
-          f"{fmt_us(statistics.median(cold))} / {fmt_us(statistics.median(cold_cpu))}")
+          f"{fmt_us(statistics.median(got_all['cold']))} / {fmt_us(statistics.median(got_all['cold_cpu']))}")
 
 
 def package_file() -> Path | None:
