@@ -140,6 +140,7 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
         var resolved: [Account?: UInt32] = [:]
         var registered: [AppManifest] = []
         registered.reserveCapacity(manifests.count)
+        uidByApp.reserveCapacity(manifests.count)
         // App IDs are ASCII (A-Za-z0-9._-), where the bytes' order is String's `<`. Only the IDs are
         // sorted, compared in place: sorting the (ID, manifest) pairs with strcmp copied every manifest and
         // made a C string per comparison (14% of exec → first ListApps with 10,000 apps, perf).
