@@ -106,8 +106,8 @@ extension DaemonService {
     func appInfo(_ s: AppSnapshot) -> ManagerWire.AppInfo {
         let manifest = config.manifests[s.id]
         // Read once: each `core.refresh.…` look-up from here copies the refresh machine (its tables retained
-        // and released), five times per app in a ListApps of 10,000 apps.
-        let refresh = core.refresh
+        // and released); and its values for the app with one look-up per table (`appView`).
+        let refresh = core.refresh.appView(s.id, now: clock.realtime())
         var info = ManagerWire.AppInfo(
             appId: s.id.rawValue, name: manifest?.name ?? s.id.rawValue, state: s.state, pid: s.pid.map { Int64($0) },
             uid: s.pid == nil ? nil : Int64(expectedUID(s.id)), lifecycleAware: s.lifecycleAware,
@@ -115,13 +115,13 @@ extension DaemonService {
             activities: s.activities.map {
                 ManagerWire.Activity(activityId: $0.activityID, appId: $0.app.rawValue, mode: $0.mode)
             },
-            refreshSetting: refresh.setting(for: s.id),
-            refreshStatus: RefreshStatus(rawValue: refresh.status(for: s.id).rawValue) ?? .denied,
+            refreshSetting: refresh.setting,
+            refreshStatus: RefreshStatus(rawValue: refresh.status.rawValue) ?? .denied,
             backgroundTimeRemainingUSec: s.backgroundTimeRemaining?.microseconds,
-            pendingTaskRequests: Int64(refresh.pendingCount(for: s.id)),
-            lastDecision: (lastNonCause[s.id] ?? history[s.id]?.last(app: s.id)).map(wireDecision), refreshStatusReason: refresh.denial(s.id),
+            pendingTaskRequests: Int64(refresh.pendingCount),
+            lastDecision: (lastNonCause[s.id] ?? history[s.id]?.last(app: s.id)).map(wireDecision), refreshStatusReason: refresh.denial,
             lastForegroundUSec: s.lastForeground?.microseconds, energy: wireEnergy(s.id),
-            bucket: refresh.bucket(for: s.id, now: clock.realtime()).rawValue)
+            bucket: refresh.bucket.rawValue)
         info.scenes = wireScenes(s.id)
         return info
     }
