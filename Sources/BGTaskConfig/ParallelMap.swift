@@ -46,7 +46,27 @@ func parallelMap<Item: Sendable, T: Sendable>(_ items: [Item], minimumPerThread:
     }
     run(0)
     for tid in threads { pthread_join(tid, nil) }
-    return results.map { $0! }
+    // Moved out, not copied: a copy retained each result once more, and `deallocate` never released them.
+    return [T](unsafeUninitializedCapacity: items.count) { buffer, count in
+        guard let to = buffer.baseAddress, let from = results.baseAddress else { return }
+        for i in 0..<items.count {
+            guard let value = (from + i).move() else { continue }
+            (to + count).initialize(to: value)
+            count += 1
+        }
+    }
+}
+
+/// `(a(), b())`, `b` on a thread of its own (on this one if none can be made).
+func concurrently<A: Sendable, B: Sendable>(_ a: @escaping @Sendable () -> A, _ b: @escaping @Sendable () -> B) -> (A, B) {
+    let both = parallelMap([false, true], minimumPerThread: 1) { second -> Either<A, B> in second ? .second(b()) : .first(a()) }
+    guard both.count == 2, case .first(let x) = both[0], case .second(let y) = both[1] else { return (a(), b()) }
+    return (x, y)
+}
+
+private enum Either<A: Sendable, B: Sendable>: Sendable {
+    case first(A)
+    case second(B)
 }
 
 private final class ChunkJob: @unchecked Sendable {

@@ -35,6 +35,8 @@ public final class Daemon: @unchecked Sendable {
     let notifier = Notifier()
     /// Start, reload and stop: the phase and what is valid in it (`DaemonLifecycle`). On `queue`.
     private var lifecycle = DaemonLifecycle<StartSetup, Serving>()
+    /// The heap start-up freed and its code pages, given back once the first answer is out.
+    private let startupCleanup = StartupCleanup()
     var signalSources: [any DispatchSourceSignal] = []
     /// issue 5: the PSI trigger of `[Memory] PressureKill=yes` (nil when off).
     var memoryPressure: MemoryPressureMonitor?
@@ -136,11 +138,6 @@ public final class Daemon: @unchecked Sendable {
             case .serve(let serving, let reload): startServing(serving, fd: fd, reload: reload)
             case .waitForSignals, .discard: break
             }
-            // What reading and registering the manifests freed goes back to the system (RSS at rest), and
-            // the code only start-up ran is no longer mapped (StartupPages.swift: off this queue, which
-            // now serves the first calls; reading /proc/self/smaps takes milliseconds).
-            malloc_trim(0)
-            runOnBackgroundThread { StartupPages.release() }
         }
         if let update = cacheUpdate {
             cacheUpdate = nil  // the writer's alone: this frame lasts as long as the process
@@ -185,6 +182,7 @@ public final class Daemon: @unchecked Sendable {
         (service.freezer as? CgroupFreezer)?.watcher.readOnSocketThread(server)
         server.beforeTurn = { [journal] in journal.holdWakeups() }
         server.afterTurn = { [journal] in journal.releaseWakeups() }
+        startupCleanup.arm(server: server, queue: queue)
         // Flow control: while journald cannot keep up, clients wait instead of decisions being lost.
         // Entries mostly come from this queue (decisions), where the pause takes effect before the
         // next call is served; the logger may send from elsewhere.

@@ -28,8 +28,8 @@ extension DaemonService {
     }
 
     /// `AppInfo.scenes`: the core's scenes with the snapshots kept; empty without scenes.
-    func wireScenes(_ app: AppID) -> [ManagerWire.Scene] {
-        machine.scenes(of: app).map {
+    func wireScenes(_ app: AppID, in lifecycle: LifecycleMachine) -> [ManagerWire.Scene] {
+        lifecycle.scenes(of: app).map {
             let snap = snapshot(of: app, $0.id)
             return ManagerWire.Scene(
                 sceneId: $0.id.rawValue, title: $0.title, output: $0.output, state: $0.state, snapshotPath: snap?.path,

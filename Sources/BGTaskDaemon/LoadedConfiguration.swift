@@ -111,7 +111,7 @@ struct LoadedConfiguration: Sendable {
             var now = timespec()
             clock_gettime(CLOCK_REALTIME, &now)
             let cached = AppManifestFile.loadAll(
-                appsDirectory: directory, cache: ManifestCache.read(path: cachePath, appsDirectory: directory),
+                appsDirectory: directory, readCache: { ManifestCache.read(path: cachePath, appsDirectory: directory) },
                 now: Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec))
             apps = (cached.manifests, cached.errors, cached.warnings)
             manifestsFromCache = cached.fromCache

@@ -254,6 +254,8 @@ public struct VarlinkReply: Sendable, Equatable {
         }
         out.append(contentsOf: #""parameters":"#.utf8)
         if let typedParameters {
+            let hint = typedParameters.encodedSizeHint
+            if hint > 0 { out.reserveCapacity(out.count + hint + 64) }
             typedParameters.write(into: &out)
         } else {
             JSON.object(storedParameters).write(into: &out)

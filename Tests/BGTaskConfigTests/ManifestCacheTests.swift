@@ -13,7 +13,7 @@ struct ManifestCacheTests {
     private var later: Int64 { Int64(Date().timeIntervalSince1970 * 1e9) + 100_000_000_000 }
 
     private func cached(_ apps: String, _ cachePath: String, now: Int64) -> AppManifestFile.CachedLoad {
-        AppManifestFile.loadAll(appsDirectory: apps, cache: ManifestCache.read(path: cachePath, appsDirectory: apps), now: now)
+        AppManifestFile.loadAll(appsDirectory: apps, readCache: { ManifestCache.read(path: cachePath, appsDirectory: apps) }, now: now)
     }
 
     @Test func unchangedManifestsComeFromTheCacheAsTheyWereRead() throws {

@@ -5,7 +5,12 @@ extension RefreshMachine {
 
     /// The app's standby bucket at `now`.
     public func bucket(for app: AppID, now: RealtimeInstant) -> StandbyBucket {
-        if restricted(app) { return .restricted }
+        bucket(for: app, now: now, restricted: restricted(app))
+    }
+
+    /// `bucket(for:now:)` with the app's `RefreshRestricted=` already looked up.
+    func bucket(for app: AppID, now: RealtimeInstant, restricted: Bool) -> StandbyBucket {
+        if restricted { return .restricted }
         if foregroundApps.contains(app) { return .active }
         guard let used = state.energy.lastUsed[app], used <= now else { return .rare }
         let age = now.microsecondsSinceEpoch - used.microsecondsSinceEpoch

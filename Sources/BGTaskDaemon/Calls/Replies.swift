@@ -103,26 +103,34 @@ extension DaemonService {
             expiring: a.expiring, managerHold: a.managerHold)
     }
 
-    func appInfo(_ s: AppSnapshot) -> ManagerWire.AppInfo {
-        let manifest = config.manifests[s.id]
-        // Read once: each `core.refresh.…` look-up from here copies the refresh machine (its tables retained
-        // and released), five times per app in a ListApps of 10,000 apps.
+    func appInfo(_ s: AppSnapshot) -> ManagerWire.AppInfo { appInfo(s, lifecycle: core.lifecycle, refresh: core.refresh) }
+
+    /// `appInfo` of every app of a ListApps: the core's machines are read once, not copied for each app
+    /// (a read of `core.lifecycle` or `core.refresh` from here copies the machine, its tables retained).
+    func appInfos(_ snapshots: [AppSnapshot]) -> [ManagerWire.AppInfo] {
+        let lifecycle = core.lifecycle
         let refresh = core.refresh
+        return snapshots.map { appInfo($0, lifecycle: lifecycle, refresh: refresh) }
+    }
+
+    private func appInfo(_ s: AppSnapshot, lifecycle: LifecycleMachine, refresh machine: RefreshMachine) -> ManagerWire.AppInfo {
+        // The app's refresh values with one look-up per table (`appView`).
+        let refresh = machine.appView(s.id, now: clock.realtime())
         var info = ManagerWire.AppInfo(
-            appId: s.id.rawValue, name: manifest?.name ?? s.id.rawValue, state: s.state, pid: s.pid.map { Int64($0) },
+            appId: s.id.rawValue, name: config.manifests[s.id]?.name ?? s.id.rawValue, state: s.state, pid: s.pid.map { Int64($0) },
             uid: s.pid == nil ? nil : Int64(expectedUID(s.id)), lifecycleAware: s.lifecycleAware,
             assertions: s.assertions.map(wireAssertion),
             activities: s.activities.map {
                 ManagerWire.Activity(activityId: $0.activityID, appId: $0.app.rawValue, mode: $0.mode)
             },
-            refreshSetting: refresh.setting(for: s.id),
-            refreshStatus: RefreshStatus(rawValue: refresh.status(for: s.id).rawValue) ?? .denied,
+            refreshSetting: refresh.setting,
+            refreshStatus: RefreshStatus(rawValue: refresh.status.rawValue) ?? .denied,
             backgroundTimeRemainingUSec: s.backgroundTimeRemaining?.microseconds,
-            pendingTaskRequests: Int64(refresh.pendingCount(for: s.id)),
-            lastDecision: (lastNonCause[s.id] ?? history[s.id]?.last(app: s.id)).map(wireDecision), refreshStatusReason: refresh.denial(s.id),
+            pendingTaskRequests: Int64(refresh.pendingCount),
+            lastDecision: (lastNonCause[s.id] ?? history[s.id]?.last(app: s.id)).map(wireDecision), refreshStatusReason: refresh.denial,
             lastForegroundUSec: s.lastForeground?.microseconds, energy: wireEnergy(s.id),
-            bucket: refresh.bucket(for: s.id, now: clock.realtime()).rawValue)
-        info.scenes = wireScenes(s.id)
+            bucket: refresh.bucket.rawValue)
+        info.scenes = wireScenes(s.id, in: lifecycle)
         return info
     }
 

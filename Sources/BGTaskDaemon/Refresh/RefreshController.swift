@@ -36,6 +36,7 @@ final class RefreshController: @unchecked Sendable {
     static func refreshConfig(_ config: LoadedConfiguration) -> RefreshConfig {
         let d = config.daemon
         var apps: [AppID: RefreshConfig.App] = [:]
+        apps.reserveCapacity(config.manifests.count)
         for (id, m) in config.manifests {
             apps[id] = RefreshConfig.App(
                 permittedIdentifiers: Set(m.permittedTaskIdentifiers),

@@ -31,6 +31,9 @@ public protocol WireMessage: Sendable, Equatable {
     /// Appends the JSON text of `json` (keys sorted, as `JSON.write`); the replies of the common calls
     /// write it from preformatted parts, without building the object.
     func write(into out: inout [UInt8])
+    /// About how many bytes `write(into:)` appends, when that is large (0: unknown or small): the
+    /// buffer is grown once to it instead of doubling, with a copy, as it fills.
+    var encodedSizeHint: Int { get }
     /// Checks what a type cannot say (an identifier not empty, a number not negative); the generated
     /// `init(json:)` calls it after reading every field. Hand-written in the contract's extensions.
     func validate() throws(WireFieldError)
@@ -42,6 +45,7 @@ extension WireMessage {
 
 extension WireMessage {
     public func write(into out: inout [UInt8]) { JSON.object(json).write(into: &out) }
+    public var encodedSizeHint: Int { 0 }
 }
 
 extension WireMessage {
