@@ -285,15 +285,7 @@ private final class ServiceHarness: @unchecked Sendable {
         let h = try ServiceHarness()
         defer { h.removeStateDirectory() }
         let ctl = h.connect()
-        #expect(h.call(ctl, "io.bgtaskd.Manager.Launch", ["appId": .string(mail.rawValue)]).map(\.error) == [nil])
-        let pid = try #require(h.processes.first.flatMap { Int32($0.split(separator: " ").last ?? "") })
-        let app = h.connect(uid: 0, pid: pid)
-        h.call(app, "io.bgtaskd.App.CheckIn", ["appId": .string(mail.rawValue)], more: true)
-        let calls = h.connect(uid: 0, pid: pid)
-        #expect(h.call(ctl, "io.bgtaskd.Manager.Background", ["appId": .string(mail.rawValue)]).map(\.error) == [nil])
-        let entered = try #require(h.lastEvent(app, "did-enter-background"))
-        h.call(calls, "io.bgtaskd.App.Acknowledge", ["eventId": entered])
-        #expect(h.processes.last == "freeze \(mail) \(pid)")
+        let (pid, app) = try h.launchAndSuspend(mail, ctl: ctl)
 
         var atThaw: (events: [String], ctlReplies: Int)?
         let before = h.queue.sync { (app.replies.count, ctl.replies.count) }
@@ -318,15 +310,7 @@ private final class ServiceHarness: @unchecked Sendable {
         let ctl = h.connect()
         let monitor = h.connect()
         h.call(monitor, "io.bgtaskd.Manager.Monitor", more: true)
-        h.call(ctl, "io.bgtaskd.Manager.Launch", ["appId": .string(mail.rawValue)])
-        let pid = try #require(h.processes.first.flatMap { Int32($0.split(separator: " ").last ?? "") })
-        let app = h.connect(uid: 0, pid: pid)
-        h.call(app, "io.bgtaskd.App.CheckIn", ["appId": .string(mail.rawValue)], more: true)
-        let calls = h.connect(uid: 0, pid: pid)
-        h.call(ctl, "io.bgtaskd.Manager.Background", ["appId": .string(mail.rawValue)])
-        let entered = try #require(h.lastEvent(app, "did-enter-background"))
-        h.call(calls, "io.bgtaskd.App.Acknowledge", ["eventId": entered])
-        #expect(h.processes.last == "freeze \(mail) \(pid)")
+        _ = try h.launchAndSuspend(mail, ctl: ctl)
 
         let before = h.decisions(monitor).count
         var atThaw: Int?
@@ -642,5 +626,22 @@ private final class ServiceHarness: @unchecked Sendable {
         h.queue.sync { h.service.systemSleepEvent(.resumed) }
         #expect(h.processes.filter { $0 == "freeze \(mail) \(pid)" }.count == 2)
         #expect(h.queue.sync { h.service.machine.app(mail, now: h.service.now())?.state } == .suspended)
+    }
+}
+
+extension ServiceHarness {
+    /// `app` launched by `ctl`, checked in, sent to the background, and frozen once it acknowledged
+    /// `did-enter-background`: its pid and its event stream.
+    func launchAndSuspend(_ app: AppID, ctl: Client) throws -> (pid: Int32, stream: Client) {
+        #expect(call(ctl, "io.bgtaskd.Manager.Launch", ["appId": .string(app.rawValue)]).map(\.error) == [nil])
+        let pid = try #require(processes.first.flatMap { Int32($0.split(separator: " ").last ?? "") })
+        let stream = connect(uid: 0, pid: pid)
+        call(stream, "io.bgtaskd.App.CheckIn", ["appId": .string(app.rawValue)], more: true)
+        let calls = connect(uid: 0, pid: pid)
+        #expect(call(ctl, "io.bgtaskd.Manager.Background", ["appId": .string(app.rawValue)]).map(\.error) == [nil])
+        let entered = try #require(lastEvent(stream, "did-enter-background"))
+        call(calls, "io.bgtaskd.App.Acknowledge", ["eventId": entered])
+        #expect(processes.last == "freeze \(app) \(pid)")
+        return (pid, stream)
     }
 }
