@@ -899,7 +899,7 @@ def deadline_burst(n_apps: int, per_app: int, spacing_us: int, budget_us: int, w
 def row_deadlines(t: Table, res: dict, a):
     """Row 3: lateness of expiration events and suspensions, 1,000 apps × 10 assertions (+ 1,000 idle apps)."""
     n_apps, per_app = (200, 10) if a.quick else (1000, 10)
-    bursts = 2 if a.quick else 5
+    bursts = 2 if a.quick else 7
     spacing_us = int(os.environ.get("BENCH_DEADLINE_SPACING_US", "3000"))
     budget_us, warning_us, grace_us = 2_000_000, 1_000_000, 1_500_000
     # A p99 of one burst is its few worst wake-ups, and which burst gets a host's hiccup is chance: the
