@@ -1,4 +1,5 @@
 @testable import BGTaskCore
+import BGTaskConfig
 @testable import BGTaskDaemon
 import Testing
 
@@ -13,15 +14,10 @@ import Glibc
 @Suite(.serialized) struct RecorderMemoryProbeTests {
     static var enabled: Bool { getenv("BGTASKD_MEMORY_PROBE") != nil }
 
+    /// The process's `RssAnon`, read with the daemon's own `FileIO`.
     static func anon() -> Int {
-        guard let f = fopen("/proc/self/status", "r") else { return 0 }
-        defer { fclose(f) }
-        var line = [CChar](repeating: 0, count: 256)
-        while fgets(&line, 256, f) != nil {
-            let text = String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            if text.hasPrefix("RssAnon:") { return (Int(text.split(separator: " ")[1]) ?? 0) * 1024 }
-        }
-        return 0
+        let line = FileIO.read("/proc/self/status")?.split(separator: "\n").first { $0.hasPrefix("RssAnon:") }
+        return (line.flatMap { Int($0.split(separator: " ")[1]) } ?? 0) * 1024
     }
 
     static func run(recording maxBytes: Int?) {
