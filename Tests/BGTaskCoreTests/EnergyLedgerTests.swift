@@ -37,6 +37,16 @@ import Testing
         mutating func burn(_ app: AppID, _ cpu: Int64) { usage[app, default: 0] += cpu }
 
         func energy(_ app: AppID) -> AppEnergy { ledger.energy(of: app, at: wall) }
+
+        /// Sends `app` to the background, lets it use `cpu` µs in its grace window, and acknowledges its
+        /// `did-enter-background` (the suspension follows); returns the acknowledgement's actions.
+        @discardableResult
+        mutating func background(_ app: AppID, burning cpu: Int64) -> [Action] {
+            let dib = send(.backgroundRequested(app)).events.first { $0.kind == .didEnterBackground }
+            burn(app, cpu)
+            guard let dib else { return [] }
+            return send(.eventAcknowledged(dib.id))
+        }
     }
 
     @Test func onlyTheTimeBetweenLeavingTheForegroundAndTheFreezeIsCharged() {
@@ -45,9 +55,7 @@ import Testing
         _ = r.send(.appLaunched(mail, pid: 100))
         _ = r.send(.appCheckedIn(mail, connection: connA, pid: 100))
         r.burn(mail, 5_000_000)  // in the foreground: free
-        let dib = r.send(.backgroundRequested(mail)).events.first { $0.kind == .didEnterBackground }
-        r.burn(mail, 700_000)  // the grace window
-        #expect(r.send(.eventAcknowledged(dib!.id)).freezes == [mail])
+        #expect(r.background(mail, burning: 700_000).freezes == [mail])  // CPU in the grace window
         #expect(r.periods.map(\.0) == [mail] && r.periods.map(\.1) == [.suspend] && r.periods.map(\.2) == [700_000])
         #expect(r.energy(mail).total.backgroundCPUUSec == 700_000)
         #expect(r.energy(mail).total.wakes.isEmpty, "leaving the foreground is no wake")

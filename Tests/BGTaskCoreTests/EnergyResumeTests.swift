@@ -21,9 +21,7 @@ import Testing
         _ = r.send(.launchRequested(mail, background: false, exclusive: false))
         _ = r.send(.appLaunched(mail, pid: 100))
         _ = r.send(.appCheckedIn(mail, connection: connA, pid: 100))
-        let dib = r.send(.backgroundRequested(mail)).events.first { $0.kind == .didEnterBackground }
-        r.burn(mail, 700_000)
-        _ = r.send(.eventAcknowledged(dib!.id))
+        r.background(mail, burning: 700_000)
         return r
     }
 
@@ -41,9 +39,7 @@ import Testing
         // Resumed into the background (a refresh or a notification would do the same): 300 ms of CPU,
         // then suspended again.
         _ = feed(&r, .foregroundRequested(mail, exclusive: true))
-        let dib = r.send(.backgroundRequested(mail)).events.first { $0.kind == .didEnterBackground }
-        r.burn(mail, 300_000)
-        _ = r.send(.eventAcknowledged(dib!.id))
+        r.background(mail, burning: 300_000)
         #expect(r.energy(mail).total.backgroundCPUUSec == 1_000_000)
     }
 

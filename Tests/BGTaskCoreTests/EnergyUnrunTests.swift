@@ -28,9 +28,7 @@ import Testing
         #expect(asked.isEmpty, "\(asked)")
         #expect(r.energy(mail).total.backgroundCPUUSec == 700_000)
         // The next background period is measured from its own beginning.
-        let dib = r.send(.backgroundRequested(mail)).events.first { $0.kind == .didEnterBackground }
-        r.burn(mail, 300_000)
-        _ = r.send(.eventAcknowledged(dib!.id))
+        r.background(mail, burning: 300_000)
         #expect(r.energy(mail).total.backgroundCPUUSec == 1_000_000)
     }
 
