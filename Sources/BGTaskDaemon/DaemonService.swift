@@ -149,8 +149,8 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
         registered.reserveCapacity(old == nil ? manifests.count : changedApps.count)
         if old == nil { uidByApp.reserveCapacity(manifests.count) }
         // App IDs are ASCII (A-Za-z0-9._-), where the bytes' order is String's `<`. Only the IDs are
-        // sorted, their bytes compared in one buffer (`UTF8Order`): sorting the (ID, manifest) pairs
-        // copied every manifest, and sorting the IDs retained them at every comparison.
+        // sorted, compared in place: sorting the (ID, manifest) pairs with strcmp copied every manifest and
+        // made a C string per comparison (14% of exec → first ListApps with 10,000 apps, perf).
         // Each ID is sorted with its index in the dictionary: its manifest is then found without hashing.
         var order: [(AppID, Dictionary<AppID, AppManifestFile>.Index, UInt32)] = []
         order.reserveCapacity(old == nil ? manifests.count : changedApps.count)
@@ -173,8 +173,8 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
             uidByApp[id] = uid
             order.append((id, index, uid))
         }
-        for position in UTF8Order.sortedIndices(order, key: { $0.0.rawValue }) {
-            let (id, index, uid) = order[position]
+        order.sort { $0.0.rawValue.utf8Precedes($1.0.rawValue) }
+        for (id, index, uid) in order {
             if let m = LoadedConfiguration.coreManifest(
                 manifests.values[index], exempt: config.exempt.contains(id), uid: uid)
             {

@@ -105,7 +105,7 @@ struct LoadedConfiguration: Sendable {
     @discardableResult
     mutating func loadApps(from options: DaemonOptions, cachePath: String? = nil) -> ManifestCache? {
         let directory = AppManifestFile.appsDirectory(inConfigDirectory: options.configDir)
-        var apps: (manifests: [AppManifestFile], errors: [ConfigError], warnings: [ConfigWarning])
+        let apps: (manifests: [AppManifestFile], errors: [ConfigError], warnings: [ConfigWarning])
         var update: ManifestCache?
         if let cachePath {
             var now = timespec()
@@ -122,10 +122,7 @@ struct LoadedConfiguration: Sendable {
         warnings += apps.errors.map { "\($0) (app left out)" }
         warnings += apps.warnings.map(\.description)
         manifests.reserveCapacity(manifests.count + apps.manifests.count)
-        // Each manifest moved into the table (`popLast` of the reversed list), not copied with its strings
-        // retained and the list's copies released after.
-        apps.manifests.reverse()
-        while let m = apps.manifests.popLast() {
+        for m in apps.manifests {
             if let id = AppID(m.id) { manifests[id] = m }
         }
         manifestErrors = apps.errors

@@ -165,10 +165,9 @@ class SwiftField:
                     p + "    " + value,
                     p + "}",
                     p + 'out.append(UInt8(ascii: "}"))']
-        # By index: an element is written in place (`enumerated()` copied each one, its strings retained).
-        elem = ("JSON.writeString(%s[i], into: &out)" if k == "strings" else "%s[i].write(into: &out)") % v
+        elem = "JSON.writeString(e, into: &out)" if k == "strings" else "e.write(into: &out)"
         return [p + 'out.append(UInt8(ascii: "["))',
-                p + "for i in %s.indices {" % v,
+                p + "for (i, e) in %s.enumerated() {" % v,
                 p + '    if i > 0 { out.append(UInt8(ascii: ",")) }',
                 p + "    " + elem,
                 p + "}",

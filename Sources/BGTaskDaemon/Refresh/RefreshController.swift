@@ -35,9 +35,10 @@ final class RefreshController: @unchecked Sendable {
     /// The machine's view of the configuration.
     static func refreshConfig(_ config: LoadedConfiguration) -> RefreshConfig {
         let d = config.daemon
-        // mapValues: the keys' table kept as it is (no key hashed again), each manifest read in place.
-        let apps = config.manifests.mapValues { m in
-            RefreshConfig.App(
+        var apps: [AppID: RefreshConfig.App] = [:]
+        apps.reserveCapacity(config.manifests.count)
+        for (id, m) in config.manifests {
+            apps[id] = RefreshConfig.App(
                 permittedIdentifiers: Set(m.permittedTaskIdentifiers),
                 backgroundModes: Set(m.backgroundModes.compactMap { BackgroundMode(rawValue: $0.rawValue) }),
                 setting: m.backgroundAppRefresh, restricted: m.refreshRestricted)

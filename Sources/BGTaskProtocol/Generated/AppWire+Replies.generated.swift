@@ -184,9 +184,9 @@ extension AppWire {
         public func write(into out: inout [UInt8]) {
             out.append(contentsOf: #"{"requests":"#.utf8)
             out.append(UInt8(ascii: "["))
-            for i in requests.indices {
+            for (i, e) in requests.enumerated() {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
-                requests[i].write(into: &out)
+                e.write(into: &out)
             }
             out.append(UInt8(ascii: "]"))
             out.append(UInt8(ascii: "}"))

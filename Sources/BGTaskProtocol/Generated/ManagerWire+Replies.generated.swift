@@ -24,9 +24,9 @@ extension ManagerWire {
         public func write(into out: inout [UInt8]) {
             out.append(contentsOf: #"{"apps":"#.utf8)
             out.append(UInt8(ascii: "["))
-            for i in apps.indices {
+            for (i, e) in apps.enumerated() {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
-                apps[i].write(into: &out)
+                e.write(into: &out)
             }
             out.append(UInt8(ascii: "]"))
             out.append(UInt8(ascii: "}"))
@@ -81,9 +81,9 @@ extension ManagerWire {
         public func write(into out: inout [UInt8]) {
             out.append(contentsOf: #"{"assertions":"#.utf8)
             out.append(UInt8(ascii: "["))
-            for i in assertions.indices {
+            for (i, e) in assertions.enumerated() {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
-                assertions[i].write(into: &out)
+                e.write(into: &out)
             }
             out.append(UInt8(ascii: "]"))
             out.append(UInt8(ascii: "}"))
@@ -144,16 +144,16 @@ extension ManagerWire {
         public func write(into out: inout [UInt8]) {
             out.append(contentsOf: #"{"causes":"#.utf8)
             out.append(UInt8(ascii: "["))
-            for i in causes.indices {
+            for (i, e) in causes.enumerated() {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
-                JSON.writeString(causes[i], into: &out)
+                JSON.writeString(e, into: &out)
             }
             out.append(UInt8(ascii: "]"))
             out.append(contentsOf: #","reasons":"#.utf8)
             out.append(UInt8(ascii: "["))
-            for i in reasons.indices {
+            for (i, e) in reasons.enumerated() {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
-                reasons[i].write(into: &out)
+                e.write(into: &out)
             }
             out.append(UInt8(ascii: "]"))
             out.append(contentsOf: #","state":"#.utf8)
@@ -236,9 +236,9 @@ extension ManagerWire {
         public func write(into out: inout [UInt8]) {
             out.append(contentsOf: #"{"tasks":"#.utf8)
             out.append(UInt8(ascii: "["))
-            for i in tasks.indices {
+            for (i, e) in tasks.enumerated() {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
-                tasks[i].write(into: &out)
+                e.write(into: &out)
             }
             out.append(UInt8(ascii: "]"))
             out.append(UInt8(ascii: "}"))
@@ -270,16 +270,16 @@ extension ManagerWire {
         public func write(into out: inout [UInt8]) {
             out.append(contentsOf: #"{"applied":"#.utf8)
             out.append(UInt8(ascii: "["))
-            for i in applied.indices {
+            for (i, e) in applied.enumerated() {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
-                JSON.writeString(applied[i], into: &out)
+                JSON.writeString(e, into: &out)
             }
             out.append(UInt8(ascii: "]"))
             out.append(contentsOf: #","notApplied":"#.utf8)
             out.append(UInt8(ascii: "["))
-            for i in notApplied.indices {
+            for (i, e) in notApplied.enumerated() {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
-                JSON.writeString(notApplied[i], into: &out)
+                JSON.writeString(e, into: &out)
             }
             out.append(UInt8(ascii: "]"))
             out.append(UInt8(ascii: "}"))
