@@ -24,9 +24,9 @@ extension ManagerWire {
         public func write(into out: inout [UInt8]) {
             out.append(contentsOf: #"{"apps":"#.utf8)
             out.append(UInt8(ascii: "["))
-            for (i, e) in apps.enumerated() {
+            for i in apps.indices {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
-                e.write(into: &out)
+                apps[i].write(into: &out)
             }
             out.append(UInt8(ascii: "]"))
             out.append(UInt8(ascii: "}"))
@@ -81,9 +81,9 @@ extension ManagerWire {
         public func write(into out: inout [UInt8]) {
             out.append(contentsOf: #"{"assertions":"#.utf8)
             out.append(UInt8(ascii: "["))
-            for (i, e) in assertions.enumerated() {
+            for i in assertions.indices {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
-                e.write(into: &out)
+                assertions[i].write(into: &out)
             }
             out.append(UInt8(ascii: "]"))
             out.append(UInt8(ascii: "}"))
@@ -144,16 +144,16 @@ extension ManagerWire {
         public func write(into out: inout [UInt8]) {
             out.append(contentsOf: #"{"causes":"#.utf8)
             out.append(UInt8(ascii: "["))
-            for (i, e) in causes.enumerated() {
+            for i in causes.indices {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
-                JSON.writeString(e, into: &out)
+                JSON.writeString(causes[i], into: &out)
             }
             out.append(UInt8(ascii: "]"))
             out.append(contentsOf: #","reasons":"#.utf8)
             out.append(UInt8(ascii: "["))
-            for (i, e) in reasons.enumerated() {
+            for i in reasons.indices {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
-                e.write(into: &out)
+                reasons[i].write(into: &out)
             }
             out.append(UInt8(ascii: "]"))
             out.append(contentsOf: #","state":"#.utf8)
@@ -236,9 +236,9 @@ extension ManagerWire {
         public func write(into out: inout [UInt8]) {
             out.append(contentsOf: #"{"tasks":"#.utf8)
             out.append(UInt8(ascii: "["))
-            for (i, e) in tasks.enumerated() {
+            for i in tasks.indices {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
-                e.write(into: &out)
+                tasks[i].write(into: &out)
             }
             out.append(UInt8(ascii: "]"))
             out.append(UInt8(ascii: "}"))
@@ -270,16 +270,16 @@ extension ManagerWire {
         public func write(into out: inout [UInt8]) {
             out.append(contentsOf: #"{"applied":"#.utf8)
             out.append(UInt8(ascii: "["))
-            for (i, e) in applied.enumerated() {
+            for i in applied.indices {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
-                JSON.writeString(e, into: &out)
+                JSON.writeString(applied[i], into: &out)
             }
             out.append(UInt8(ascii: "]"))
             out.append(contentsOf: #","notApplied":"#.utf8)
             out.append(UInt8(ascii: "["))
-            for (i, e) in notApplied.enumerated() {
+            for i in notApplied.indices {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
-                JSON.writeString(e, into: &out)
+                JSON.writeString(notApplied[i], into: &out)
             }
             out.append(UInt8(ascii: "]"))
             out.append(UInt8(ascii: "}"))

@@ -239,18 +239,18 @@ extension ManagerWire {
         public func write(into out: inout [UInt8]) {
             out.append(contentsOf: #"{"activities":"#.utf8)
             out.append(UInt8(ascii: "["))
-            for (i, e) in activities.enumerated() {
+            for i in activities.indices {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
-                e.write(into: &out)
+                activities[i].write(into: &out)
             }
             out.append(UInt8(ascii: "]"))
             out.append(contentsOf: #","appId":"#.utf8)
             JSON.writeString(appId, into: &out)
             out.append(contentsOf: #","assertions":"#.utf8)
             out.append(UInt8(ascii: "["))
-            for (i, e) in assertions.enumerated() {
+            for i in assertions.indices {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
-                e.write(into: &out)
+                assertions[i].write(into: &out)
             }
             out.append(UInt8(ascii: "]"))
             out.append(contentsOf: #","backgroundTimeRemainingUSec":"#.utf8)
@@ -303,9 +303,9 @@ extension ManagerWire {
             }
             out.append(contentsOf: #","scenes":"#.utf8)
             out.append(UInt8(ascii: "["))
-            for (i, e) in scenes.enumerated() {
+            for i in scenes.indices {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
-                e.write(into: &out)
+                scenes[i].write(into: &out)
             }
             out.append(UInt8(ascii: "]"))
             out.append(contentsOf: #","state":"#.utf8)

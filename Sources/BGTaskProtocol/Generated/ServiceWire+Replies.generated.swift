@@ -35,9 +35,9 @@ extension ServiceWire {
         public func write(into out: inout [UInt8]) {
             out.append(contentsOf: #"{"interfaces":"#.utf8)
             out.append(UInt8(ascii: "["))
-            for (i, e) in interfaces.enumerated() {
+            for i in interfaces.indices {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
-                JSON.writeString(e, into: &out)
+                JSON.writeString(interfaces[i], into: &out)
             }
             out.append(UInt8(ascii: "]"))
             out.append(contentsOf: #","product":"#.utf8)
