@@ -165,13 +165,15 @@ class SwiftField:
                     p + "    " + value,
                     p + "}",
                     p + 'out.append(UInt8(ascii: "}"))']
-        # By index: each element is read in place (a `for e in` copies each, every reference it holds
-        # retained and released: 10,009 AppInfos in a ListApps reply).
-        elem = ("JSON.writeString(%s[i], into: &out)" if k == "strings" else "%s[i].write(into: &out)") % v
+        # By index through the buffer: each element is read in place (a `for e in`, and Array's subscript,
+        # copy each, every reference it holds retained and released: 10,009 AppInfos in a ListApps reply).
+        elem = "JSON.writeString(elements[i], into: &out)" if k == "strings" else "elements[i].write(into: &out)"
         return [p + 'out.append(UInt8(ascii: "["))',
-                p + "for i in %s.indices {" % v,
-                p + '    if i > 0 { out.append(UInt8(ascii: ",")) }',
-                p + "    " + elem,
+                p + "%s.withUnsafeBufferPointer { elements in" % v,
+                p + "    for i in elements.indices {",
+                p + '        if i > 0 { out.append(UInt8(ascii: ",")) }',
+                p + "        " + elem,
+                p + "    }",
                 p + "}",
                 p + 'out.append(UInt8(ascii: "]"))']
 
