@@ -44,7 +44,7 @@ extension AppManifestFile {
         let directory = open(appsDirectory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         defer { if directory >= 0 { close(directory) } }
         let known = cache.flatMap { $0.appsDirectory == appsDirectory ? $0.entries : nil } ?? [:]
-        let outcomes = parallelMap(paths) { path -> CachedOutcome in
+        var outcomes = parallelMap(paths) { path -> CachedOutcome in
             let stamp = FileStamp.of(path, in: directory)
             if let stamp, let entry = known[path], entry.stamp == stamp {
                 return .cached(entry)
@@ -58,21 +58,14 @@ extension AppManifestFile {
             }
         }
         var load = CachedLoad(manifests: [], errors: [], warnings: [], fromCache: 0, updatedCache: nil)
-        load.manifests.reserveCapacity(outcomes.count)
         var changed = cache == nil
         for outcome in outcomes {
             switch outcome {
-            case .missing:
+            case .missing, .failed:
                 continue
-            case .failed(let error):
-                load.errors.append(error)
-            case .cached(let entry):
-                load.manifests.append(entry.manifest)
+            case .cached:
                 load.fromCache += 1
             case .parsed(let manifest, let e, let w, let stamp):
-                load.errors += e
-                load.warnings += w
-                if let manifest { load.manifests.append(manifest) }
                 if isKept(manifest, e, w, stamp, now: now) { changed = true }
             }
         }
@@ -91,6 +84,27 @@ extension AppManifestFile {
                 }
             }
             load.updatedCache = ManifestCache(appsDirectory: appsDirectory, entries: kept)
+        }
+        // Each outcome moved out (a trivial one left in its place): its manifest goes into the result
+        // without a copy of its strings and arrays retained, and released with the outcomes.
+        load.manifests.reserveCapacity(outcomes.count)
+        outcomes.withUnsafeMutableBufferPointer { buffer in
+            for i in buffer.indices {
+                let outcome = buffer.moveElement(from: i)
+                buffer.initializeElement(at: i, to: .missing)
+                switch consume outcome {
+                case .missing:
+                    continue
+                case .failed(let error):
+                    load.errors.append(error)
+                case .cached(let entry):
+                    load.manifests.append(entry.manifest)
+                case .parsed(let manifest, let e, let w, _):
+                    load.errors += e
+                    load.warnings += w
+                    if let manifest { load.manifests.append(manifest) }
+                }
+            }
         }
         return load
     }

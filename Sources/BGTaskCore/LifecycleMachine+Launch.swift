@@ -1,12 +1,13 @@
 // SPEC §2 sequences 1 and 4: registration, launch, check-in and acknowledgement.
 extension LifecycleMachine {
     mutating func register(_ manifest: AppManifest) {
-        if let i = slots[manifest.id] {
+        // One look-up: the slot is found, or made for the record appended below.
+        let i = Self.slot(&slots[manifest.id, default: -1], next: records.count)
+        if i < records.count {
             records[i].manifest = manifest
             records[i].removed = false
             removals.remove(manifest.id)
         } else {
-            slots[manifest.id] = records.count
             if records.count == records.capacity {
                 // Grow by a quarter, not double: records are ~300 bytes and there may be 10,000 apps.
                 records.reserveCapacity(records.count + records.count / 4 + 16)
@@ -15,10 +16,17 @@ extension LifecycleMachine {
         }
     }
 
+    /// `slot`'s value, set to `next` when it was none (-1).
+    private static func slot(_ slot: inout Int, next: Int) -> Int {
+        if slot < 0 { slot = next }
+        return slot
+    }
+
     /// Registers each manifest in order, the tables grown once for the apps not known yet.
     mutating func register(_ manifests: [AppManifest]) {
-        var added = 0
-        for m in manifests where slots[m.id] == nil { added += 1 }
+        // With no app yet (start-up), every manifest is one (or fewer: an ID given twice): none looked up.
+        var added = slots.isEmpty ? manifests.count : 0
+        if !slots.isEmpty { for m in manifests where slots[m.id] == nil { added += 1 } }
         if records.count + added > records.capacity { records.reserveCapacity(records.count + added) }
         slots.reserveCapacity(slots.count + added)
         for m in manifests { register(m) }

@@ -105,15 +105,16 @@ struct LoadedConfiguration: Sendable {
     @discardableResult
     mutating func loadApps(from options: DaemonOptions, cachePath: String? = nil) -> ManifestCache? {
         let directory = AppManifestFile.appsDirectory(inConfigDirectory: options.configDir)
-        let apps: (manifests: [AppManifestFile], errors: [ConfigError], warnings: [ConfigWarning])
+        var apps: (manifests: [AppManifestFile], errors: [ConfigError], warnings: [ConfigWarning])
         var update: ManifestCache?
         if let cachePath {
             var now = timespec()
             clock_gettime(CLOCK_REALTIME, &now)
-            let cached = AppManifestFile.loadAll(
+            var cached = AppManifestFile.loadAll(
                 appsDirectory: directory, readCache: { ManifestCache.read(path: cachePath, appsDirectory: directory) },
                 now: Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec))
             apps = (cached.manifests, cached.errors, cached.warnings)
+            cached.manifests = []  // `apps` holds the only reference: its manifests can be moved out below
             manifestsFromCache = cached.fromCache
             update = cached.updatedCache
         } else {
@@ -122,8 +123,15 @@ struct LoadedConfiguration: Sendable {
         warnings += apps.errors.map { "\($0) (app left out)" }
         warnings += apps.warnings.map(\.description)
         manifests.reserveCapacity(manifests.count + apps.manifests.count)
-        for m in apps.manifests {
-            if let id = AppID(m.id) { manifests[id] = m }
+        // Each manifest moved into the table (an empty one left in its place): neither a copy of its
+        // strings retained nor, with the list, released (10,000 manifests: ~3% of exec → first ListApps).
+        let empty = AppManifestFile(id: "", exec: [], path: "")
+        apps.manifests.withUnsafeMutableBufferPointer { buffer in
+            for i in buffer.indices {
+                let m = buffer.moveElement(from: i)
+                buffer.initializeElement(at: i, to: empty)
+                if let id = AppID(m.id) { manifests[id] = consume m }
+            }
         }
         manifestErrors = apps.errors
         addDesktopApps()

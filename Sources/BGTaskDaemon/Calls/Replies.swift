@@ -110,7 +110,13 @@ extension DaemonService {
     func appInfos(_ snapshots: [AppSnapshot]) -> [ManagerWire.AppInfo] {
         let lifecycle = core.lifecycle
         let refresh = core.refresh
-        return snapshots.map { appInfo($0, lifecycle: lifecycle, refresh: refresh) }
+        // Each snapshot read in place through the buffer (`map` copies each, its references retained).
+        var infos: [ManagerWire.AppInfo] = []
+        infos.reserveCapacity(snapshots.count)
+        snapshots.withUnsafeBufferPointer { s in
+            for i in s.indices { infos.append(appInfo(s[i], lifecycle: lifecycle, refresh: refresh)) }
+        }
+        return infos
     }
 
     private func appInfo(_ s: AppSnapshot, lifecycle: LifecycleMachine, refresh machine: RefreshMachine) -> ManagerWire.AppInfo {

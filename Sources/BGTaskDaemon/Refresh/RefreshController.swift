@@ -35,10 +35,9 @@ final class RefreshController: @unchecked Sendable {
     /// The machine's view of the configuration.
     static func refreshConfig(_ config: LoadedConfiguration) -> RefreshConfig {
         let d = config.daemon
-        var apps: [AppID: RefreshConfig.App] = [:]
-        apps.reserveCapacity(config.manifests.count)
-        for (id, m) in config.manifests {
-            apps[id] = RefreshConfig.App(
+        // mapValues: the keys' table kept as it is (no key hashed again), each manifest read in place.
+        let apps = config.manifests.mapValues { m in
+            RefreshConfig.App(
                 permittedIdentifiers: Set(m.permittedTaskIdentifiers),
                 backgroundModes: Set(m.backgroundModes.compactMap { BackgroundMode(rawValue: $0.rawValue) }),
                 setting: m.backgroundAppRefresh, restricted: m.refreshRestricted)

@@ -184,9 +184,11 @@ extension AppWire {
         public func write(into out: inout [UInt8]) {
             out.append(contentsOf: #"{"requests":"#.utf8)
             out.append(UInt8(ascii: "["))
-            for (i, e) in requests.enumerated() {
-                if i > 0 { out.append(UInt8(ascii: ",")) }
-                e.write(into: &out)
+            requests.withUnsafeBufferPointer { elements in
+                for i in elements.indices {
+                    if i > 0 { out.append(UInt8(ascii: ",")) }
+                    elements[i].write(into: &out)
+                }
             }
             out.append(UInt8(ascii: "]"))
             out.append(UInt8(ascii: "}"))

@@ -24,9 +24,11 @@ extension ManagerWire {
         public func write(into out: inout [UInt8]) {
             out.append(contentsOf: #"{"apps":"#.utf8)
             out.append(UInt8(ascii: "["))
-            for (i, e) in apps.enumerated() {
-                if i > 0 { out.append(UInt8(ascii: ",")) }
-                e.write(into: &out)
+            apps.withUnsafeBufferPointer { elements in
+                for i in elements.indices {
+                    if i > 0 { out.append(UInt8(ascii: ",")) }
+                    elements[i].write(into: &out)
+                }
             }
             out.append(UInt8(ascii: "]"))
             out.append(UInt8(ascii: "}"))
@@ -81,9 +83,11 @@ extension ManagerWire {
         public func write(into out: inout [UInt8]) {
             out.append(contentsOf: #"{"assertions":"#.utf8)
             out.append(UInt8(ascii: "["))
-            for (i, e) in assertions.enumerated() {
-                if i > 0 { out.append(UInt8(ascii: ",")) }
-                e.write(into: &out)
+            assertions.withUnsafeBufferPointer { elements in
+                for i in elements.indices {
+                    if i > 0 { out.append(UInt8(ascii: ",")) }
+                    elements[i].write(into: &out)
+                }
             }
             out.append(UInt8(ascii: "]"))
             out.append(UInt8(ascii: "}"))
@@ -144,16 +148,20 @@ extension ManagerWire {
         public func write(into out: inout [UInt8]) {
             out.append(contentsOf: #"{"causes":"#.utf8)
             out.append(UInt8(ascii: "["))
-            for (i, e) in causes.enumerated() {
-                if i > 0 { out.append(UInt8(ascii: ",")) }
-                JSON.writeString(e, into: &out)
+            causes.withUnsafeBufferPointer { elements in
+                for i in elements.indices {
+                    if i > 0 { out.append(UInt8(ascii: ",")) }
+                    JSON.writeString(elements[i], into: &out)
+                }
             }
             out.append(UInt8(ascii: "]"))
             out.append(contentsOf: #","reasons":"#.utf8)
             out.append(UInt8(ascii: "["))
-            for (i, e) in reasons.enumerated() {
-                if i > 0 { out.append(UInt8(ascii: ",")) }
-                e.write(into: &out)
+            reasons.withUnsafeBufferPointer { elements in
+                for i in elements.indices {
+                    if i > 0 { out.append(UInt8(ascii: ",")) }
+                    elements[i].write(into: &out)
+                }
             }
             out.append(UInt8(ascii: "]"))
             out.append(contentsOf: #","state":"#.utf8)
@@ -236,9 +244,11 @@ extension ManagerWire {
         public func write(into out: inout [UInt8]) {
             out.append(contentsOf: #"{"tasks":"#.utf8)
             out.append(UInt8(ascii: "["))
-            for (i, e) in tasks.enumerated() {
-                if i > 0 { out.append(UInt8(ascii: ",")) }
-                e.write(into: &out)
+            tasks.withUnsafeBufferPointer { elements in
+                for i in elements.indices {
+                    if i > 0 { out.append(UInt8(ascii: ",")) }
+                    elements[i].write(into: &out)
+                }
             }
             out.append(UInt8(ascii: "]"))
             out.append(UInt8(ascii: "}"))
@@ -270,16 +280,20 @@ extension ManagerWire {
         public func write(into out: inout [UInt8]) {
             out.append(contentsOf: #"{"applied":"#.utf8)
             out.append(UInt8(ascii: "["))
-            for (i, e) in applied.enumerated() {
-                if i > 0 { out.append(UInt8(ascii: ",")) }
-                JSON.writeString(e, into: &out)
+            applied.withUnsafeBufferPointer { elements in
+                for i in elements.indices {
+                    if i > 0 { out.append(UInt8(ascii: ",")) }
+                    JSON.writeString(elements[i], into: &out)
+                }
             }
             out.append(UInt8(ascii: "]"))
             out.append(contentsOf: #","notApplied":"#.utf8)
             out.append(UInt8(ascii: "["))
-            for (i, e) in notApplied.enumerated() {
-                if i > 0 { out.append(UInt8(ascii: ",")) }
-                JSON.writeString(e, into: &out)
+            notApplied.withUnsafeBufferPointer { elements in
+                for i in elements.indices {
+                    if i > 0 { out.append(UInt8(ascii: ",")) }
+                    JSON.writeString(elements[i], into: &out)
+                }
             }
             out.append(UInt8(ascii: "]"))
             out.append(UInt8(ascii: "}"))

@@ -239,18 +239,22 @@ extension ManagerWire {
         public func write(into out: inout [UInt8]) {
             out.append(contentsOf: #"{"activities":"#.utf8)
             out.append(UInt8(ascii: "["))
-            for (i, e) in activities.enumerated() {
-                if i > 0 { out.append(UInt8(ascii: ",")) }
-                e.write(into: &out)
+            activities.withUnsafeBufferPointer { elements in
+                for i in elements.indices {
+                    if i > 0 { out.append(UInt8(ascii: ",")) }
+                    elements[i].write(into: &out)
+                }
             }
             out.append(UInt8(ascii: "]"))
             out.append(contentsOf: #","appId":"#.utf8)
             JSON.writeString(appId, into: &out)
             out.append(contentsOf: #","assertions":"#.utf8)
             out.append(UInt8(ascii: "["))
-            for (i, e) in assertions.enumerated() {
-                if i > 0 { out.append(UInt8(ascii: ",")) }
-                e.write(into: &out)
+            assertions.withUnsafeBufferPointer { elements in
+                for i in elements.indices {
+                    if i > 0 { out.append(UInt8(ascii: ",")) }
+                    elements[i].write(into: &out)
+                }
             }
             out.append(UInt8(ascii: "]"))
             out.append(contentsOf: #","backgroundTimeRemainingUSec":"#.utf8)
@@ -303,9 +307,11 @@ extension ManagerWire {
             }
             out.append(contentsOf: #","scenes":"#.utf8)
             out.append(UInt8(ascii: "["))
-            for (i, e) in scenes.enumerated() {
-                if i > 0 { out.append(UInt8(ascii: ",")) }
-                e.write(into: &out)
+            scenes.withUnsafeBufferPointer { elements in
+                for i in elements.indices {
+                    if i > 0 { out.append(UInt8(ascii: ",")) }
+                    elements[i].write(into: &out)
+                }
             }
             out.append(UInt8(ascii: "]"))
             out.append(contentsOf: #","state":"#.utf8)

@@ -35,9 +35,11 @@ extension ServiceWire {
         public func write(into out: inout [UInt8]) {
             out.append(contentsOf: #"{"interfaces":"#.utf8)
             out.append(UInt8(ascii: "["))
-            for (i, e) in interfaces.enumerated() {
-                if i > 0 { out.append(UInt8(ascii: ",")) }
-                JSON.writeString(e, into: &out)
+            interfaces.withUnsafeBufferPointer { elements in
+                for i in elements.indices {
+                    if i > 0 { out.append(UInt8(ascii: ",")) }
+                    JSON.writeString(elements[i], into: &out)
+                }
             }
             out.append(UInt8(ascii: "]"))
             out.append(contentsOf: #","product":"#.utf8)
