@@ -42,6 +42,23 @@ struct DecisionHistory {
         uniqueKeysWithValues: kinds.enumerated().map { ($1, UInt8($0)) })
     private static let reasonIndex: [Reason: UInt8] = Dictionary(
         uniqueKeysWithValues: reasons.enumerated().map { ($1, UInt8($0)) })
+    /// Whether a kind's and a reason's stored byte (the enum's one-byte case tag, which Swift gives a
+    /// payload-free enum in declaration order, the order of `allCases`) is its index: checked once for
+    /// every case, so the per-decision look-up hashes nothing; the dictionaries answer otherwise.
+    private static let tagsAreIndices: Bool =
+        kinds.enumerated().allSatisfy { tag($1) == $0 } && reasons.enumerated().allSatisfy { tag($1) == $0 }
+
+    private static func tag<E>(_ value: E) -> Int {
+        MemoryLayout<E>.size == 1 ? withUnsafeBytes(of: value) { Int($0[0]) } : -1
+    }
+
+    private static func index(_ kind: DecisionKind) -> UInt8 {
+        tagsAreIndices ? UInt8(truncatingIfNeeded: tag(kind)) : kindIndex[kind] ?? 0
+    }
+
+    private static func index(_ reason: Reason) -> UInt8 {
+        tagsAreIndices ? UInt8(truncatingIfNeeded: tag(reason)) : reasonIndex[reason] ?? 0
+    }
 
     init() {
         precondition(Self.kinds.count <= 256 && Self.reasons.count <= 256, "decision kinds and reasons fit a byte")
@@ -64,8 +81,8 @@ struct DecisionHistory {
         let start = bytes.count
         let delta = realtimeUSec &- base
         Self.put(UInt64(bitPattern: (delta << 1) ^ (delta >> 63)), into: &bytes)
-        bytes.append(Self.kindIndex[kind] ?? 0)
-        bytes.append(Self.reasonIndex[reason] ?? 0)
+        bytes.append(Self.index(kind))
+        bytes.append(Self.index(reason))
         if let shapeNumber {
             Self.put(UInt64(shapeNumber + 1), into: &bytes)
         } else {
