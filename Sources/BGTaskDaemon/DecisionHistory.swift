@@ -64,13 +64,31 @@ struct DecisionHistory {
         precondition(Self.kinds.count <= 256 && Self.reasons.count <= 256, "decision kinds and reasons fit a byte")
     }
 
-    /// Appends a decision about `app`, dropping the oldest records beyond `limit`.
-    mutating func append(realtimeUSec: Int64, kind: DecisionKind, reason: Reason, message: String, app: AppID, limit: Int) {
-        var message = message
-        var id = app.rawValue
+    /// Room for a message's shape and numbers, reused from one append to the next (the daemon keeps one).
+    struct Scratch {
         var shape: [UInt8] = []
         var numbers: [UInt64] = []
-        message.withUTF8 { text in id.withUTF8 { id in Self.split(text, app: id, shape: &shape, numbers: &numbers) } }
+    }
+
+    /// Appends a decision about `app`, dropping the oldest records beyond `limit`.
+    mutating func append(realtimeUSec: Int64, kind: DecisionKind, reason: Reason, message: String, app: AppID, limit: Int) {
+        var scratch = Scratch()
+        append(realtimeUSec: realtimeUSec, kind: kind, reason: reason, message: message, app: app, limit: limit, scratch: &scratch)
+    }
+
+    /// The same, splitting the message in `scratch`'s arrays (no allocation per decision once they have room).
+    mutating func append(
+        realtimeUSec: Int64, kind: DecisionKind, reason: Reason, message: String, app: AppID, limit: Int,
+        scratch: inout Scratch
+    ) {
+        var message = message
+        var id = app.rawValue
+        scratch.shape.removeAll(keepingCapacity: true)
+        scratch.numbers.removeAll(keepingCapacity: true)
+        message.withUTF8 { text in
+            id.withUTF8 { id in Self.split(text, app: id, shape: &scratch.shape, numbers: &scratch.numbers) }
+        }
+        let shape = scratch.shape, numbers = scratch.numbers
         let shapeNumber = MessageShapes.shared.number(of: shape)
         if stored == 0 { base = realtimeUSec }
         let worst = bytes.count + 10 + 2 + 10 + (shapeNumber == nil ? 10 + shape.count : 0) + 10 * (numbers.count + 1)
