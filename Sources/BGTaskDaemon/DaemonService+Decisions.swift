@@ -56,8 +56,8 @@ extension DaemonService {
                 // In place: no copy of the app's history per decision.
                 history[app, default: DecisionHistory()].append(
                     realtimeUSec: realtime, kind: d.kind, reason: d.reason, message: message, app: app,
-                    limit: Self.historyLimit)
-                lastNonCause[app] = nil
+                    limit: Self.historyLimit, scratch: &historyScratch)
+                if !lastNonCause.isEmpty { lastNonCause[app] = nil }
             } else {
                 // Not a cause of the app's state (a refusal, a notification): not in Explain's history, so
                 // that none pushes a cause out of it; still GetApp's lastDecision.

@@ -51,6 +51,8 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
     /// packed (DecisionHistory.swift).
     var history: [AppID: DecisionHistory] = [:]
     static let historyLimit = 32
+    /// The history's room for splitting a message, reused by every append.
+    var historyScratch = DecisionHistory.Scratch()
     /// The app's last decision when it is not a cause of its state (StateCause), for `lastDecision`.
     var lastNonCause: [AppID: DecisionRecord] = [:]
     var decisionCount = 0

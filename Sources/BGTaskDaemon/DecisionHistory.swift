@@ -42,18 +42,53 @@ struct DecisionHistory {
         uniqueKeysWithValues: kinds.enumerated().map { ($1, UInt8($0)) })
     private static let reasonIndex: [Reason: UInt8] = Dictionary(
         uniqueKeysWithValues: reasons.enumerated().map { ($1, UInt8($0)) })
+    /// Whether a kind's and a reason's stored byte (the enum's one-byte case tag, which Swift gives a
+    /// payload-free enum in declaration order, the order of `allCases`) is its index: checked once for
+    /// every case, so the per-decision look-up hashes nothing; the dictionaries answer otherwise.
+    private static let tagsAreIndices: Bool =
+        kinds.enumerated().allSatisfy { tag($1) == $0 } && reasons.enumerated().allSatisfy { tag($1) == $0 }
+
+    private static func tag<E>(_ value: E) -> Int {
+        MemoryLayout<E>.size == 1 ? withUnsafeBytes(of: value) { Int($0[0]) } : -1
+    }
+
+    private static func index(_ kind: DecisionKind) -> UInt8 {
+        tagsAreIndices ? UInt8(truncatingIfNeeded: tag(kind)) : kindIndex[kind] ?? 0
+    }
+
+    private static func index(_ reason: Reason) -> UInt8 {
+        tagsAreIndices ? UInt8(truncatingIfNeeded: tag(reason)) : reasonIndex[reason] ?? 0
+    }
 
     init() {
         precondition(Self.kinds.count <= 256 && Self.reasons.count <= 256, "decision kinds and reasons fit a byte")
     }
 
-    /// Appends a decision about `app`, dropping the oldest records beyond `limit`.
-    mutating func append(realtimeUSec: Int64, kind: DecisionKind, reason: Reason, message: String, app: AppID, limit: Int) {
-        var message = message
-        var id = app.rawValue
+    /// Room for a message's shape and numbers, reused from one append to the next (the daemon keeps one).
+    struct Scratch {
         var shape: [UInt8] = []
         var numbers: [UInt64] = []
-        message.withUTF8 { text in id.withUTF8 { id in Self.split(text, app: id, shape: &shape, numbers: &numbers) } }
+    }
+
+    /// Appends a decision about `app`, dropping the oldest records beyond `limit`.
+    mutating func append(realtimeUSec: Int64, kind: DecisionKind, reason: Reason, message: String, app: AppID, limit: Int) {
+        var scratch = Scratch()
+        append(realtimeUSec: realtimeUSec, kind: kind, reason: reason, message: message, app: app, limit: limit, scratch: &scratch)
+    }
+
+    /// The same, splitting the message in `scratch`'s arrays (no allocation per decision once they have room).
+    mutating func append(
+        realtimeUSec: Int64, kind: DecisionKind, reason: Reason, message: String, app: AppID, limit: Int,
+        scratch: inout Scratch
+    ) {
+        var message = message
+        var id = app.rawValue
+        scratch.shape.removeAll(keepingCapacity: true)
+        scratch.numbers.removeAll(keepingCapacity: true)
+        message.withUTF8 { text in
+            id.withUTF8 { id in Self.split(text, app: id, shape: &scratch.shape, numbers: &scratch.numbers) }
+        }
+        let shape = scratch.shape, numbers = scratch.numbers
         let shapeNumber = MessageShapes.shared.number(of: shape)
         if stored == 0 { base = realtimeUSec }
         let worst = bytes.count + 10 + 2 + 10 + (shapeNumber == nil ? 10 + shape.count : 0) + 10 * (numbers.count + 1)
@@ -64,8 +99,8 @@ struct DecisionHistory {
         let start = bytes.count
         let delta = realtimeUSec &- base
         Self.put(UInt64(bitPattern: (delta << 1) ^ (delta >> 63)), into: &bytes)
-        bytes.append(Self.kindIndex[kind] ?? 0)
-        bytes.append(Self.reasonIndex[reason] ?? 0)
+        bytes.append(Self.index(kind))
+        bytes.append(Self.index(reason))
         if let shapeNumber {
             Self.put(UInt64(shapeNumber + 1), into: &bytes)
         } else {

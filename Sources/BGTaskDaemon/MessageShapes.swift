@@ -14,6 +14,8 @@ final class MessageShapes: Sendable {
     private struct Table {
         var numbers: [[UInt8]: Int] = [:]
         var shapes: [[UInt8]] = []
+        /// The two shapes asked for last (a Begin/End client alternates two): compared before hashing.
+        var recent: (Int, Int) = (-1, -1)
     }
 
     private let table = Mutex(Table())
@@ -22,7 +24,15 @@ final class MessageShapes: Sendable {
     func number(of shape: [UInt8]) -> Int? {
         guard shape.count <= Self.maxShapeBytes else { return nil }
         return table.withLock { t in
-            if let n = t.numbers[shape] { return n }
+            if t.recent.0 >= 0, t.shapes[t.recent.0] == shape { return t.recent.0 }
+            if t.recent.1 >= 0, t.shapes[t.recent.1] == shape {
+                t.recent = (t.recent.1, t.recent.0)
+                return t.recent.0
+            }
+            if let n = t.numbers[shape] {
+                t.recent = (n, t.recent.0)
+                return n
+            }
             guard t.shapes.count < Self.maxShapes else { return nil }
             t.shapes.append(shape)
             t.numbers[shape] = t.shapes.count - 1

@@ -186,15 +186,21 @@ public struct VarlinkInterfaceRegistry: Sendable {
         fastAcknowledge = declared(.acknowledge)
     }
 
+    /// Whether the fast path decoded `call` for a method registered here as the contract declares it: the
+    /// method is known and every field was checked as it was read (``check(_:)`` finds nothing wrong).
+    public func checkedByFastPath(_ call: VarlinkCall) -> Bool {
+        switch call.fast {
+        case .begin? where fastBegin, .end? where fastEnd, .acknowledge? where fastAcknowledge: return true
+        default: return false
+        }
+    }
+
     /// Why `call` cannot be served, nil when it can: an unknown interface or method, an upgrade (not
     /// supported: no method here speaks another protocol afterwards), or a parameter that does not fit
     /// the method's declaration.
     public func check(_ call: VarlinkCall) -> VarlinkError? {
         // Decoded by the fast path: every field was read as its declared type (and `upgrade` is false).
-        switch call.fast {
-        case .begin? where fastBegin, .end? where fastEnd, .acknowledge? where fastAcknowledge: return nil
-        default: break
-        }
+        if checkedByFastPath(call) { return nil }
         guard let interface = interfaces[String(call.interface)] else { return .interfaceNotFound(call.interface) }
         guard interface.methods[String(call.methodName)] != nil else { return .methodNotFound(call.method) }
         if call.upgrade { return .invalidParameter("upgrade") }

@@ -10,6 +10,12 @@ extension VarlinkServer {
     func dispatch(_ request: VarlinkRequest) {
         callCount += 1
         let call = request.call
+        // The fast path's calls (Begin/End/Acknowledge, declared as the contract declares them): known and
+        // checked already, and of the App interface, not the service's; no hash of the name.
+        if registry.checkedByFastPath(call) {
+            guard let service else { return request.fail(.methodNotImplemented(call.method)) }
+            return service.handle(request)
+        }
         // One hash of the whole name on the common path; the interface is looked at only for errors.
         guard knownMethods.contains(call.method) else {
             let interface = String(call.interface)

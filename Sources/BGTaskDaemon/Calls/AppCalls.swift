@@ -46,7 +46,8 @@ extension DaemonService {
 
     /// `raw` as a configured app, or nil once the call has failed with its interface's `NoSuchApp`.
     func knownApp(_ raw: String, _ request: VarlinkRequest) -> AppID? {
-        guard let id = AppID(raw), config.manifests[id] != nil else {
+        // `index(forKey:)`: whether there is a manifest, without copying it out (once per call).
+        guard let id = AppID(raw), config.manifests.index(forKey: id) != nil else {
             request.fail(noSuchApp(raw, request))
             return nil
         }
