@@ -31,13 +31,18 @@ class BuildDaemon(bench.Daemon):
         return [str(self.binary)] + super().argv()[1:]
 
 
-def main():
+def two_builds_args(rounds: int, pairs: int) -> argparse.Namespace:
+    """The command line of a comparison of two builds: OLD_BIN_DIR NEW_BIN_DIR [--rounds] [--pairs]."""
     ap = argparse.ArgumentParser()
     ap.add_argument("old", type=Path)
     ap.add_argument("new", type=Path)
-    ap.add_argument("--rounds", type=int, default=12)
-    ap.add_argument("--pairs", type=int, default=500)
-    a = ap.parse_args()
+    ap.add_argument("--rounds", type=int, default=rounds)
+    ap.add_argument("--pairs", type=int, default=pairs)
+    return ap.parse_args()
+
+
+def main():
+    a = two_builds_args(rounds=12, pairs=500)
     for d in (a.old, a.new):
         if not (d / "bgtaskd").exists():
             raise SystemExit(f"{d}/bgtaskd is missing")

@@ -8,11 +8,9 @@ the three system calls per call (docs/performance.md, "Row 1").
 
 Usage: python3 bench/user_cpu.py OLD_BIN_DIR NEW_BIN_DIR [--rounds 6] [--pairs 20000]
 """
-import argparse
 import os
 import statistics
 import sys
-from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench  # noqa: E402
@@ -25,12 +23,7 @@ def user_system_ticks(pid: int) -> tuple[int, int]:
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("old", type=Path)
-    ap.add_argument("new", type=Path)
-    ap.add_argument("--rounds", type=int, default=6)
-    ap.add_argument("--pairs", type=int, default=20000)
-    a = ap.parse_args()
+    a = compare_builds.two_builds_args(rounds=6, pairs=20000)
     apps = ["org.bench.C00"]
     conf = bench.BASE_CONF.format(max=1000)
     tick = os.sysconf("SC_CLK_TCK")
