@@ -26,7 +26,7 @@ extension InputRecorder {
     }
 
     /// `core` in the compact form a checkpoint is kept in.
-    package static func encode(_ core: DaemonCore) throws -> [UInt8] { try JSON.encode(core).compact() }
+    package static func encode(_ core: DaemonCore) throws -> [UInt8] { try JSON.compactEncode(core) }
 
     /// The core ``encode(_:)`` gave `bytes` for.
     package static func decode(_ bytes: [UInt8]) throws -> DaemonCore { try JSON(compact: bytes).decode(DaemonCore.self) }

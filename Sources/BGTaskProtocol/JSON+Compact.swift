@@ -1,8 +1,9 @@
 // A compact binary form of a ``JSON`` value, for what the daemon keeps in memory and reads back itself (a
 // recording's checkpoints, SPEC §17): integers as zig-zag varints, every string (key or value) written once
-// and then referred to by its number, and an object's keys written once per set of keys (its shape), its
-// values after a shape's number. Exact: `JSON(compact: v.compact())` equals `v` (doubles by their bits).
-// Not a file format: the encoding is read back only by the process that wrote it.
+// and then referred to by its number, arrays and objects closed by a mark (so that an `Encodable` value can
+// be written as it encodes, JSON+CompactEncoder.swift, with no tree in between). Exact:
+// `JSON(compact: v.compact())` equals `v` (doubles by their bits). Not a file format: the encoding is read
+// back only by the process that wrote it.
 
 extension JSON {
     /// This value in the compact binary form.
@@ -26,13 +27,14 @@ extension JSON {
 private enum CompactTag {
     static let version: UInt8 = 0xB1
     static let null: UInt8 = 0, no: UInt8 = 1, yes: UInt8 = 2, int: UInt8 = 3, double: UInt8 = 4
-    static let string: UInt8 = 5, array: UInt8 = 6, newShape: UInt8 = 7, shape: UInt8 = 8
+    static let string: UInt8 = 5, array: UInt8 = 6, object: UInt8 = 7, end: UInt8 = 8
+    /// Before a key: the object ends (else ``CompactWriter/string(_:)``'s number).
+    static let endOfObject: UInt64 = 0
 }
 
-private struct CompactWriter {
+struct CompactWriter {
     var bytes: [UInt8] = []
     var strings: [String: Int] = [:]
-    var shapes: [[String]: Int] = [:]
 
     mutating func varint(_ v: UInt64) {
         var v = v
@@ -43,44 +45,60 @@ private struct CompactWriter {
         bytes.append(UInt8(v))
     }
 
-    /// 0 and the text (its first time), else its number + 1.
+    /// 1 and the text (its first time), else its number + 2 (0 is ``CompactTag/endOfObject``).
     mutating func string(_ s: String) {
-        if let n = strings[s] { return varint(UInt64(n + 1)) }
+        if let n = strings[s] { return varint(UInt64(n + 2)) }
         strings[s] = strings.count
-        varint(0)
+        varint(1)
         varint(UInt64(s.utf8.count))
         bytes.append(contentsOf: s.utf8)
+    }
+
+    mutating func tag(_ t: UInt8) { bytes.append(t) }
+
+    mutating func int(_ i: Int64) {
+        bytes.append(CompactTag.int)
+        varint(UInt64(bitPattern: (i << 1) ^ (i >> 63)))
+    }
+
+    mutating func double(_ d: Double) {
+        bytes.append(CompactTag.double)
+        varint(d.bitPattern)
+    }
+
+    mutating func stringValue(_ s: String) {
+        bytes.append(CompactTag.string)
+        string(s)
+    }
+
+    static var nullTag: UInt8 { CompactTag.null }
+    static func boolTag(_ b: Bool) -> UInt8 { b ? CompactTag.yes : CompactTag.no }
+    static var arrayTag: UInt8 { CompactTag.array }
+    static var objectTag: UInt8 { CompactTag.object }
+
+    /// Closes an array or an object.
+    mutating func close(array: Bool) {
+        if array { bytes.append(CompactTag.end) } else { varint(CompactTag.endOfObject) }
     }
 
     mutating func write(_ value: JSON) {
         switch value {
         case .null: bytes.append(CompactTag.null)
         case .bool(let b): bytes.append(b ? CompactTag.yes : CompactTag.no)
-        case .int(let i):
-            bytes.append(CompactTag.int)
-            varint(UInt64(bitPattern: (i << 1) ^ (i >> 63)))
-        case .double(let d):
-            bytes.append(CompactTag.double)
-            varint(d.bitPattern)
-        case .string(let s):
-            bytes.append(CompactTag.string)
-            string(s)
+        case .int(let i): int(i)
+        case .double(let d): double(d)
+        case .string(let s): stringValue(s)
         case .array(let items):
             bytes.append(CompactTag.array)
-            varint(UInt64(items.count))
             for item in items { write(item) }
+            bytes.append(CompactTag.end)
         case .object(let members):
-            let keys = members.keys.sorted()
-            if let n = shapes[keys] {
-                bytes.append(CompactTag.shape)
-                varint(UInt64(n))
-            } else {
-                shapes[keys] = shapes.count
-                bytes.append(CompactTag.newShape)
-                varint(UInt64(keys.count))
-                for k in keys { string(k) }
+            bytes.append(CompactTag.object)
+            for k in members.keys.sorted() {
+                string(k)
+                write(members[k] ?? .null)
             }
-            for k in keys { write(members[k] ?? .null) }
+            varint(CompactTag.endOfObject)
         }
     }
 }
@@ -89,7 +107,6 @@ private struct CompactReader {
     let bytes: [UInt8]
     var offset = 0
     var strings: [String] = []
-    var shapes: [[String]] = []
 
     init(bytes: [UInt8]) { self.bytes = bytes }
 
@@ -120,11 +137,13 @@ private struct CompactReader {
         return Int(n)
     }
 
-    mutating func string() throws -> String {
+    /// A string; nil: the object ends (``CompactTag/endOfObject``: a key was expected).
+    mutating func string() throws -> String? {
         let n = try varint()
-        if n > 0 {
-            guard n <= UInt64(strings.count) else { throw error("string \(n - 1) not yet defined") }
-            return strings[Int(n - 1)]
+        if n == CompactTag.endOfObject { return nil }
+        if n > 1 {
+            guard n - 2 < UInt64(strings.count) else { throw error("string \(n - 2) not yet defined") }
+            return strings[Int(n - 2)]
         }
         let length = try count()
         let s = String(decoding: bytes[offset..<offset + length], as: UTF8.self)
@@ -142,33 +161,20 @@ private struct CompactReader {
             let z = try varint()
             return .int(Int64(bitPattern: z >> 1) ^ -Int64(bitPattern: z & 1))
         case CompactTag.double: return .double(Double(bitPattern: try varint()))
-        case CompactTag.string: return .string(try string())
+        case CompactTag.string:
+            guard let s = try string() else { throw error("a string expected") }
+            return .string(s)
         case CompactTag.array:
-            let n = try count()
             var items: [JSON] = []
-            items.reserveCapacity(n)
-            for _ in 0..<n { items.append(try read()) }
+            while offset < bytes.count, bytes[offset] != CompactTag.end { items.append(try read()) }
+            _ = try byte()
             return .array(items)
-        case CompactTag.newShape:
-            let n = try count()
-            var keys: [String] = []
-            keys.reserveCapacity(n)
-            for _ in 0..<n { keys.append(try string()) }
-            shapes.append(keys)
-            return try members(keys)
-        case CompactTag.shape:
-            let n = try varint()
-            guard n < UInt64(shapes.count) else { throw error("shape \(n) not yet defined") }
-            return try members(shapes[Int(n)])
+        case CompactTag.object:
+            var members: [String: JSON] = [:]
+            while let key = try string() { members[key] = try read() }
+            return .object(members)
         case let tag:
             throw error("unknown tag \(tag)")
         }
-    }
-
-    private mutating func members(_ keys: [String]) throws -> JSON {
-        var members: [String: JSON] = [:]
-        members.reserveCapacity(keys.count)
-        for k in keys { members[k] = try read() }
-        return .object(members)
     }
 }

@@ -89,7 +89,7 @@ import Testing
         // Sets and dictionaries are written in their hash order, which differs between two instances.
         #expect(try JSON.encode(copy).serialized().utf8.count == json.serialized().utf8.count)
         let text = json.serialized().utf8.count
-        #expect(bytes.count * 4 < text, "\(bytes.count) compact bytes for \(text) of JSON")
+        #expect(bytes.count * 3 < text, "\(bytes.count) compact bytes for \(text) of JSON")
         let later = Instant(microseconds: 9_000_000_000)
         #expect(copy.handle(.deadlineReached, now: later) == core.handle(.deadlineReached, now: later))
     }
