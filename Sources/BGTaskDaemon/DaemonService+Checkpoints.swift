@@ -11,19 +11,21 @@ import Glibc
 // them.
 extension DaemonService {
     /// Encodes the newest checkpoint on a thread of its own (the daemon's queue goes on taking inputs
-    /// meanwhile; the copy being encoded is the only thing that holds its buffers) and then, on the queue,
-    /// keeps the bytes in place of the copy. A checkpoint whose encoding failed, or whose thread could not be
+    /// meanwhile) and then, on the queue, keeps the bytes in place of the copy. A checkpoint whose encoding failed, or whose thread could not be
     /// made, stays a copy of the core: correct, only larger.
     func compactCheckpoint() {
         guard let (number, core) = recording?.checkpointToCompact else { return }
         let job = CheckpointJob(core)
         let queue = self.queue
-        runOnBackgroundThread { @Sendable [weak self] in
-            let bytes = job.take().flatMap { try? InputRecorder.encode($0) }
-            // The JSON value the encoding went through is freed: back to the system (RSS at rest).
-            malloc_trim(0)
-            guard let bytes else { return }
-            queue.async { @Sendable [weak self] in self?.recording?.compacted(number, bytes) }
+        // At the daemon's own priority (nil), not the lowest: the copy holds its buffers until it is encoded
+        // (~0.25 s of CPU with 10,000 apps and 100,000 assertions, once per half of RecordMaxBytes=).
+        runOnBackgroundThread(nice: nil) { @Sendable in
+            guard let bytes = job.take().flatMap({ try? InputRecorder.encode($0) }) else { return }
+            queue.async { @Sendable [weak self] in
+                self?.recording?.compacted(number, bytes)
+                // The copy's buffers, freed now, go back to the system (RSS), off the queue.
+                runOnBackgroundThread { malloc_trim(0) }
+            }
         }
     }
 }
