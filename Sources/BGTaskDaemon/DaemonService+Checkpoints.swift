@@ -24,7 +24,7 @@ extension DaemonService {
             queue.async { @Sendable [weak self] in
                 self?.recording?.compacted(number, bytes)
                 // The copy's buffers, freed now, go back to the system (RSS), off the queue.
-                runOnBackgroundThread { malloc_trim(0) }
+                runOnBackgroundThread(nice: nil) { malloc_trim(0) }
             }
         }
     }

@@ -4,8 +4,8 @@ import BGTaskProtocol
 /// A recording's checkpoints kept compact (SPEC §17). A checkpoint is taken as a copy of the core (O(1)),
 /// but as the live core changes afterwards, copy-on-write leaves the checkpoint holding the old buffers of
 /// every table changed: about one whole copy of the core's largest arrays per checkpoint. So once taken, a
-/// checkpoint is encoded off the daemon's queue (its Codable JSON value in ``JSON/compact()``'s binary form:
-/// varints, each string and each object's set of keys written once) and the copy dropped; a recording
+/// checkpoint is encoded off the daemon's queue (its Codable form written as it encodes in a binary form,
+/// ``JSON/compactEncode(_:)``: varints, each string and key written once) and the copy dropped; a recording
 /// asked for decodes it back to the core, off the queue as well. `CheckpointCompactTests` checks that the
 /// round trip is exact and that a recording taken after compacted checkpoints replays with no mismatch.
 extension InputRecorder {

@@ -11,7 +11,8 @@ package import BGTaskCore
 /// (``CoreRecording/notKnownPrefix``): a replay of the file then stops there, naming it.
 ///
 /// The ring is two segments, each a checkpoint of the core (a copy of the `DaemonCore` value as it was when
-/// the segment began: O(1), its buffers shared with the live core until either changes them) and the
+/// the segment began: O(1), its buffers shared with the live core until either changes them; the daemon
+/// then has it encoded compactly, InputRecorder+Compact.swift) and the
 /// inputs taken since. When the current segment's inputs reach half the limit, the older segment goes and a
 /// new one begins with the core as it is then. So the recording holds the last half to all of the limit's
 /// worth of inputs, and replays from the older segment's checkpoint. Used on the daemon's queue (`package`: bench/swift/RecordLoop.swift measures it).

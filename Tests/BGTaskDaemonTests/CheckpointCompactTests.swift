@@ -107,6 +107,31 @@ import Testing
         #expect(throws: JSONCodingError.self) { try JSON(compact: [0xB1, 9]) }
     }
 
+    /// Written as it encodes: nested containers closed in order, a value that writes nothing is null (as in
+    /// `JSON.encode`'s tree), and a container written to after an outer one wrote again is refused.
+    @Test func theStreamingEncoderMatchesTheTree() throws {
+        struct Nothing: Encodable { func encode(to encoder: any Encoder) throws {} }
+        struct Nested: Encodable {
+            enum K: String, CodingKey { case a, b, c }
+            let inOrder: Bool
+            func encode(to encoder: any Encoder) throws {
+                var c = encoder.container(keyedBy: K.self)
+                var inner = c.nestedContainer(keyedBy: K.self, forKey: .a)
+                try inner.encode(1, forKey: .b)
+                var list = c.nestedUnkeyedContainer(forKey: .b)
+                try list.encode([Nothing(), Nothing()])
+                try list.encodeNil()
+                if inOrder { try c.encode("x", forKey: .c) } else {
+                    try c.encode("x", forKey: .c)
+                    try inner.encode(2, forKey: .c)
+                }
+            }
+        }
+        let value = [Nested(inOrder: true), Nested(inOrder: true)]
+        #expect(try JSON(compact: JSON.compactEncode(value)) == JSON.encode(value))
+        #expect(throws: JSONCodingError.self) { try JSON.compactEncode(Nested(inOrder: false)) }
+    }
+
     /// The recorder's checkpoints compacted as the daemon does: the recording is the same document as with
     /// the copies, it has no mismatch, and it replays.
     @Test func aRecordingFromCompactCheckpointsReplays() throws {
