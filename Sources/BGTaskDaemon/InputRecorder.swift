@@ -63,6 +63,8 @@ package struct InputRecorder: Sendable {
     private(set) var taken = 0
     /// Checkpoints taken since the start (segments begun after the first).
     private(set) var checkpoints = 0
+    /// A checkpoint is being encoded (InputRecorder+Compact.swift): one at a time.
+    package var compacting = false
 
     /// A recorder whose first segment begins with `core`, the core as the daemon built it.
     package init(start core: DaemonCore, maxBytes: Int) {
