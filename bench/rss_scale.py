@@ -4,7 +4,7 @@
 `--wrap CMD` starts the daemon under a tool (e.g. `heaptrack -o /tmp/x`); with `--kill` the daemon is
 SIGKILLed right after the measurement, so that what heaptrack reports as leaked is the heap live then.
 
-    python3 bench/rss_scale.py [--bin DIR] [--tool PATH] [--apps 10000] [--assertions 100000]
+    python3 bench/rss_scale.py [--bin DIR] [--tool PATH] [--apps 10000] [--assertions 100000] [--settle S]
 """
 import argparse
 import json
@@ -13,6 +13,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -27,6 +28,8 @@ def main():
     ap.add_argument("--assertions", type=int, default=100000)
     ap.add_argument("--wrap", default="", help="command line to start the daemon under")
     ap.add_argument("--kill", action="store_true", help="SIGKILL the daemon after the measurement")
+    ap.add_argument("--settle", type=float, default=0,
+                    help="seconds to wait after the measurement, then measure again (what was transient)")
     ap.add_argument("--conf", default="", help="more bgtaskd.conf lines, e.g. '[Daemon]\\nRecordInputs=no'")
     a = ap.parse_args()
     if a.bin:
@@ -61,6 +64,10 @@ def main():
             print(f"  VmRSS {rss / 1024:.1f} MiB, anonymous {anon / 1024:.1f} MiB")
             print("  " + "  ".join(l.strip() for l in rollup.splitlines()[1:] if l.split()[0] in
                                    ("Rss:", "Anonymous:", "Private_Dirty:", "Shared_Clean:", "Private_Clean:")))
+            if a.settle:
+                time.sleep(a.settle)
+                print(f"  {a.settle:g} s later: VmRSS {B.rss_kib(daemon_pid) / 1024:.1f} MiB, "
+                      f"anonymous {B.rss_parts(daemon_pid)[0] / 1024:.1f} MiB")
         finally:
             apps_started = [int(c) for t in os.listdir(f"/proc/{daemon_pid}/task")
                             for c in open(f"/proc/{daemon_pid}/task/{t}/children").read().split()]

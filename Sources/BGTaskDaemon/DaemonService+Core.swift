@@ -108,6 +108,7 @@ extension DaemonService {
         if recording?.append(input, monotonic: t, realtime: wall, actions: actions) == true {
             // The ring's segment is full: the next begins with a copy of the core as it is now (O(1)).
             recording?.startSegment(core)
+            compactCheckpoint()
         }
         return actions
     }

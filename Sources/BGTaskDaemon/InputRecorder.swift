@@ -11,12 +11,13 @@ package import BGTaskCore
 /// (``CoreRecording/notKnownPrefix``): a replay of the file then stops there, naming it.
 ///
 /// The ring is two segments, each a checkpoint of the core (a copy of the `DaemonCore` value as it was when
-/// the segment began: O(1), its buffers shared with the live core until either changes them) and the
+/// the segment began: O(1), its buffers shared with the live core until either changes them; the daemon
+/// then has it encoded compactly, InputRecorder+Compact.swift) and the
 /// inputs taken since. When the current segment's inputs reach half the limit, the older segment goes and a
 /// new one begins with the core as it is then. So the recording holds the last half to all of the limit's
 /// worth of inputs, and replays from the older segment's checkpoint. Used on the daemon's queue (`package`: bench/swift/RecordLoop.swift measures it).
 package struct InputRecorder: Sendable {
-    private struct Entry: Sendable {
+    struct Entry: Sendable {
         var input: CoreInput
         var monotonic: Int64
         var realtime: Int64
@@ -28,9 +29,12 @@ package struct InputRecorder: Sendable {
     }
 
     /// A checkpoint and the inputs since.
-    private struct Segment: Sendable {
-        /// The core before the segment's first input.
-        var checkpoint: DaemonCore
+    struct Segment: Sendable {
+        /// The core before the segment's first input: a copy, until the daemon has it encoded compactly
+        /// (InputRecorder+Compact.swift).
+        var checkpoint: Checkpoint
+        /// Which checkpoint it is (``InputRecorder/checkpoints`` when it was taken).
+        var number: Int
         /// Inputs the core took before it.
         var inputsBefore: Int
         var entries: ChunkedArray<Entry>
@@ -41,8 +45,9 @@ package struct InputRecorder: Sendable {
 
         /// A segment of blocks sized for `maxBytes` (a sixteenth of it each, so that the half a segment
         /// may hold is eight blocks at most).
-        init(checkpoint: DaemonCore, inputsBefore: Int, maxBytes: Int) {
-            self.checkpoint = checkpoint
+        init(checkpoint: DaemonCore, number: Int, inputsBefore: Int, maxBytes: Int) {
+            self.checkpoint = .live(checkpoint)
+            self.number = number
             self.inputsBefore = inputsBefore
             entries = ChunkedArray(chunkSize: maxBytes / 16 / MemoryLayout<Entry>.stride)
         }
@@ -52,22 +57,25 @@ package struct InputRecorder: Sendable {
     }
 
     let maxBytes: Int
-    private var older: Segment?
-    private var current: Segment
+    var older: Segment?
+    var current: Segment
     /// Inputs taken since the start (kept or not).
     private(set) var taken = 0
     /// Checkpoints taken since the start (segments begun after the first).
     private(set) var checkpoints = 0
+    /// A checkpoint is being encoded (InputRecorder+Compact.swift): one at a time.
+    package var compacting = false
 
     /// A recorder whose first segment begins with `core`, the core as the daemon built it.
     package init(start core: DaemonCore, maxBytes: Int) {
         self.maxBytes = maxBytes
-        current = Segment(checkpoint: core, inputsBefore: 0, maxBytes: maxBytes)
+        current = Segment(checkpoint: core, number: 0, inputsBefore: 0, maxBytes: maxBytes)
     }
 
     /// Inputs kept.
     package var count: Int { (older?.entries.count ?? 0) + current.entries.count }
-    /// Estimated bytes kept (the inputs and their fingerprints; the checkpoints are the core's own buffers).
+    /// Estimated bytes kept (the inputs and their fingerprints; the checkpoints are not counted: see
+    /// ``checkpointBytes``).
     package var bytes: Int { (older?.bytes ?? 0) + current.bytes }
     /// Actions the live core returned for the inputs kept (counted: the recording renders them again).
     var actionsKept: Int { (older?.actions ?? 0) + current.actions }
@@ -89,8 +97,8 @@ package struct InputRecorder: Sendable {
     /// Lets the older segment go and begins a new one with `core` (a copy: O(1)) as its checkpoint.
     package mutating func startSegment(_ core: DaemonCore) {
         older = current
-        current = Segment(checkpoint: core, inputsBefore: taken, maxBytes: maxBytes)
         checkpoints += 1
+        current = Segment(checkpoint: core, number: checkpoints, inputsBefore: taken, maxBytes: maxBytes)
     }
 
     /// Bytes an input points to, typically (measured: `RecorderMemoryProbeTests`).
@@ -98,13 +106,15 @@ package struct InputRecorder: Sendable {
 
     /// The recording as the file holds it: the kept inputs fed again, from the older segment's checkpoint,
     /// to a copy of it, their actions rendered now and checked against each input's fingerprint.
-    func recording() -> CoreRecording { checkedRecording().recording }
+    func recording() throws -> CoreRecording { try checkedRecording().recording }
 
     /// ``recording()``, and `mismatches`: how many inputs the replay decided otherwise than the live core
-    /// (their decisions say so: ``CoreRecording/notKnown(liveActions:replayedActions:)``).
-    package func checkedRecording() -> (recording: CoreRecording, mismatches: Int) {
+    /// (their decisions say so: ``CoreRecording/notKnown(liveActions:replayedActions:)``). A coding error if
+    /// the checkpoint, encoded compactly, does not decode (it always should).
+    package func checkedRecording() throws -> (recording: CoreRecording, mismatches: Int) {
         let first = older ?? current
-        var core = first.checkpoint
+        let checkpoint = try first.checkpoint.core()
+        var core = checkpoint
         var inputs: [RecordedInput] = []
         inputs.reserveCapacity(count)
         var mismatches = 0
@@ -123,7 +133,7 @@ package struct InputRecorder: Sendable {
                 inputs.append(RecordedInput(monotonicUSec: e.monotonic, realtimeUSec: e.realtime, input: e.input, decisions: decisions))
             }
         }
-        return (CoreRecording(checkpoint: first.checkpoint, inputsBefore: first.inputsBefore, inputs: inputs), mismatches)
+        return (CoreRecording(checkpoint: checkpoint, inputsBefore: first.inputsBefore, inputs: inputs), mismatches)
     }
 
     /// What an input points to: what an input typically points to (names, detail: measured with

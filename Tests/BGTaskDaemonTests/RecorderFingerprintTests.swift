@@ -71,7 +71,7 @@ import Testing
                 _ = recorder.append(i, monotonic: Instant(microseconds: t), realtime: wall, actions: actions)
             }
         }
-        let (recording, mismatches) = recorder.checkedRecording()
+        let (recording, mismatches) = try recorder.checkedRecording()
         #expect(mismatches == 0)
         #expect(recording.inputs.map(\.decisions) == live)
         #expect(recording.inputsNotKnown.isEmpty)
@@ -93,7 +93,7 @@ import Testing
         t += 50
         Self.pairs(2, core: &core, recorder: &recorder, from: &t)
 
-        let (recording, mismatches) = recorder.checkedRecording()
+        let (recording, mismatches) = try recorder.checkedRecording()
         #expect(mismatches == 1)
         #expect(recording.inputsNotKnown == [6])
         let line = try #require(recording.inputs[6].decisions.first)

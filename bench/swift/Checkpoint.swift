@@ -1,4 +1,5 @@
 import BGTaskCore
+import BGTaskDaemon
 import BGTaskProtocol
 
 #if canImport(Glibc)
@@ -11,8 +12,10 @@ import Glibc
 /// background (records, deadlines in use); then, `rounds` times, a checkpoint is taken (two held at a time,
 /// as the ring does) and two inputs each bring one app to the foreground: the first pays the copy, the
 /// second does not. Emits both times (µs), the RSS the first grows by, the RSS two held checkpoints take,
-/// and the size of one checkpoint written as JSON (`GetRecording`, off the queue).
-func measureCheckpoint(apps n: Int, rounds: Int) {
+/// and the size of one checkpoint written as JSON (`GetRecording`, off the queue). Then `assertions`
+/// assertions are taken (ten an app) and the core encoded as the recorder keeps a checkpoint
+/// (InputRecorder+Compact.swift, off the queue) and decoded back: its bytes and the CPU time of each.
+func measureCheckpoint(apps n: Int, rounds: Int, assertions: Int = 0) {
     var core = RecordingStart(lifecycle: .default, journal: JournalBudget.Limits(), denial: DenialBudget.Limits()).makeCore()
     var t: Int64 = 0
     var request: UInt64 = 0
@@ -47,12 +50,22 @@ func measureCheckpoint(apps n: Int, rounds: Int) {
     let a = monoNS()
     let json = (try? JSON.encode(core).serialized().utf8.count) ?? -1
     let encodeMS = Double(monoNS() - a) / 1e6
+    for a in 0..<assertions {
+        _ = call(.assertionRequested(ids[(a / 10) % n], connection: ConnectionID(UInt64(1_000_000 + a % 16)), name: "bench"))
+    }
+    let c0 = threadCPUNS()
+    let compact = (try? InputRecorder.encode(core)) ?? []
+    let c1 = threadCPUNS()
+    let decoded = (try? InputRecorder.decode(compact)) != nil
+    let c2 = threadCPUNS()
     func median(_ v: [Double]) -> Double { v.sorted()[v.count / 2] }
     emit([
         "apps": .int(Int64(n)), "first_us": .double(median(firsts)), "first_max_us": .double(firsts.max() ?? 0),
         "second_us": .double(median(seconds)), "first_rss_kib": .int(Int64(grown.sorted()[grown.count / 2] / 1024)),
         "held_rss_kib": .int(Int64(heldBytes / 1024)), "checkpoint_json_bytes": .int(Int64(json)),
-        "encode_ms": .double(encodeMS),
+        "encode_ms": .double(encodeMS), "assertions": .int(Int64(assertions)),
+        "compact_bytes": .int(Int64(compact.count)), "compact_encode_cpu_ms": .double(Double(c1 - c0) / 1e6),
+        "compact_decode_cpu_ms": .double(Double(c2 - c1) / 1e6), "compact_decoded": .bool(decoded),
     ])
 }
 
@@ -66,4 +79,11 @@ private func residentBytes() -> Int {
     let fields = String(decoding: line, as: UTF8.self).split(separator: " ")
     guard fields.count >= 2, let pages = Int(fields[1]) else { return 0 }
     return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+}
+
+/// The calling thread's CPU time, ns.
+private func threadCPUNS() -> Int {
+    var ts = timespec()
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
+    return ts.tv_sec * 1_000_000_000 + ts.tv_nsec
 }

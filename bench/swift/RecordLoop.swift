@@ -47,7 +47,7 @@ func recordLoop(pairs: Int, maxBytes: Int, record: Bool) {
     // What `GetRecording` does off the queue: the kept inputs replayed from the checkpoint, checked and
     // rendered, then the document encoded.
     let r0 = monoNS()
-    let checked = recorder?.checkedRecording()
+    let checked = try? recorder?.checkedRecording()
     let r1 = monoNS()
     let documentBytes = (try? checked.map { try JSON.encode($0.recording).serialized().utf8.count }) ?? nil
     let r2 = monoNS()

@@ -43,7 +43,7 @@ enum BenchTool {
         case "proc-locks":
             procLocks(count: o.int("count"), rounds: o.int("rounds", 200), path: o.string("path"))
         case "checkpoint":
-            measureCheckpoint(apps: o.int("apps", 10_000), rounds: o.int("rounds", 8))
+            measureCheckpoint(apps: o.int("apps", 10_000), rounds: o.int("rounds", 8), assertions: o.int("assertions", 0))
         case "record-loop":
             recordLoop(pairs: o.int("pairs", 60_000), maxBytes: o.int("max-bytes", 16 << 20), record: o.int("record", 1) != 0)
         default:

@@ -36,7 +36,7 @@ extension DaemonService {
     static func recordingParts(_ recorder: InputRecorder) -> Result<[String], JSONCodingError> {
         let document: JSON
         do {
-            document = try JSON.encode(recorder.recording())
+            document = try JSON.encode(try recorder.recording())
         } catch let error as JSONCodingError {
             return .failure(error)
         } catch {

@@ -1,0 +1,60 @@
+package import BGTaskCore
+import BGTaskProtocol
+
+/// A recording's checkpoints kept compact (SPEC §17). A checkpoint is taken as a copy of the core (O(1)),
+/// but as the live core changes afterwards, copy-on-write leaves the checkpoint holding the old buffers of
+/// every table changed: about one whole copy of the core's largest arrays per checkpoint. So once taken, a
+/// checkpoint is encoded off the daemon's queue (its Codable form written as it encodes in a binary form,
+/// ``JSON/compactEncode(_:)``: varints, each string and key written once) and the copy dropped; a recording
+/// asked for decodes it back to the core, off the queue as well. `CheckpointCompactTests` checks that the
+/// round trip is exact and that a recording taken after compacted checkpoints replays with no mismatch.
+extension InputRecorder {
+    /// The core a segment begins with.
+    package enum Checkpoint: Sendable {
+        /// A copy of the core (its buffers shared with the live core until either changes them).
+        case live(DaemonCore)
+        /// The core encoded by ``InputRecorder/encode(_:)``.
+        case compact([UInt8])
+
+        /// The core (decoded if compact).
+        func core() throws -> DaemonCore {
+            switch self {
+            case .live(let core): return core
+            case .compact(let bytes): return try InputRecorder.decode(bytes)
+            }
+        }
+    }
+
+    /// `core` in the compact form a checkpoint is kept in.
+    package static func encode(_ core: DaemonCore) throws -> [UInt8] { try JSON.compactEncode(core) }
+
+    /// The core ``encode(_:)`` gave `bytes` for.
+    package static func decode(_ bytes: [UInt8]) throws -> DaemonCore { try JSON(compact: bytes).decode(DaemonCore.self) }
+
+    /// The newest checkpoint if it is still a copy of the core, and its number: to encode (``encode(_:)``,
+    /// off the daemon's queue) and give back with ``compacted(_:_:)``.
+    package var checkpointToCompact: (number: Int, core: DaemonCore)? {
+        if case .live(let core) = current.checkpoint { return (current.number, core) }
+        return nil
+    }
+
+    /// Keeps checkpoint `number` as `bytes` (its ``encode(_:)``) in place of the copy of the core, if the
+    /// recorder still keeps it.
+    package mutating func compacted(_ number: Int, _ bytes: [UInt8]) {
+        if current.number == number {
+            current.checkpoint = .compact(bytes)
+        } else if older?.number == number {
+            older?.checkpoint = .compact(bytes)
+        }
+    }
+
+    /// Bytes of the checkpoints kept compact (a checkpoint still a copy of the core counts none: its buffers
+    /// are the core's own until the live core changes them). Not counted in ``bytes`` nor the limit.
+    package var checkpointBytes: Int {
+        func size(_ s: Segment?) -> Int {
+            if case .compact(let bytes)? = s?.checkpoint { return bytes.count }
+            return 0
+        }
+        return size(older) + size(current)
+    }
+}

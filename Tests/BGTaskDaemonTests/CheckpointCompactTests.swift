@@ -1,0 +1,150 @@
+import BGTaskCore
+import BGTaskProtocol
+import Testing
+@testable import BGTaskDaemon
+
+// SPEC §17: a recording's checkpoints kept compact (InputRecorder+Compact.swift). The compact bytes hold the
+// core's JSON value exactly; the core read back from them decides as the live one; a recording whose
+// checkpoints were compacted replays with no mismatch and is the document it was.
+@Suite struct CheckpointCompactTests {
+    /// A core fed varied inputs: 60 apps registered (refresh permitted for some), launched, checked in (for
+    /// scenes, some), scenes changed, assertions begun and some ended, activities, refresh requests,
+    /// notifications with payloads, and RecordReplayTests' lifecycle rounds (grace, freeze, terminate). With
+    /// `compact`, each checkpoint the recorder takes is compacted at once (as the daemon does, later).
+    static func variedCore(compact: Bool = false) throws -> (DaemonCore, InputRecorder) {
+        let apps = (0..<60).compactMap { AppID("org.example.Compact\($0)") }
+        let refresh = RefreshConfig(apps: Dictionary(uniqueKeysWithValues: apps.prefix(20).map {
+            ($0, RefreshConfig.App(permittedIdentifiers: ["\($0.rawValue).refresh"], backgroundModes: [.fetch]))
+        }))
+        let start = RecordingStart(lifecycle: .default, journal: JournalBudget.Limits(), denial: DenialBudget.Limits(), refresh: refresh)
+        var core = start.makeCore()
+        var recorder = InputRecorder(start: core, maxBytes: 64 << 10)
+        var t: Int64 = 1_000_000
+        var request: UInt64 = 0
+        func take(_ input: CoreInput) throws {
+            t += 700
+            let now = Instant(microseconds: t), wall = RealtimeInstant(microsecondsSinceEpoch: 1_700_000_000_000_000 + t)
+            let actions = core.handle(input, now: now, wall: wall)
+            if recorder.append(input, monotonic: now, realtime: wall, actions: actions) {
+                recorder.startSegment(core)
+                if compact, let (number, checkpoint) = recorder.checkpointToCompact {
+                    recorder.compacted(number, try InputRecorder.encode(checkpoint))
+                    #expect(recorder.checkpointToCompact == nil)
+                }
+            }
+        }
+        func call(_ input: Input) throws {
+            request += 1
+            try take(.lifecycle(input, request: RequestID(request), from: nil))
+        }
+        try take(.lifecycle(.appsRegistered(apps.enumerated().map { k, app in
+            AppManifest(id: app, lifecycleAware: k % 3 != 0, backgroundModes: k < 20 ? [.fetch] : [])
+        }), request: nil, from: nil))
+        try take(.refresh(.stateLoaded(RefreshState()), request: nil, from: nil))
+        try take(.refresh(.started(detectedPower: nil), request: nil, from: nil))
+        let scene = SceneID("main")!
+        for (k, app) in apps.enumerated() {
+            let connection = ConnectionID(UInt64(100 + k))
+            try call(.launchRequested(app, background: k % 2 == 0, exclusive: false))
+            try take(.lifecycle(.appLaunched(app, pid: Int32(2_000 + k)), request: nil, from: nil))
+            if k % 4 == 1 {
+                try call(.appCheckedInForScenes(app, connection: connection, pid: Int32(2_000 + k)))
+                try call(.sceneStateChanged(app, scene, .foregroundActive, title: "Window \(k)", output: "HDMI-1", reason: .compositorFocus))
+            } else {
+                try call(.appCheckedIn(app, connection: connection, pid: Int32(2_000 + k)))
+            }
+            for n in 0..<10 { try call(.assertionRequested(app, connection: connection, name: n % 2 == 0 ? "sync \(n)" : nil)) }
+            if k % 5 == 0 { try call(.activityRequested(app, connection: connection, mode: .fetch)) }
+            if k < 20 {
+                try take(.refresh(.taskSubmitted(app, TaskRequest(
+                    identifier: "\(app.rawValue).refresh", kind: .refresh,
+                    earliestBegin: RealtimeInstant(microsecondsSinceEpoch: 1_700_000_100_000_000 + Int64(k)))),
+                    request: RequestID(900_000 + UInt64(k)), from: nil))
+            }
+            try call(.notificationPosted(name: "n\(k)", app: app, payload: Payload(json: "{\"k\":\(k),\"s\":\"é\\u0000\"}")))
+            if k % 3 == 0 { try call(.backgroundRequested(app)) }
+        }
+        for task in stride(from: 1, to: 200, by: 3) { try call(.assertionEndRequested(apps[task % apps.count], TaskID(UInt64(task)))) }
+        for _ in 0..<6 {
+            for app in apps.suffix(8) {
+                try call(.foregroundRequested(app, exclusive: false))
+                try call(.backgroundRequested(app))
+            }
+            t += LifecycleConfig.default.didEnterBackgroundTimeout.microseconds
+            try take(.deadlineReached)
+        }
+        try take(.deadlineReached)
+        return (core, recorder)
+    }
+
+    /// Encoded and decoded, the core's JSON value is the same to the last member, and the core read back
+    /// decides as the live one.
+    @Test func aCompactCoreReadsBackExactly() throws {
+        var (core, _) = try Self.variedCore()
+        let json = try JSON.encode(core)
+        let bytes = try InputRecorder.encode(core)
+        #expect(try JSON(compact: bytes) == json)
+        #expect(try JSON(compact: bytes).serialized() == json.serialized())
+        var copy = try InputRecorder.decode(bytes)
+        // Sets and dictionaries are written in their hash order, which differs between two instances.
+        #expect(try JSON.encode(copy).serialized().utf8.count == json.serialized().utf8.count)
+        let text = json.serialized().utf8.count
+        #expect(bytes.count * 3 < text, "\(bytes.count) compact bytes for \(text) of JSON")
+        let later = Instant(microseconds: 9_000_000_000)
+        #expect(copy.handle(.deadlineReached, now: later) == core.handle(.deadlineReached, now: later))
+    }
+
+    /// Every JSON value the compact form can hold comes back the same.
+    @Test func everyKindOfValueReadsBack() throws {
+        let value = JSON.object([
+            "a": .array([.null, .bool(true), .bool(false), .int(0), .int(-1), .int(.min), .int(.max), .double(-0.0),
+                         .double(.infinity), .double(1.5e-300), .string(""), .string("é\u{0}😀"), .string("é\u{0}😀")]),
+            "b": .array([.object(["x": .int(1), "y": .string("a")]), .object(["x": .int(2), "y": .string("b")]), .object([:])]),
+            "": .object(["x": .array([])]),
+        ])
+        #expect(try JSON(compact: value.compact()) == value)
+        #expect(throws: JSONCodingError.self) { try JSON(compact: Array(value.compact().dropLast())) }
+        #expect(throws: JSONCodingError.self) { try JSON(compact: [0xB1, 9]) }
+    }
+
+    /// Written as it encodes: nested containers closed in order, a value that writes nothing is null (as in
+    /// `JSON.encode`'s tree), and a container written to after an outer one wrote again is refused.
+    @Test func theStreamingEncoderMatchesTheTree() throws {
+        struct Nothing: Encodable { func encode(to encoder: any Encoder) throws {} }
+        struct Nested: Encodable {
+            enum K: String, CodingKey { case a, b, c }
+            let inOrder: Bool
+            func encode(to encoder: any Encoder) throws {
+                var c = encoder.container(keyedBy: K.self)
+                var inner = c.nestedContainer(keyedBy: K.self, forKey: .a)
+                try inner.encode(1, forKey: .b)
+                var list = c.nestedUnkeyedContainer(forKey: .b)
+                try list.encode([Nothing(), Nothing()])
+                try list.encodeNil()
+                if inOrder { try c.encode("x", forKey: .c) } else {
+                    try c.encode("x", forKey: .c)
+                    try inner.encode(2, forKey: .c)
+                }
+            }
+        }
+        let value = [Nested(inOrder: true), Nested(inOrder: true)]
+        #expect(try JSON(compact: JSON.compactEncode(value)) == JSON.encode(value))
+        #expect(throws: JSONCodingError.self) { try JSON.compactEncode(Nested(inOrder: false)) }
+    }
+
+    /// The recorder's checkpoints compacted as the daemon does: the recording is the same document as with
+    /// the copies, it has no mismatch, and it replays.
+    @Test func aRecordingFromCompactCheckpointsReplays() throws {
+        let (_, plain) = try Self.variedCore()
+        let (_, recorder) = try Self.variedCore(compact: true)
+        #expect(recorder.checkpoints >= 2 && recorder.checkpoints == plain.checkpoints)
+        #expect(plain.checkpointBytes == 0 && recorder.checkpointBytes > 0)
+        let (expected, plainMismatches) = try plain.checkedRecording()
+        #expect(plainMismatches == 0)
+        let (recording, mismatches) = try recorder.checkedRecording()
+        #expect(mismatches == 0)
+        #expect(recording.inputs == expected.inputs && recording.inputsBefore == expected.inputsBefore && recording.inputsBefore > 0)
+        #expect(try JSON.encode(recording).serialized().utf8.count == JSON.encode(expected).serialized().utf8.count)
+        #expect(CoreReplay.run(try RecordReplayTests.roundTrip(recording)).difference == nil)
+    }
+}
