@@ -283,8 +283,20 @@ func memoryKiB(pid: Int32) -> (rss: Int64, hwm: Int64) {
     return (rss, hwm)
 }
 
-/// CPU time of every thread of a process, ns (the first field of /proc/PID/task/TID/schedstat).
+/// CPU time of a process, ns: its process CPU-time clock (`clock_getcpuclockid`), which keeps the time of
+/// threads that have exited (the daemon's start-up helpers, a checkpoint's encoding thread): a sum over the
+/// threads alive now would lose a thread's time when it exits, and a difference could go negative.
 func cpuNS(pid: Int32) -> Int64 {
+    var clock = clockid_t()
+    var ts = timespec()
+    if clock_getcpuclockid(pid, &clock) == 0, clock_gettime(clock, &ts) == 0 {
+        return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
+    }
+    return threadsCPUNS(pid: pid)
+}
+
+/// CPU time of every thread of a process alive now, ns (the first field of /proc/PID/task/TID/schedstat).
+func threadsCPUNS(pid: Int32) -> Int64 {
     guard let dir = opendir("/proc/\(pid)/task") else { return -1 }
     defer { closedir(dir) }
     var total: Int64 = 0
