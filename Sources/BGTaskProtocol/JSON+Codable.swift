@@ -48,8 +48,8 @@ private struct IndexKey: CodingKey {
     init?(intValue: Int) { self.intValue = intValue }
 }
 
-/// The JSON of a value that is a JSON scalar (`nil`: it is not one).
-private func scalar(_ value: Any, _ path: [any CodingKey]) throws -> JSON? {
+/// The JSON of a value that is a JSON scalar (`nil`: it is not one); the tree encoder's and the compact one's.
+func scalar(_ value: Any, _ path: [any CodingKey]) throws -> JSON? {
     switch value {
     case let v as Bool: return .bool(v)
     case let v as String: return .string(v)

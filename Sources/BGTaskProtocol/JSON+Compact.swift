@@ -72,7 +72,6 @@ struct CompactWriter {
     }
 
     static var nullTag: UInt8 { CompactTag.null }
-    static func boolTag(_ b: Bool) -> UInt8 { b ? CompactTag.yes : CompactTag.no }
     static var arrayTag: UInt8 { CompactTag.array }
     static var objectTag: UInt8 { CompactTag.object }
 

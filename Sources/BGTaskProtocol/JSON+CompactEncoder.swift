@@ -52,34 +52,17 @@ private final class StreamWriter {
     }
 
     func encodeValue<T: Encodable>(_ value: T, path: [any CodingKey]) throws {
-        switch value {
-        case let v as Bool: out.tag(CompactWriter.boolTag(v))
-        case let v as String: out.stringValue(v)
-        case let v as Double: out.double(v)
-        case let v as Float: out.double(Double(v))
-        case let v as Int: out.int(Int64(v))
-        case let v as Int8: out.int(Int64(v))
-        case let v as Int16: out.int(Int64(v))
-        case let v as Int32: out.int(Int64(v))
-        case let v as Int64: out.int(v)
-        case let v as UInt8: out.int(Int64(v))
-        case let v as UInt16: out.int(Int64(v))
-        case let v as UInt32: out.int(Int64(v))
-        case let v as UInt: try out.int(exactInt(v, path))
-        case let v as UInt64: try out.int(exactInt(v, path))
-        default:
-            let depth = open.count, before = out.bytes.count
-            let encoder = StreamEncoder(writer: self, codingPath: path)
-            try value.encode(to: encoder)
-            // Nothing written: the value is null (as `JSON.encode`'s tree has it).
-            if out.bytes.count == before { out.tag(CompactWriter.nullTag) }
-            close(to: depth)
+        // A scalar as the tree encoder reads it (`scalar`), written as `JSON.compact()` writes it.
+        if let json = try scalar(value, path) {
+            out.write(json)
+            return
         }
-    }
-
-    private func exactInt<I: BinaryInteger>(_ v: I, _ path: [any CodingKey]) throws -> Int64 {
-        guard let i = Int64(exactly: v) else { throw JSONCodingError(path, "\(v) does not fit a 64-bit signed integer") }
-        return i
+        let depth = open.count, before = out.bytes.count
+        let encoder = StreamEncoder(writer: self, codingPath: path)
+        try value.encode(to: encoder)
+        // Nothing written: the value is null (as `JSON.encode`'s tree has it).
+        if out.bytes.count == before { out.tag(CompactWriter.nullTag) }
+        close(to: depth)
     }
 }
 
