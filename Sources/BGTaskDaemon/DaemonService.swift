@@ -180,7 +180,8 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
         let exempt = config.exempt
         for k in UTF8Order.sortedIndices(order.map(\.0.rawValue)) {
             let (id, index, uid) = order[k]
-            // The key is `AppID(manifest.id)` (`loadApps`, `addDesktopApps`): `coreManifest` without a copy.
+            // The core's view of the manifest, read field by field in place (a copy would retain every
+            // string); the key is `AppID(manifest.id)` (`loadApps`, `addDesktopApps`).
             registered.append(AppManifest(
                 id: id, lifecycleAware: values[index].lifecycleAware, backgroundModes: values[index].backgroundModes,
                 exempt: !exempt.isEmpty && exempt.contains(id), uid: uid))

@@ -49,14 +49,6 @@ struct LoadedConfiguration: Sendable {
         return config
     }
 
-    /// The core's view of a manifest; `uid`: its `User=` resolved (the daemon's own uid when unset).
-    static func coreManifest(_ m: AppManifestFile, exempt: Bool = false, uid: UInt32? = nil) -> AppManifest? {
-        guard let id = AppID(m.id) else { return nil }
-        return AppManifest(
-            id: id, lifecycleAware: m.lifecycleAware,
-            backgroundModes: m.backgroundModes, exempt: exempt, uid: uid)
-    }
-
     /// bgtaskd.conf (+ drop-ins) and the manifests (`loadDaemon` then `loadApps`).
     static func load(from options: DaemonOptions) -> Result<LoadedConfiguration, LoadError> {
         loadDaemon(from: options).map { config in
