@@ -56,6 +56,9 @@ import Testing
             "no journald answers on /run/systemd/journal/socket: run `make test` (scripts/ensure-journald.sh starts one)")
         let sink = JournalSink(identifier: "bgtaskd-test", destination: .journal)
         let marker = UUID().uuidString.replacingOccurrences(of: "-", with: "")
+        // The read-back opens only the journal files written since a second before the entry: a shared
+        // journal may be gigabytes, and a match over all of it, cold, takes tens of seconds.
+        let since = "--since=@\(Int(Date().timeIntervalSince1970) - 1)"
         let fields = [
             JournalField("BGTASKD_TEST_MARKER", marker)!,
             JournalField("BGTASKD_DECISION", "suspend")!,
@@ -73,7 +76,7 @@ import Testing
 
         // `journalctl --sync` returns once journald has written everything it received: no polling.
         _ = try Self.journalctl(["--sync"])
-        let text = try Self.journalctl(["-o", "json", "--no-pager", "BGTASKD_TEST_MARKER=\(marker)"])
+        let text = try Self.journalctl(["-o", "json", "--no-pager", since, "BGTASKD_TEST_MARKER=\(marker)"])
         let entry = try text.split(separator: "\n").first.flatMap {
             try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
         }
