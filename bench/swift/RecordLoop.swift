@@ -6,7 +6,8 @@ import BGTaskProtocol
 /// app in the foreground, `pairs` Begin/End calls fed to the core, and each input with its actions to an
 /// `InputRecorder` of `maxBytes` (none when `record` is false), as the daemon's `takeCore` does. Emits the
 /// time per input; under `valgrind --tool=callgrind` the instruction counts of a run with and one without
-/// the recorder give the recorder's own, stable where the time is not. Then times what `GetRecording`
+/// the recorder give the recorder's own, stable where the time is not; `segment_inputs`, how many Begin/End
+/// inputs fill a segment (one checkpoint each). Then times what `GetRecording`
 /// does off the daemon's queue: the replay, check and rendering, and the JSON encoding.
 func recordLoop(pairs: Int, maxBytes: Int, record: Bool) {
     guard let app = AppID("org.bench.R00") else { fail("bad app ID") }
@@ -24,6 +25,8 @@ func recordLoop(pairs: Int, maxBytes: Int, record: Bool) {
     _ = take(.appCheckedIn(app, connection: ConnectionID(7), pid: 100))
     var recorder = record ? InputRecorder(start: core, maxBytes: maxBytes) : nil
     var actions = 0
+    var taken = 0
+    var segmentInputs = 0  // inputs the first segment held when it was full (0: none filled)
     let origin = CallOrigin(connection: ConnectionID(7), caller: DenialBudget.Caller(uid: 0, pid: 100))
     func feed(_ input: Input) -> [CoreAction] {
         t += 20
@@ -31,7 +34,11 @@ func recordLoop(pairs: Int, maxBytes: Int, record: Bool) {
         let i = CoreInput.lifecycle(input, request: RequestID(request), from: origin)
         let now = Instant(microseconds: t), wall = RealtimeInstant(microsecondsSinceEpoch: 1_700_000_000_000_000 + t)
         let a = core.handle(i, now: now, wall: wall)
-        if recorder?.append(i, monotonic: now, realtime: wall, actions: a) == true { recorder?.startSegment(core) }
+        taken += 1
+        if recorder?.append(i, monotonic: now, realtime: wall, actions: a) == true {
+            recorder?.startSegment(core)
+            if segmentInputs == 0 { segmentInputs = taken }
+        }
         actions += a.count
         return a
     }
@@ -54,5 +61,6 @@ func recordLoop(pairs: Int, maxBytes: Int, record: Bool) {
     emit(["ns_per_input": .double(Double(elapsed) / Double(2 * pairs)), "actions": .int(Int64(actions)),
           "kept": .int(Int64(recorder?.count ?? 0)), "bytes": .int(Int64(recorder?.bytes ?? 0)),
           "mismatches": .int(Int64(checked?.mismatches ?? 0)), "render_ms": .double(Double(r1 - r0) / 1e6),
-          "encode_ms": .double(Double(r2 - r1) / 1e6), "document_bytes": .int(Int64(documentBytes ?? 0))])
+          "encode_ms": .double(Double(r2 - r1) / 1e6), "document_bytes": .int(Int64(documentBytes ?? 0)),
+          "segment_inputs": .int(Int64(segmentInputs))])
 }
