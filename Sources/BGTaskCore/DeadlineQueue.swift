@@ -88,7 +88,13 @@ extension DeadlineQueue: Codable where Key: Codable {
     func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(nextSerial, forKey: .nextSerial)
-        let live = armed.map { Armed(key: $0.key, serial: $0.value.serial, at: $0.value.at) }.sorted { $0.serial < $1.serial }
+        // In serial order (the dictionary's order differs from process to process). The positions are
+        // sorted, not the entries: moving an entry retains and releases its key.
+        let entries = Array(armed)
+        let serials = entries.map(\.value.serial)
+        let live = serials.indices.sorted { serials[$0] < serials[$1] }.map {
+            Armed(key: entries[$0].key, serial: serials[$0], at: entries[$0].value.at)
+        }
         try c.encode(live, forKey: .armed)
     }
 }

@@ -132,6 +132,56 @@ import Testing
         #expect(throws: JSONCodingError.self) { try JSON.compactEncode(Nested(inOrder: false)) }
     }
 
+    /// Every scalar type, through the containers' own requirements (what synthesized conformances call) and
+    /// through the generic path (an array's elements, an optional, a single-value container), is written
+    /// as the tree encoder reads it; an unsigned integer past `Int64.max` is refused by both; and the coding
+    /// path a value sees is its keys from the root.
+    @Test func everyScalarIsWrittenAsTheTreeHasIt() throws {
+        struct Scalars: Encodable {
+            var s = "é😀", b = true, i = -7, i8: Int8 = -8, i16: Int16 = -16, i32: Int32 = .min, i64: Int64 = .max
+            var u: UInt = 1, u8: UInt8 = 255, u16: UInt16 = 65535, u32: UInt32 = .max, u64: UInt64 = UInt64(Int64.max)
+            var d = -0.5, f: Float = 1.25, none: Int? = nil, some: UInt64? = 3
+        }
+        struct Wrapped<T: Encodable>: Encodable {
+            let value: T
+            func encode(to encoder: any Encoder) throws {
+                var c = encoder.singleValueContainer()
+                try c.encode(value)
+            }
+        }
+        let value = Scalars()
+        #expect(try JSON(compact: JSON.compactEncode(value)) == JSON.encode(value))
+        let generic: [Wrapped<Scalars>] = [Wrapped(value: value)]
+        #expect(try JSON(compact: JSON.compactEncode(generic)) == JSON.encode(generic))
+        let list: [UInt64] = [0, 1, UInt64(Int64.max)]
+        #expect(try JSON(compact: JSON.compactEncode(list)) == JSON.encode(list))
+        #expect(throws: JSONCodingError.self) { try JSON.compactEncode(["k": UInt64.max]) }
+        #expect(throws: JSONCodingError.self) { try JSON.compactEncode(Scalars(u64: .max)) }
+        #expect(throws: JSONCodingError.self) { try JSON.compactEncode([UInt(Int64.max) + 1]) }
+
+        final class Paths: @unchecked Sendable { var seen: [String] = [] }
+        struct Leaf: Encodable {
+            let paths: Paths
+            func encode(to encoder: any Encoder) throws {
+                paths.seen.append(encoder.codingPath.map(\.stringValue).joined(separator: "."))
+                var c = encoder.singleValueContainer()
+                try c.encode(1)
+            }
+        }
+        struct Tree: Encodable {
+            let paths: Paths
+            enum K: String, CodingKey { case left, right }
+            func encode(to encoder: any Encoder) throws {
+                var c = encoder.container(keyedBy: K.self)
+                try c.encode(Leaf(paths: paths), forKey: .left)
+                try c.encode(["x": Leaf(paths: paths)], forKey: .right)
+            }
+        }
+        let paths = Paths()
+        _ = try JSON.compactEncode(["root": Tree(paths: paths)])
+        #expect(paths.seen == ["root.left", "root.right.x"])
+    }
+
     /// The recorder's checkpoints compacted as the daemon does: the recording is the same document as with
     /// the copies, it has no mismatch, and it replays.
     @Test func aRecordingFromCompactCheckpointsReplays() throws {
