@@ -1057,6 +1057,8 @@ def row_scale(t: Table, res: dict, a):
         per_level.append((lv["live_assertions"], statistics.median(v), pct(v, 99), lv["rss_kib"],
                           lv["daemon_cpu_ns_per_call"] / 1000))
     res["scale"] = {"levels": per_level, "launch_s": r.get("launch_s"), "loaded_rss_kib": loaded_rss,
+                    "cpu_us_per_call_rounds": [[x / 1000 for x in lv.get("daemon_cpu_ns_per_call_rounds", [])]
+                                               for lv in r["levels"]],
                     "loaded_anon_kib": loaded_anon, "rest_rss_kib": rest_rss, "rest_anon_kib": rest_anon,
                     "loaded_idle_wakeups_per_s": loaded_wakeups, "loaded_idle_settle_s": loaded_settle,
                     "stats": stats, "denied": r["denied"]}
