@@ -5,8 +5,14 @@ struct ConnectionTable: Sendable, Codable {
     /// Event streams: the connection an app checked in on.
     fileprivate var streams: [ConnectionID: AppID] = [:]
 
+    // The task versions (a Begin and an End of every call on row 1's path) reach the entry by index: the
+    // subscripts' `_modify` accessors allocated a frame per call.
     mutating func hold(_ task: TaskID, on connection: ConnectionID) {
-        holdings[connection, default: Holdings()].tasks.insert(task)
+        if let i = holdings.index(forKey: connection) {
+            holdings.values[i].tasks.insert(task)
+        } else {
+            holdings[connection] = Holdings(tasks: [task])
+        }
     }
 
     mutating func hold(_ activity: ActivityID, on connection: ConnectionID) {
@@ -14,8 +20,9 @@ struct ConnectionTable: Sendable, Codable {
     }
 
     mutating func release(_ task: TaskID, on connection: ConnectionID) {
-        holdings[connection]?.tasks.remove(task)
-        if holdings[connection]?.isEmpty == true { holdings[connection] = nil }
+        guard let i = holdings.index(forKey: connection) else { return }
+        holdings.values[i].tasks.remove(task)
+        if holdings.values[i].isEmpty { holdings.remove(at: i) }
     }
 
     mutating func release(_ activity: ActivityID, on connection: ConnectionID) {

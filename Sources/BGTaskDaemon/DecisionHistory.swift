@@ -113,7 +113,7 @@ struct DecisionHistory {
         lastStart = Int32(truncatingIfNeeded: start)
         stored += 1
         if stored > max(1, limit) {
-            let first = read(at: 0).end
+            let first = end(at: 0)
             bytes.removeSubrange(0..<first)
             lastStart -= Int32(truncatingIfNeeded: first)
             stored -= 1
@@ -154,6 +154,21 @@ struct DecisionHistory {
                 realtimeUSec: realtimeUSec, app: app, kind: kind, reason: reason,
                 message: DecisionHistory.render(shape, numbers: numbers, app: app))
         }
+    }
+
+    /// Where the record at `offset` ends: `read(at:).end` without making its arrays (the oldest record is
+    /// dropped on every append once the history is full).
+    private func end(at offset: Int) -> Int {
+        var i = offset
+        _ = Self.take(bytes, &i)
+        i += 2
+        if Self.take(bytes, &i) == 0 {
+            let length = Int(Self.take(bytes, &i))
+            i += length
+        }
+        let n = Int(Self.take(bytes, &i))
+        for _ in 0..<n { _ = Self.take(bytes, &i) }
+        return i
     }
 
     private func read(at offset: Int) -> Stored {

@@ -28,15 +28,22 @@ public struct VarlinkFramer: Sendable {
     public var hasCompleteMessage: Bool { buffer[max(scanned, start)...].contains(0) }
 
     public mutating func append<C: Collection<UInt8>>(_ bytes: C) {
+        compactIfNeeded()
         buffer.append(contentsOf: bytes)
     }
 
     public mutating func append(_ bytes: UnsafeRawBufferPointer) {
+        compactIfNeeded()
         buffer.append(contentsOf: bytes)
     }
 
     /// The next complete message without its NUL, nil when more bytes are needed.
+    ///
+    /// The message returned shares the buffer: the buffer is compacted on the next `append` or `next()`,
+    /// once the caller has let the message go, so that emptying it keeps its storage (compacted while the
+    /// message still held it, every message cost a new buffer).
     public mutating func next() throws(Failure) -> ArraySlice<UInt8>? {
+        compactIfNeeded()
         let from = max(scanned, start)
         let end = buffer.count
         // memchr: the terminator found at the speed of the C library, not byte by byte.
@@ -49,7 +56,6 @@ public struct VarlinkFramer: Sendable {
             start = i + 1
             scanned = start
             if message.count > maxMessageSize { throw .messageTooLarge }
-            compactIfNeeded()
             return message
         }
         scanned = end

@@ -286,12 +286,18 @@ public final class VarlinkServer: @unchecked Sendable {
     /// Writes the replies collected this turn (a write can close a connection, whose service then
     /// answers others: loop until nothing is left).
     func writeDirty() {
+        // The list is swapped out and handed back emptied: emptying a copy still shared with `dirty` would
+        // allocate a new array every turn.
         while !dirty.isEmpty {
-            let write = dirty
-            dirty.removeAll(keepingCapacity: true)
+            var write: [VarlinkConnection] = []
+            swap(&write, &dirty)
             for c in write {
                 c.isDirty = false
                 c.flush()
+            }
+            if dirty.isEmpty {
+                write.removeAll(keepingCapacity: true)
+                dirty = write
             }
         }
     }

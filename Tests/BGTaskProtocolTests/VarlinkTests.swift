@@ -47,6 +47,35 @@ import Testing
         #expect(throws: VarlinkFramer.Failure.messageTooLarge) { _ = try framer.next() }
     }
 
+    /// The buffer is compacted lazily (on the next append or next()), while a message returned before may
+    /// still be held: what the caller holds never changes, emptied or shifted buffer alike.
+    @Test func messagesHeldAcrossCompactionStayIntact() throws {
+        var framer = VarlinkFramer()
+        var held: [(ArraySlice<UInt8>, [UInt8])] = []
+        for n in 0..<400 {
+            let body = Array("message \(n) ".utf8) + [UInt8](repeating: UInt8(ascii: "a") + UInt8(n % 26), count: n % 37)
+            framer.append(body + [0] + Array("part".utf8))
+            let m = try #require(try framer.next())
+            held.append((m, body))
+            #expect(try framer.next() == nil)
+            framer.append([0])  // ends "part": the buffer empties on the next call
+            #expect(try framer.next().map(Array.init) == Array("part".utf8))
+        }
+        #expect(framer.bufferedCount == 0)
+        #expect(held.allSatisfy { Array($0.0) == $0.1 })
+        // A stream cut inside every message: the buffer never empties, and is shifted once past 4 KiB.
+        var stream = VarlinkFramer()
+        let bodies = (0..<400).map { Array("message \($0) of a stream that never empties the buffer".utf8) }
+        var kept: [(ArraySlice<UInt8>, [UInt8])] = []
+        stream.append(bodies[0].prefix(5))
+        for n in bodies.indices {
+            stream.append(Array(bodies[n].dropFirst(5)) + [0] + (n + 1 < bodies.count ? Array(bodies[n + 1].prefix(5)) : []))
+            kept.append((try #require(try stream.next()), bodies[n]))
+            #expect(try stream.next() == nil)
+        }
+        #expect(kept.allSatisfy { Array($0.0) == $0.1 })
+    }
+
     @Test func messageAtTheLimitPasses() throws {
         var framer = VarlinkFramer(maxMessageSize: 100)
         framer.append([UInt8](repeating: 0x20, count: 100) + [0])
