@@ -43,8 +43,12 @@ final class SocketThread: @unchecked Sendable {
     /// The token of `wakeFD`; connections and listeners get tokens from 1.
     static let wakeToken: UInt64 = 0
 
+    /// How many wake-ups one work item runs before the thread makes a new one (`run`).
+    let runsPerItem: Int
+
     /// nil when the process is out of descriptors (deinit releases what was made).
-    init?() {
+    init?(runsPerItem: Int = 1 << 20) {
+        self.runsPerItem = max(1, runsPerItem)
         pthread_mutex_init(lock, nil)
         pthread_cond_init(resumed, nil)
         epfd = bgtaskd_epoll_create()
@@ -111,9 +115,14 @@ final class SocketThread: @unchecked Sendable {
         // One work item made once and run every wake-up: `queue.sync` with a closure allocates three times per
         // call (the generic `sync<T>`'s box, the closure's context and its block; ~200 ns per turn, measured
         // against this in bench/README.md), a work item's block is made once. It is never waited on or
-        // cancelled, so running it more than once is allowed (libdispatch counts its runs).
+        // cancelled, so running it more than once is allowed. But libdispatch counts an item's runs in a
+        // 32-bit `int` (`dbpd_performed`) and leaves the item's group when the count reaches 1: after 2^32
+        // runs (a day of wake-ups at 50,000 a second) it would wrap and leave the group again, a trap
+        // ("Unbalanced call to dispatch_group_leave()"). So a new item every `runsPerItem` wake-ups.
         let state = TurnState()
-        let item = DispatchWorkItem { state.goOn = turn(state.count) }
+        let makeItem = { DispatchWorkItem { state.goOn = turn(state.count) } }
+        var item = makeItem()
+        var runs = 0
         while true {
             let n = bgtaskd_epoll_wait(epfd, tokens, masks, Int32(Self.maxEvents), -1)
             if n < 0 {
@@ -127,6 +136,11 @@ final class SocketThread: @unchecked Sendable {
             // the eventfd; none blocks). So `queue.sync` waits at most for the queue's current work
             // item, which finishes on its own. Re-entrancy: the block never calls `queue.sync` itself.
             state.count = Int(n)
+            if runs == runsPerItem {
+                item = makeItem()
+                runs = 0
+            }
+            runs += 1
             queue.sync(execute: item)
             if !state.goOn || !waitWhilePaused() { return }
         }

@@ -54,6 +54,47 @@ import CSystemd
         #expect(Self.ends(exit), "the socket thread ended at shutdown")
     }
 
+    /// The thread enters the queue with one work item, replaced every `runsPerItem` wake-ups (libdispatch
+    /// counts an item's runs in 32 bits): with a new item every 2 wake-ups, every wake-up still runs its
+    /// turn on the queue, with its events, and the turn's `false` still ends the thread.
+    @Test func theThreadKeepsTurningAcrossNewWorkItems() throws {
+        let thread = try #require(SocketThread(runsPerItem: 2))
+        var fds: [Int32] = [0, 0]
+        try #require(pipe(&fds) == 0)
+        defer { close(fds[0]); close(fds[1]) }
+        try #require(bgtaskd_epoll_ctl(thread.epfd, BGTASKD_EPOLL_CTL_ADD, fds[0], BGTASKD_EPOLLIN, 7) == 0)
+        let queue = DispatchQueue(label: "bgtaskd.test.turns")
+        final class Seen: @unchecked Sendable {
+            var turns = 0
+            var onQueue = true
+            let done = DispatchSemaphore(value: 0)
+        }
+        let seen = Seen()
+        let reader = fds[0]
+        let wanted = 7
+        let started = thread.start(queue: queue, turn: { [thread] count in
+            dispatchPrecondition(condition: .onQueue(queue))
+            var byte: UInt8 = 0
+            for i in 0..<count where thread.tokens[i] == 7 { _ = read(reader, &byte, 1) }
+            seen.turns += 1
+            if seen.turns == wanted { seen.done.signal() }
+            return seen.turns < wanted
+        })
+        try #require(started)
+        let exit = try Self.exitDescriptor(ofThread: thread.tid)
+        let deadline = Date() + 10
+        for _ in 0..<wanted {
+            var byte: UInt8 = 1
+            #expect(write(fds[1], &byte, 1) == 1)
+            // The next byte only once this one's turn has read it: one wake-up each (at most 10 s in all).
+            var p = pollfd(fd: fds[0], events: Int16(POLLIN), revents: 0)
+            while poll(&p, 1, 0) == 1, Date() < deadline { sched_yield() }
+        }
+        #expect(seen.done.wait(timeout: .now() + 10) == .success, "all \(wanted) turns ran")
+        #expect(queue.sync { seen.turns } == wanted)
+        #expect(Self.ends(exit), "the turn's false ended the thread")
+    }
+
     @Test func aServerDroppedWithoutShutdownEndsItsThreadToo() throws {
         let queue = DispatchQueue(label: "bgtaskd.test.sockets")
         let service = NullService()
