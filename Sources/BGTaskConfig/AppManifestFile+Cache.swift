@@ -33,7 +33,7 @@ extension AppManifestFile {
     }
 
     private static func loadAll(
-        appsDirectory: String, listing: Result<[String], ConfigError>, cache: ManifestCache?, now: Int64
+        appsDirectory: String, listing: Result<[String], ConfigError>, cache: consuming ManifestCache?, now: Int64
     ) -> CachedLoad {
         let paths: [String]
         switch listing {
@@ -43,11 +43,16 @@ extension AppManifestFile {
         }
         let directory = open(appsDirectory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         defer { if directory >= 0 { close(directory) } }
-        let known = cache.flatMap { $0.appsDirectory == appsDirectory ? $0.entries : nil } ?? [:]
-        var outcomes = parallelMap(paths) { path -> CachedOutcome in
+        // The cache's table held here alone (the cache consumed), so that its entries can be moved out.
+        let hadCache = cache != nil
+        var known: [String: ManifestCache.Entry] = [:]
+        if let c = consume cache, c.appsDirectory == appsDirectory { known = c.entries }
+        // A hit is the entry's place in the table: its manifest is moved out of it below, not copied
+        // here with every string and array retained (and released with the table).
+        var outcomes = parallelMap(paths) { [known] path -> CachedOutcome in
             let stamp = FileStamp.of(path, in: directory)
-            if let stamp, let entry = known[path], entry.stamp == stamp {
-                return .cached(entry)
+            if let stamp, let index = known.index(forKey: path), known.values[index].stamp == stamp {
+                return .cached(index)
             }
             switch readTextFile(path) {
             case .missing: return .missing
@@ -58,7 +63,7 @@ extension AppManifestFile {
             }
         }
         var load = CachedLoad(manifests: [], errors: [], warnings: [], fromCache: 0, updatedCache: nil)
-        var changed = cache == nil
+        var changed = !hadCache
         for outcome in outcomes {
             switch outcome {
             case .missing, .failed:
@@ -75,7 +80,8 @@ extension AppManifestFile {
             kept.reserveCapacity(outcomes.count)
             for outcome in outcomes {
                 switch outcome {
-                case .cached(let entry):
+                case .cached(let index):
+                    let entry = known.values[index]
                     kept[entry.manifest.path] = entry
                 case .parsed(let manifest?, let e, let w, let stamp?) where isKept(manifest, e, w, stamp, now: now):
                     kept[manifest.path] = ManifestCache.Entry(stamp: stamp, manifest: manifest)
@@ -88,6 +94,8 @@ extension AppManifestFile {
         // Each outcome moved out (a trivial one left in its place): its manifest goes into the result
         // without a copy of its strings and arrays retained, and released with the outcomes.
         load.manifests.reserveCapacity(outcomes.count)
+        let vacant = ManifestCache.Entry(
+            stamp: FileStamp(device: 0, inode: 0, size: 0, mtime: 0, ctime: 0), manifest: AppManifestFile(id: "", exec: []))
         outcomes.withUnsafeMutableBufferPointer { buffer in
             for i in buffer.indices {
                 let outcome = buffer.moveElement(from: i)
@@ -97,8 +105,10 @@ extension AppManifestFile {
                     continue
                 case .failed(let error):
                     load.errors.append(error)
-                case .cached(let entry):
-                    load.manifests.append(entry.manifest)
+                case .cached(let index):
+                    var entry = vacant
+                    swap(&entry, &known.values[index])
+                    load.manifests.append((consume entry).manifest)
                 case .parsed(let manifest, let e, let w, _):
                     load.errors += e
                     load.warnings += w
@@ -120,7 +130,7 @@ extension AppManifestFile {
     private enum CachedOutcome: Sendable {
         case missing
         case failed(ConfigError)
-        case cached(ManifestCache.Entry)
+        case cached(Dictionary<String, ManifestCache.Entry>.Index)
         case parsed(AppManifestFile?, [ConfigError], [ConfigWarning], FileStamp?)
     }
 }

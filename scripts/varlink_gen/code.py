@@ -70,12 +70,12 @@ def gen_struct(name, doc, fields, ns, indent="    "):
             lead, trail = ",", ""
         key = '"%s":' % f.name
         if f.always_written:
-            out.append(b + "out.append(contentsOf: #\"%s%s%s\"#.utf8)" % (brace if i == 0 else "", lead, key))
+            out.append(b + "out.appendLiteral(#\"%s%s%s\"#)" % (brace if i == 0 else "", lead, key))
             if f.optional:
                 out.append(b + "if let v = %s {" % f.ident)
                 out += f.write_value("v", b + "    ")
                 out.append(b + "} else {")
-                out.append(b + '    out.append(contentsOf: "null".utf8)')
+                out.append(b + '    out.appendLiteral("null")')
                 out.append(b + "}")
             else:
                 out += f.write_value(f.ident, b)
@@ -86,10 +86,10 @@ def gen_struct(name, doc, fields, ns, indent="    "):
                 out.append(b + '    if !first { out.append(UInt8(ascii: ",")) }')
             if i < len(ordered) - 1:
                 out.append(b + "    first = false")
-            out.append(b + "    out.append(contentsOf: #\"%s\"#.utf8)" % key)
+            out.append(b + "    out.appendLiteral(#\"%s\"#)" % key)
             out += f.write_value("v", b + "    ")
         else:
-            out.append(b + "    out.append(contentsOf: #\"%s%s\"#.utf8)" % (lead, key))
+            out.append(b + "    out.appendLiteral(#\"%s%s\"#)" % (lead, key))
             out += f.write_value("v", b + "    ")
             if trail:
                 out.append(b + '    out.append(UInt8(ascii: "%s"))' % trail)

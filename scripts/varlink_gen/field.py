@@ -146,13 +146,13 @@ class SwiftField:
         if k in ("enum", "wire-enum"):
             return [p + "JSON.writeString(%s.rawValue, into: &out)" % v]
         if k == "on-off":
-            return [p + 'JSON.writeString(%s ? "on" : "off", into: &out)' % v]
+            return [p + 'out.appendLiteral(%s ? #""on""# : #""off""#)' % v]
         if k == "int":
             return [p + "JSON.writeInt(%s, into: &out)" % v]
         if k == "id":
             return [p + "JSON.writeInt(Int64(clamping: %s.rawValue), into: &out)" % v]
         if k == "bool":
-            return [p + 'out.append(contentsOf: %s ? "true".utf8 : "false".utf8)' % v]
+            return [p + 'out.appendLiteral(%s ? "true" : "false")' % v]
         if k in ("object", "struct"):
             return [p + "%s.write(into: &out)" % v]
         if k in ("string-map", "int-map"):

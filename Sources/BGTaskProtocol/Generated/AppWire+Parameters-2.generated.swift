@@ -24,9 +24,9 @@ extension AppWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"appId":"#.utf8)
+            out.appendLiteral(#"{"appId":"#)
             JSON.writeString(appId, into: &out)
-            out.append(contentsOf: #","identifier":"#.utf8)
+            out.appendLiteral(#","identifier":"#)
             JSON.writeString(identifier, into: &out)
             out.append(UInt8(ascii: "}"))
         }
@@ -52,7 +52,7 @@ extension AppWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"appId":"#.utf8)
+            out.appendLiteral(#"{"appId":"#)
             JSON.writeString(appId, into: &out)
             out.append(UInt8(ascii: "}"))
         }
@@ -78,7 +78,7 @@ extension AppWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"appId":"#.utf8)
+            out.appendLiteral(#"{"appId":"#)
             JSON.writeString(appId, into: &out)
             out.append(UInt8(ascii: "}"))
         }
@@ -110,12 +110,12 @@ extension AppWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"appId":"#.utf8)
+            out.appendLiteral(#"{"appId":"#)
             JSON.writeString(appId, into: &out)
-            out.append(contentsOf: #","identifier":"#.utf8)
+            out.appendLiteral(#","identifier":"#)
             JSON.writeString(identifier, into: &out)
-            out.append(contentsOf: #","success":"#.utf8)
-            out.append(contentsOf: success ? "true".utf8 : "false".utf8)
+            out.appendLiteral(#","success":"#)
+            out.appendLiteral(success ? "true" : "false")
             out.append(UInt8(ascii: "}"))
         }
     }
@@ -140,7 +140,7 @@ extension AppWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"appId":"#.utf8)
+            out.appendLiteral(#"{"appId":"#)
             JSON.writeString(appId, into: &out)
             out.append(UInt8(ascii: "}"))
         }

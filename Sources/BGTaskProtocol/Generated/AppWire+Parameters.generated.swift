@@ -27,11 +27,11 @@ extension AppWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"appId":"#.utf8)
+            out.appendLiteral(#"{"appId":"#)
             JSON.writeString(appId, into: &out)
             if let v = scenes {
-                out.append(contentsOf: #","scenes":"#.utf8)
-                out.append(contentsOf: v ? "true".utf8 : "false".utf8)
+                out.appendLiteral(#","scenes":"#)
+                out.appendLiteral(v ? "true" : "false")
             }
             out.append(UInt8(ascii: "}"))
         }
@@ -57,7 +57,7 @@ extension AppWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"eventId":"#.utf8)
+            out.appendLiteral(#"{"eventId":"#)
             JSON.writeInt(Int64(clamping: eventId.rawValue), into: &out)
             out.append(UInt8(ascii: "}"))
         }
@@ -88,10 +88,10 @@ extension AppWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"appId":"#.utf8)
+            out.appendLiteral(#"{"appId":"#)
             JSON.writeString(appId, into: &out)
             if let v = name {
-                out.append(contentsOf: #","name":"#.utf8)
+                out.appendLiteral(#","name":"#)
                 JSON.writeString(v, into: &out)
             }
             out.append(UInt8(ascii: "}"))
@@ -133,18 +133,18 @@ extension AppWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"appId":"#.utf8)
+            out.appendLiteral(#"{"appId":"#)
             JSON.writeString(appId, into: &out)
-            out.append(contentsOf: #","identifier":"#.utf8)
+            out.appendLiteral(#","identifier":"#)
             JSON.writeString(identifier, into: &out)
             if let v = subtitle {
-                out.append(contentsOf: #","subtitle":"#.utf8)
+                out.appendLiteral(#","subtitle":"#)
                 JSON.writeString(v, into: &out)
             }
-            out.append(contentsOf: #","title":"#.utf8)
+            out.appendLiteral(#","title":"#)
             JSON.writeString(title, into: &out)
             if let v = totalUnits {
-                out.append(contentsOf: #","totalUnits":"#.utf8)
+                out.appendLiteral(#","totalUnits":"#)
                 JSON.writeInt(v, into: &out)
             }
             out.append(UInt8(ascii: "}"))
@@ -186,18 +186,18 @@ extension AppWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"appId":"#.utf8)
+            out.appendLiteral(#"{"appId":"#)
             JSON.writeString(appId, into: &out)
-            out.append(contentsOf: #","completedUnits":"#.utf8)
+            out.appendLiteral(#","completedUnits":"#)
             JSON.writeInt(completedUnits, into: &out)
             if let v = subtitle {
-                out.append(contentsOf: #","subtitle":"#.utf8)
+                out.appendLiteral(#","subtitle":"#)
                 JSON.writeString(v, into: &out)
             }
-            out.append(contentsOf: #","taskId":"#.utf8)
+            out.appendLiteral(#","taskId":"#)
             JSON.writeInt(Int64(clamping: taskId.rawValue), into: &out)
             if let v = totalUnits {
-                out.append(contentsOf: #","totalUnits":"#.utf8)
+                out.appendLiteral(#","totalUnits":"#)
                 JSON.writeInt(v, into: &out)
             }
             out.append(UInt8(ascii: "}"))
@@ -227,9 +227,9 @@ extension AppWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"appId":"#.utf8)
+            out.appendLiteral(#"{"appId":"#)
             JSON.writeString(appId, into: &out)
-            out.append(contentsOf: #","taskId":"#.utf8)
+            out.appendLiteral(#","taskId":"#)
             JSON.writeInt(Int64(clamping: taskId.rawValue), into: &out)
             out.append(UInt8(ascii: "}"))
         }
@@ -255,7 +255,7 @@ extension AppWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"appId":"#.utf8)
+            out.appendLiteral(#"{"appId":"#)
             JSON.writeString(appId, into: &out)
             out.append(UInt8(ascii: "}"))
         }
@@ -284,9 +284,9 @@ extension AppWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"appId":"#.utf8)
+            out.appendLiteral(#"{"appId":"#)
             JSON.writeString(appId, into: &out)
-            out.append(contentsOf: #","mode":"#.utf8)
+            out.appendLiteral(#","mode":"#)
             JSON.writeString(mode.rawValue, into: &out)
             out.append(UInt8(ascii: "}"))
         }
@@ -315,9 +315,9 @@ extension AppWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"activityId":"#.utf8)
+            out.appendLiteral(#"{"activityId":"#)
             JSON.writeInt(Int64(clamping: activityId.rawValue), into: &out)
-            out.append(contentsOf: #","appId":"#.utf8)
+            out.appendLiteral(#","appId":"#)
             JSON.writeString(appId, into: &out)
             out.append(UInt8(ascii: "}"))
         }
@@ -362,23 +362,23 @@ extension AppWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"appId":"#.utf8)
+            out.appendLiteral(#"{"appId":"#)
             JSON.writeString(appId, into: &out)
             if let v = earliestBeginUSec {
-                out.append(contentsOf: #","earliestBeginUSec":"#.utf8)
+                out.appendLiteral(#","earliestBeginUSec":"#)
                 JSON.writeInt(v, into: &out)
             }
-            out.append(contentsOf: #","identifier":"#.utf8)
+            out.appendLiteral(#","identifier":"#)
             JSON.writeString(identifier, into: &out)
-            out.append(contentsOf: #","kind":"#.utf8)
+            out.appendLiteral(#","kind":"#)
             JSON.writeString(kind.rawValue, into: &out)
             if let v = requiresExternalPower {
-                out.append(contentsOf: #","requiresExternalPower":"#.utf8)
-                out.append(contentsOf: v ? "true".utf8 : "false".utf8)
+                out.appendLiteral(#","requiresExternalPower":"#)
+                out.appendLiteral(v ? "true" : "false")
             }
             if let v = requiresNetwork {
-                out.append(contentsOf: #","requiresNetwork":"#.utf8)
-                out.append(contentsOf: v ? "true".utf8 : "false".utf8)
+                out.appendLiteral(#","requiresNetwork":"#)
+                out.appendLiteral(v ? "true" : "false")
             }
             out.append(UInt8(ascii: "}"))
         }

@@ -36,18 +36,18 @@ extension AppWire {
             var first = true
             if let v = event {
                 first = false
-                out.append(contentsOf: #""event":"#.utf8)
+                out.appendLiteral(#""event":"#)
                 v.write(into: &out)
             }
             if let v = refreshStatus {
                 if !first { out.append(UInt8(ascii: ",")) }
                 first = false
-                out.append(contentsOf: #""refreshStatus":"#.utf8)
+                out.appendLiteral(#""refreshStatus":"#)
                 JSON.writeString(v.rawValue, into: &out)
             }
             if let v = state {
                 if !first { out.append(UInt8(ascii: ",")) }
-                out.append(contentsOf: #""state":"#.utf8)
+                out.appendLiteral(#""state":"#)
                 JSON.writeString(v.rawValue, into: &out)
             }
             out.append(UInt8(ascii: "}"))
@@ -74,7 +74,7 @@ extension AppWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"taskId":"#.utf8)
+            out.appendLiteral(#"{"taskId":"#)
             JSON.writeInt(Int64(clamping: taskId.rawValue), into: &out)
             out.append(UInt8(ascii: "}"))
         }
@@ -100,7 +100,7 @@ extension AppWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"taskId":"#.utf8)
+            out.appendLiteral(#"{"taskId":"#)
             JSON.writeInt(Int64(clamping: taskId.rawValue), into: &out)
             out.append(UInt8(ascii: "}"))
         }
@@ -126,11 +126,11 @@ extension AppWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"remainingUSec":"#.utf8)
+            out.appendLiteral(#"{"remainingUSec":"#)
             if let v = remainingUSec {
                 JSON.writeInt(v, into: &out)
             } else {
-                out.append(contentsOf: "null".utf8)
+                out.appendLiteral("null")
             }
             out.append(UInt8(ascii: "}"))
         }
@@ -156,7 +156,7 @@ extension AppWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"activityId":"#.utf8)
+            out.appendLiteral(#"{"activityId":"#)
             JSON.writeInt(Int64(clamping: activityId.rawValue), into: &out)
             out.append(UInt8(ascii: "}"))
         }
@@ -182,7 +182,7 @@ extension AppWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"requests":"#.utf8)
+            out.appendLiteral(#"{"requests":"#)
             out.append(UInt8(ascii: "["))
             requests.withUnsafeBufferPointer { elements in
                 for i in elements.indices {
@@ -215,7 +215,7 @@ extension AppWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"status":"#.utf8)
+            out.appendLiteral(#"{"status":"#)
             JSON.writeString(status.rawValue, into: &out)
             out.append(UInt8(ascii: "}"))
         }

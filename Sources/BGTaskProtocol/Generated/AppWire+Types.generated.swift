@@ -80,58 +80,58 @@ extension AppWire {
         public func write(into out: inout [UInt8]) {
             out.append(UInt8(ascii: "{"))
             if let v = deadlineUSec {
-                out.append(contentsOf: #""deadlineUSec":"#.utf8)
+                out.appendLiteral(#""deadlineUSec":"#)
                 JSON.writeInt(v, into: &out)
                 out.append(UInt8(ascii: ","))
             }
-            out.append(contentsOf: #""id":"#.utf8)
+            out.appendLiteral(#""id":"#)
             JSON.writeInt(Int64(clamping: id.rawValue), into: &out)
             if let v = identifier {
-                out.append(contentsOf: #","identifier":"#.utf8)
+                out.appendLiteral(#","identifier":"#)
                 JSON.writeString(v, into: &out)
             }
-            out.append(contentsOf: #","kind":"#.utf8)
+            out.appendLiteral(#","kind":"#)
             JSON.writeString(kind.rawValue, into: &out)
             if let v = launchReason {
-                out.append(contentsOf: #","launchReason":"#.utf8)
+                out.appendLiteral(#","launchReason":"#)
                 JSON.writeString(v.rawValue, into: &out)
             }
             if let v = name {
-                out.append(contentsOf: #","name":"#.utf8)
+                out.appendLiteral(#","name":"#)
                 JSON.writeString(v, into: &out)
             }
-            out.append(contentsOf: #","needsAck":"#.utf8)
-            out.append(contentsOf: needsAck ? "true".utf8 : "false".utf8)
+            out.appendLiteral(#","needsAck":"#)
+            out.appendLiteral(needsAck ? "true" : "false")
             if let v = output {
-                out.append(contentsOf: #","output":"#.utf8)
+                out.appendLiteral(#","output":"#)
                 JSON.writeString(v, into: &out)
             }
             if let v = path {
-                out.append(contentsOf: #","path":"#.utf8)
+                out.appendLiteral(#","path":"#)
                 JSON.writeString(v, into: &out)
             }
             if let v = payload {
-                out.append(contentsOf: #","payload":"#.utf8)
+                out.appendLiteral(#","payload":"#)
                 v.write(into: &out)
             }
             if let v = sceneId {
-                out.append(contentsOf: #","sceneId":"#.utf8)
+                out.appendLiteral(#","sceneId":"#)
                 JSON.writeString(v, into: &out)
             }
             if let v = state {
-                out.append(contentsOf: #","state":"#.utf8)
+                out.appendLiteral(#","state":"#)
                 JSON.writeString(v.rawValue, into: &out)
             }
             if let v = taskId {
-                out.append(contentsOf: #","taskId":"#.utf8)
+                out.appendLiteral(#","taskId":"#)
                 JSON.writeInt(Int64(clamping: v.rawValue), into: &out)
             }
             if let v = taskName {
-                out.append(contentsOf: #","taskName":"#.utf8)
+                out.appendLiteral(#","taskName":"#)
                 JSON.writeString(v, into: &out)
             }
             if let v = title {
-                out.append(contentsOf: #","title":"#.utf8)
+                out.appendLiteral(#","title":"#)
                 JSON.writeString(v, into: &out)
             }
             out.append(UInt8(ascii: "}"))
@@ -174,18 +174,18 @@ extension AppWire {
         public func write(into out: inout [UInt8]) {
             out.append(UInt8(ascii: "{"))
             if let v = earliestBeginUSec {
-                out.append(contentsOf: #""earliestBeginUSec":"#.utf8)
+                out.appendLiteral(#""earliestBeginUSec":"#)
                 JSON.writeInt(v, into: &out)
                 out.append(UInt8(ascii: ","))
             }
-            out.append(contentsOf: #""identifier":"#.utf8)
+            out.appendLiteral(#""identifier":"#)
             JSON.writeString(identifier, into: &out)
-            out.append(contentsOf: #","kind":"#.utf8)
+            out.appendLiteral(#","kind":"#)
             JSON.writeString(kind.rawValue, into: &out)
-            out.append(contentsOf: #","requiresExternalPower":"#.utf8)
-            out.append(contentsOf: requiresExternalPower ? "true".utf8 : "false".utf8)
-            out.append(contentsOf: #","requiresNetwork":"#.utf8)
-            out.append(contentsOf: requiresNetwork ? "true".utf8 : "false".utf8)
+            out.appendLiteral(#","requiresExternalPower":"#)
+            out.appendLiteral(requiresExternalPower ? "true" : "false")
+            out.appendLiteral(#","requiresNetwork":"#)
+            out.appendLiteral(requiresNetwork ? "true" : "false")
             out.append(UInt8(ascii: "}"))
         }
     }

@@ -32,13 +32,13 @@ extension LauncherWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"appId":"#.utf8)
+            out.appendLiteral(#"{"appId":"#)
             JSON.writeString(appId, into: &out)
             if let v = cgroup {
-                out.append(contentsOf: #","cgroup":"#.utf8)
+                out.appendLiteral(#","cgroup":"#)
                 JSON.writeString(v, into: &out)
             }
-            out.append(contentsOf: #","environment":"#.utf8)
+            out.appendLiteral(#","environment":"#)
             out.append(UInt8(ascii: "{"))
             for (i, e) in environment.sorted(by: { $0.key < $1.key }).enumerated() {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
@@ -47,7 +47,7 @@ extension LauncherWire {
                 JSON.writeString(e.value, into: &out)
             }
             out.append(UInt8(ascii: "}"))
-            out.append(contentsOf: #","socket":"#.utf8)
+            out.appendLiteral(#","socket":"#)
             JSON.writeString(socket, into: &out)
             out.append(UInt8(ascii: "}"))
         }
@@ -76,9 +76,9 @@ extension LauncherWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"action":"#.utf8)
+            out.appendLiteral(#"{"action":"#)
             JSON.writeString(action, into: &out)
-            out.append(contentsOf: #","cgroup":"#.utf8)
+            out.appendLiteral(#","cgroup":"#)
             JSON.writeString(cgroup, into: &out)
             out.append(UInt8(ascii: "}"))
         }

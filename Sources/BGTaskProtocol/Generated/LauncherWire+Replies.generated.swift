@@ -21,7 +21,7 @@ extension LauncherWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"pid":"#.utf8)
+            out.appendLiteral(#"{"pid":"#)
             JSON.writeInt(pid, into: &out)
             out.append(UInt8(ascii: "}"))
         }

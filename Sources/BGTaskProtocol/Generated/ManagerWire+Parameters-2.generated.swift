@@ -22,8 +22,8 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"enabled":"#.utf8)
-            out.append(contentsOf: enabled ? "true".utf8 : "false".utf8)
+            out.appendLiteral(#"{"enabled":"#)
+            out.appendLiteral(enabled ? "true" : "false")
             out.append(UInt8(ascii: "}"))
         }
     }
@@ -58,13 +58,13 @@ extension ManagerWire {
             var first = true
             if let v = network {
                 first = false
-                out.append(contentsOf: #""network":"#.utf8)
+                out.appendLiteral(#""network":"#)
                 JSON.writeString(v.rawValue, into: &out)
             }
             if let v = onExternalPower {
                 if !first { out.append(UInt8(ascii: ",")) }
-                out.append(contentsOf: #""onExternalPower":"#.utf8)
-                out.append(contentsOf: v ? "true".utf8 : "false".utf8)
+                out.appendLiteral(#""onExternalPower":"#)
+                out.appendLiteral(v ? "true" : "false")
             }
             out.append(UInt8(ascii: "}"))
         }
@@ -101,14 +101,14 @@ extension ManagerWire {
         public func write(into out: inout [UInt8]) {
             out.append(UInt8(ascii: "{"))
             if let v = appId {
-                out.append(contentsOf: #""appId":"#.utf8)
+                out.appendLiteral(#""appId":"#)
                 JSON.writeString(v, into: &out)
                 out.append(UInt8(ascii: ","))
             }
-            out.append(contentsOf: #""name":"#.utf8)
+            out.appendLiteral(#""name":"#)
             JSON.writeString(name, into: &out)
             if let v = payload {
-                out.append(contentsOf: #","payload":"#.utf8)
+                out.appendLiteral(#","payload":"#)
                 v.write(into: &out)
             }
             out.append(UInt8(ascii: "}"))
@@ -140,10 +140,10 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"appId":"#.utf8)
+            out.appendLiteral(#"{"appId":"#)
             JSON.writeString(appId, into: &out)
             if let v = payload {
-                out.append(contentsOf: #","payload":"#.utf8)
+                out.appendLiteral(#","payload":"#)
                 v.write(into: &out)
             }
             out.append(UInt8(ascii: "}"))
@@ -173,9 +173,9 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"appId":"#.utf8)
+            out.appendLiteral(#"{"appId":"#)
             JSON.writeString(appId, into: &out)
-            out.append(contentsOf: #","identifier":"#.utf8)
+            out.appendLiteral(#","identifier":"#)
             JSON.writeString(identifier, into: &out)
             out.append(UInt8(ascii: "}"))
         }
@@ -207,11 +207,11 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"appId":"#.utf8)
+            out.appendLiteral(#"{"appId":"#)
             JSON.writeString(appId, into: &out)
-            out.append(contentsOf: #","member":"#.utf8)
+            out.appendLiteral(#","member":"#)
             JSON.writeString(member, into: &out)
-            out.append(contentsOf: #","sender":"#.utf8)
+            out.appendLiteral(#","sender":"#)
             JSON.writeString(sender, into: &out)
             out.append(UInt8(ascii: "}"))
         }
@@ -240,9 +240,9 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"appId":"#.utf8)
+            out.appendLiteral(#"{"appId":"#)
             JSON.writeString(appId, into: &out)
-            out.append(contentsOf: #","taskId":"#.utf8)
+            out.appendLiteral(#","taskId":"#)
             JSON.writeInt(Int64(clamping: taskId.rawValue), into: &out)
             out.append(UInt8(ascii: "}"))
         }
@@ -273,10 +273,10 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"appId":"#.utf8)
+            out.appendLiteral(#"{"appId":"#)
             JSON.writeString(appId, into: &out)
             if let v = name {
-                out.append(contentsOf: #","name":"#.utf8)
+                out.appendLiteral(#","name":"#)
                 JSON.writeString(v, into: &out)
             }
             out.append(UInt8(ascii: "}"))

@@ -22,7 +22,7 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"appId":"#.utf8)
+            out.appendLiteral(#"{"appId":"#)
             JSON.writeString(appId, into: &out)
             out.append(UInt8(ascii: "}"))
         }
@@ -48,7 +48,7 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"appId":"#.utf8)
+            out.appendLiteral(#"{"appId":"#)
             JSON.writeString(appId, into: &out)
             out.append(UInt8(ascii: "}"))
         }
@@ -79,11 +79,11 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"appId":"#.utf8)
+            out.appendLiteral(#"{"appId":"#)
             JSON.writeString(appId, into: &out)
             if let v = background {
-                out.append(contentsOf: #","background":"#.utf8)
-                out.append(contentsOf: v ? "true".utf8 : "false".utf8)
+                out.appendLiteral(#","background":"#)
+                out.appendLiteral(v ? "true" : "false")
             }
             out.append(UInt8(ascii: "}"))
         }
@@ -114,11 +114,11 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"appId":"#.utf8)
+            out.appendLiteral(#"{"appId":"#)
             JSON.writeString(appId, into: &out)
             if let v = exclusive {
-                out.append(contentsOf: #","exclusive":"#.utf8)
-                out.append(contentsOf: v ? "true".utf8 : "false".utf8)
+                out.appendLiteral(#","exclusive":"#)
+                out.appendLiteral(v ? "true" : "false")
             }
             out.append(UInt8(ascii: "}"))
         }
@@ -144,7 +144,7 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"appId":"#.utf8)
+            out.appendLiteral(#"{"appId":"#)
             JSON.writeString(appId, into: &out)
             out.append(UInt8(ascii: "}"))
         }
@@ -173,13 +173,13 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"appId":"#.utf8)
+            out.appendLiteral(#"{"appId":"#)
             if let v = appId {
                 JSON.writeString(v, into: &out)
             } else {
-                out.append(contentsOf: "null".utf8)
+                out.appendLiteral("null")
             }
-            out.append(contentsOf: #","reason":"#.utf8)
+            out.appendLiteral(#","reason":"#)
             JSON.writeString(reason.rawValue, into: &out)
             out.append(UInt8(ascii: "}"))
         }
@@ -224,22 +224,22 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"appId":"#.utf8)
+            out.appendLiteral(#"{"appId":"#)
             JSON.writeString(appId, into: &out)
             if let v = output {
-                out.append(contentsOf: #","output":"#.utf8)
+                out.appendLiteral(#","output":"#)
                 JSON.writeString(v, into: &out)
             }
             if let v = reason {
-                out.append(contentsOf: #","reason":"#.utf8)
+                out.appendLiteral(#","reason":"#)
                 JSON.writeString(v.rawValue, into: &out)
             }
-            out.append(contentsOf: #","sceneId":"#.utf8)
+            out.appendLiteral(#","sceneId":"#)
             JSON.writeString(sceneId, into: &out)
-            out.append(contentsOf: #","state":"#.utf8)
+            out.appendLiteral(#","state":"#)
             JSON.writeString(state.rawValue, into: &out)
             if let v = title {
-                out.append(contentsOf: #","title":"#.utf8)
+                out.appendLiteral(#","title":"#)
                 JSON.writeString(v, into: &out)
             }
             out.append(UInt8(ascii: "}"))
@@ -266,7 +266,7 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"appId":"#.utf8)
+            out.appendLiteral(#"{"appId":"#)
             JSON.writeString(appId, into: &out)
             out.append(UInt8(ascii: "}"))
         }
@@ -292,7 +292,7 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"appId":"#.utf8)
+            out.appendLiteral(#"{"appId":"#)
             JSON.writeString(appId, into: &out)
             out.append(UInt8(ascii: "}"))
         }
@@ -323,11 +323,11 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"appId":"#.utf8)
+            out.appendLiteral(#"{"appId":"#)
             JSON.writeString(appId, into: &out)
             if let v = userInitiated {
-                out.append(contentsOf: #","userInitiated":"#.utf8)
-                out.append(contentsOf: v ? "true".utf8 : "false".utf8)
+                out.appendLiteral(#","userInitiated":"#)
+                out.appendLiteral(v ? "true" : "false")
             }
             out.append(UInt8(ascii: "}"))
         }
@@ -356,10 +356,10 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"appId":"#.utf8)
+            out.appendLiteral(#"{"appId":"#)
             JSON.writeString(appId, into: &out)
-            out.append(contentsOf: #","enabled":"#.utf8)
-            out.append(contentsOf: enabled ? "true".utf8 : "false".utf8)
+            out.appendLiteral(#","enabled":"#)
+            out.appendLiteral(enabled ? "true" : "false")
             out.append(UInt8(ascii: "}"))
         }
     }
@@ -384,7 +384,7 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"mode":"#.utf8)
+            out.appendLiteral(#"{"mode":"#)
             JSON.writeString(mode.rawValue, into: &out)
             out.append(UInt8(ascii: "}"))
         }

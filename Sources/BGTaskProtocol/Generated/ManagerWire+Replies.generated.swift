@@ -22,7 +22,7 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"apps":"#.utf8)
+            out.appendLiteral(#"{"apps":"#)
             out.append(UInt8(ascii: "["))
             apps.withUnsafeBufferPointer { elements in
                 for i in elements.indices {
@@ -55,7 +55,7 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"app":"#.utf8)
+            out.appendLiteral(#"{"app":"#)
             app.write(into: &out)
             out.append(UInt8(ascii: "}"))
         }
@@ -81,7 +81,7 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"assertions":"#.utf8)
+            out.appendLiteral(#"{"assertions":"#)
             out.append(UInt8(ascii: "["))
             assertions.withUnsafeBufferPointer { elements in
                 for i in elements.indices {
@@ -114,7 +114,7 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"settings":"#.utf8)
+            out.appendLiteral(#"{"settings":"#)
             settings.write(into: &out)
             out.append(UInt8(ascii: "}"))
         }
@@ -146,7 +146,7 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"causes":"#.utf8)
+            out.appendLiteral(#"{"causes":"#)
             out.append(UInt8(ascii: "["))
             causes.withUnsafeBufferPointer { elements in
                 for i in elements.indices {
@@ -155,7 +155,7 @@ extension ManagerWire {
                 }
             }
             out.append(UInt8(ascii: "]"))
-            out.append(contentsOf: #","reasons":"#.utf8)
+            out.appendLiteral(#","reasons":"#)
             out.append(UInt8(ascii: "["))
             reasons.withUnsafeBufferPointer { elements in
                 for i in elements.indices {
@@ -164,7 +164,7 @@ extension ManagerWire {
                 }
             }
             out.append(UInt8(ascii: "]"))
-            out.append(contentsOf: #","state":"#.utf8)
+            out.appendLiteral(#","state":"#)
             JSON.writeString(state.rawValue, into: &out)
             out.append(UInt8(ascii: "}"))
         }
@@ -190,7 +190,7 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"decision":"#.utf8)
+            out.appendLiteral(#"{"decision":"#)
             decision.write(into: &out)
             out.append(UInt8(ascii: "}"))
         }
@@ -216,7 +216,7 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"stats":"#.utf8)
+            out.appendLiteral(#"{"stats":"#)
             stats.write(into: &out)
             out.append(UInt8(ascii: "}"))
         }
@@ -242,7 +242,7 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"tasks":"#.utf8)
+            out.appendLiteral(#"{"tasks":"#)
             out.append(UInt8(ascii: "["))
             tasks.withUnsafeBufferPointer { elements in
                 for i in elements.indices {
@@ -278,7 +278,7 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"applied":"#.utf8)
+            out.appendLiteral(#"{"applied":"#)
             out.append(UInt8(ascii: "["))
             applied.withUnsafeBufferPointer { elements in
                 for i in elements.indices {
@@ -287,7 +287,7 @@ extension ManagerWire {
                 }
             }
             out.append(UInt8(ascii: "]"))
-            out.append(contentsOf: #","notApplied":"#.utf8)
+            out.appendLiteral(#","notApplied":"#)
             out.append(UInt8(ascii: "["))
             notApplied.withUnsafeBufferPointer { elements in
                 for i in elements.indices {
@@ -320,7 +320,7 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"holdId":"#.utf8)
+            out.appendLiteral(#"{"holdId":"#)
             JSON.writeInt(holdId, into: &out)
             out.append(UInt8(ascii: "}"))
         }
@@ -346,7 +346,7 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"part":"#.utf8)
+            out.appendLiteral(#"{"part":"#)
             JSON.writeString(part, into: &out)
             out.append(UInt8(ascii: "}"))
         }

@@ -37,29 +37,29 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"output":"#.utf8)
+            out.appendLiteral(#"{"output":"#)
             if let v = output {
                 JSON.writeString(v, into: &out)
             } else {
-                out.append(contentsOf: "null".utf8)
+                out.appendLiteral("null")
             }
-            out.append(contentsOf: #","sceneId":"#.utf8)
+            out.appendLiteral(#","sceneId":"#)
             JSON.writeString(sceneId, into: &out)
-            out.append(contentsOf: #","snapshotPath":"#.utf8)
+            out.appendLiteral(#","snapshotPath":"#)
             if let v = snapshotPath {
                 JSON.writeString(v, into: &out)
             } else {
-                out.append(contentsOf: "null".utf8)
+                out.appendLiteral("null")
             }
-            out.append(contentsOf: #","snapshotRealtimeUSec":"#.utf8)
+            out.appendLiteral(#","snapshotRealtimeUSec":"#)
             if let v = snapshotRealtimeUSec {
                 JSON.writeInt(v, into: &out)
             } else {
-                out.append(contentsOf: "null".utf8)
+                out.appendLiteral("null")
             }
-            out.append(contentsOf: #","state":"#.utf8)
+            out.appendLiteral(#","state":"#)
             JSON.writeString(state.rawValue, into: &out)
-            out.append(contentsOf: #","title":"#.utf8)
+            out.appendLiteral(#","title":"#)
             JSON.writeString(title, into: &out)
             out.append(UInt8(ascii: "}"))
         }
@@ -128,37 +128,37 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"backgroundAppRefresh":"#.utf8)
+            out.appendLiteral(#"{"backgroundAppRefresh":"#)
             JSON.writeString(backgroundAppRefresh.rawValue, into: &out)
-            out.append(contentsOf: #","backgroundTimeBudgetUSec":"#.utf8)
+            out.appendLiteral(#","backgroundTimeBudgetUSec":"#)
             JSON.writeInt(backgroundTimeBudgetUSec, into: &out)
-            out.append(contentsOf: #","didEnterBackgroundTimeoutUSec":"#.utf8)
+            out.appendLiteral(#","didEnterBackgroundTimeoutUSec":"#)
             JSON.writeInt(didEnterBackgroundTimeoutUSec, into: &out)
             if let v = dryRun {
-                out.append(contentsOf: #","dryRun":"#.utf8)
-                out.append(contentsOf: v ? "true".utf8 : "false".utf8)
+                out.appendLiteral(#","dryRun":"#)
+                out.appendLiteral(v ? "true" : "false")
             }
-            out.append(contentsOf: #","expirationWarningUSec":"#.utf8)
+            out.appendLiteral(#","expirationWarningUSec":"#)
             JSON.writeInt(expirationWarningUSec, into: &out)
-            out.append(contentsOf: #","freezerBackend":"#.utf8)
+            out.appendLiteral(#","freezerBackend":"#)
             JSON.writeString(freezerBackend, into: &out)
             if let v = freezerBackendReason {
-                out.append(contentsOf: #","freezerBackendReason":"#.utf8)
+                out.appendLiteral(#","freezerBackendReason":"#)
                 JSON.writeString(v, into: &out)
             }
-            out.append(contentsOf: #","killTimeoutUSec":"#.utf8)
+            out.appendLiteral(#","killTimeoutUSec":"#)
             JSON.writeInt(killTimeoutUSec, into: &out)
-            out.append(contentsOf: #","launchTimeoutUSec":"#.utf8)
+            out.appendLiteral(#","launchTimeoutUSec":"#)
             JSON.writeInt(launchTimeoutUSec, into: &out)
-            out.append(contentsOf: #","lowPowerMode":"#.utf8)
-            out.append(contentsOf: lowPowerMode ? "true".utf8 : "false".utf8)
-            out.append(contentsOf: #","maxBackgroundTasksPerApp":"#.utf8)
+            out.appendLiteral(#","lowPowerMode":"#)
+            out.appendLiteral(lowPowerMode ? "true" : "false")
+            out.appendLiteral(#","maxBackgroundTasksPerApp":"#)
             JSON.writeInt(maxBackgroundTasksPerApp, into: &out)
-            out.append(contentsOf: #","network":"#.utf8)
+            out.appendLiteral(#","network":"#)
             JSON.writeString(network.rawValue, into: &out)
-            out.append(contentsOf: #","onExternalPower":"#.utf8)
-            out.append(contentsOf: onExternalPower ? "true".utf8 : "false".utf8)
-            out.append(contentsOf: #","socket":"#.utf8)
+            out.appendLiteral(#","onExternalPower":"#)
+            out.appendLiteral(onExternalPower ? "true" : "false")
+            out.appendLiteral(#","socket":"#)
             JSON.writeString(socket, into: &out)
             out.append(UInt8(ascii: "}"))
         }
@@ -262,73 +262,73 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"apps":"#.utf8)
+            out.appendLiteral(#"{"apps":"#)
             JSON.writeInt(apps, into: &out)
-            out.append(contentsOf: #","calls":"#.utf8)
+            out.appendLiteral(#","calls":"#)
             JSON.writeInt(calls, into: &out)
-            out.append(contentsOf: #","connections":"#.utf8)
+            out.appendLiteral(#","connections":"#)
             JSON.writeInt(connections, into: &out)
             if let v = connectionsOversized {
-                out.append(contentsOf: #","connectionsOversized":"#.utf8)
+                out.appendLiteral(#","connectionsOversized":"#)
                 JSON.writeInt(v, into: &out)
             }
             if let v = connectionsPaused {
-                out.append(contentsOf: #","connectionsPaused":"#.utf8)
+                out.appendLiteral(#","connectionsPaused":"#)
                 JSON.writeInt(v, into: &out)
             }
             if let v = connectionsRefused {
-                out.append(contentsOf: #","connectionsRefused":"#.utf8)
+                out.appendLiteral(#","connectionsRefused":"#)
                 JSON.writeInt(v, into: &out)
             }
             if let v = connectionsTimedOut {
-                out.append(contentsOf: #","connectionsTimedOut":"#.utf8)
+                out.appendLiteral(#","connectionsTimedOut":"#)
                 JSON.writeInt(v, into: &out)
             }
-            out.append(contentsOf: #","decisions":"#.utf8)
+            out.appendLiteral(#","decisions":"#)
             JSON.writeInt(decisions, into: &out)
             if let v = dryRun {
-                out.append(contentsOf: #","dryRun":"#.utf8)
-                out.append(contentsOf: v ? "true".utf8 : "false".utf8)
+                out.appendLiteral(#","dryRun":"#)
+                out.appendLiteral(v ? "true" : "false")
             }
             if let v = freezerBackend {
-                out.append(contentsOf: #","freezerBackend":"#.utf8)
+                out.appendLiteral(#","freezerBackend":"#)
                 JSON.writeString(v, into: &out)
             }
             if let v = freezerBackendReason {
-                out.append(contentsOf: #","freezerBackendReason":"#.utf8)
+                out.appendLiteral(#","freezerBackendReason":"#)
                 JSON.writeString(v, into: &out)
             }
             if let v = idleInhibited {
-                out.append(contentsOf: #","idleInhibited":"#.utf8)
-                out.append(contentsOf: v ? "true".utf8 : "false".utf8)
+                out.appendLiteral(#","idleInhibited":"#)
+                out.appendLiteral(v ? "true" : "false")
             }
             if let v = journalCoalesced {
-                out.append(contentsOf: #","journalCoalesced":"#.utf8)
+                out.appendLiteral(#","journalCoalesced":"#)
                 JSON.writeInt(v, into: &out)
             }
-            out.append(contentsOf: #","journalDropped":"#.utf8)
+            out.appendLiteral(#","journalDropped":"#)
             JSON.writeInt(journalDropped, into: &out)
-            out.append(contentsOf: #","journalEntries":"#.utf8)
+            out.appendLiteral(#","journalEntries":"#)
             JSON.writeInt(journalEntries, into: &out)
             if let v = journalSummaries {
-                out.append(contentsOf: #","journalSummaries":"#.utf8)
+                out.appendLiteral(#","journalSummaries":"#)
                 JSON.writeInt(v, into: &out)
             }
-            out.append(contentsOf: #","liveAssertions":"#.utf8)
+            out.appendLiteral(#","liveAssertions":"#)
             JSON.writeInt(liveAssertions, into: &out)
             if let v = sleepsSeen {
-                out.append(contentsOf: #","sleepsSeen":"#.utf8)
+                out.appendLiteral(#","sleepsSeen":"#)
                 JSON.writeInt(v, into: &out)
             }
             if let v = systemSleep {
-                out.append(contentsOf: #","systemSleep":"#.utf8)
+                out.appendLiteral(#","systemSleep":"#)
                 JSON.writeString(v, into: &out)
             }
             if let v = systemSleepReason {
-                out.append(contentsOf: #","systemSleepReason":"#.utf8)
+                out.appendLiteral(#","systemSleepReason":"#)
                 JSON.writeString(v, into: &out)
             }
-            out.append(contentsOf: #","uptimeUSec":"#.utf8)
+            out.appendLiteral(#","uptimeUSec":"#)
             JSON.writeInt(uptimeUSec, into: &out)
             out.append(UInt8(ascii: "}"))
         }

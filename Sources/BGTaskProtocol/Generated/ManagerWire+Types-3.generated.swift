@@ -40,27 +40,27 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"appId":"#.utf8)
+            out.appendLiteral(#"{"appId":"#)
             JSON.writeString(appId, into: &out)
-            out.append(contentsOf: #","completedUnits":"#.utf8)
+            out.appendLiteral(#","completedUnits":"#)
             JSON.writeInt(completedUnits, into: &out)
-            out.append(contentsOf: #","identifier":"#.utf8)
+            out.appendLiteral(#","identifier":"#)
             JSON.writeString(identifier, into: &out)
-            out.append(contentsOf: #","subtitle":"#.utf8)
+            out.appendLiteral(#","subtitle":"#)
             if let v = subtitle {
                 JSON.writeString(v, into: &out)
             } else {
-                out.append(contentsOf: "null".utf8)
+                out.appendLiteral("null")
             }
-            out.append(contentsOf: #","taskId":"#.utf8)
+            out.appendLiteral(#","taskId":"#)
             JSON.writeInt(Int64(clamping: taskId.rawValue), into: &out)
-            out.append(contentsOf: #","title":"#.utf8)
+            out.appendLiteral(#","title":"#)
             JSON.writeString(title, into: &out)
-            out.append(contentsOf: #","totalUnits":"#.utf8)
+            out.appendLiteral(#","totalUnits":"#)
             if let v = totalUnits {
                 JSON.writeInt(v, into: &out)
             } else {
-                out.append(contentsOf: "null".utf8)
+                out.appendLiteral("null")
             }
             out.append(UInt8(ascii: "}"))
         }

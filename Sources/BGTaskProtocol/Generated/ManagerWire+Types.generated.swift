@@ -38,25 +38,25 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"appId":"#.utf8)
+            out.appendLiteral(#"{"appId":"#)
             JSON.writeString(appId, into: &out)
-            out.append(contentsOf: #","expiring":"#.utf8)
-            out.append(contentsOf: expiring ? "true".utf8 : "false".utf8)
-            out.append(contentsOf: #","managerHold":"#.utf8)
-            out.append(contentsOf: managerHold ? "true".utf8 : "false".utf8)
-            out.append(contentsOf: #","name":"#.utf8)
+            out.appendLiteral(#","expiring":"#)
+            out.appendLiteral(expiring ? "true" : "false")
+            out.appendLiteral(#","managerHold":"#)
+            out.appendLiteral(managerHold ? "true" : "false")
+            out.appendLiteral(#","name":"#)
             if let v = name {
                 JSON.writeString(v, into: &out)
             } else {
-                out.append(contentsOf: "null".utf8)
+                out.appendLiteral("null")
             }
-            out.append(contentsOf: #","remainingUSec":"#.utf8)
+            out.appendLiteral(#","remainingUSec":"#)
             if let v = remainingUSec {
                 JSON.writeInt(v, into: &out)
             } else {
-                out.append(contentsOf: "null".utf8)
+                out.appendLiteral("null")
             }
-            out.append(contentsOf: #","taskId":"#.utf8)
+            out.appendLiteral(#","taskId":"#)
             JSON.writeInt(Int64(clamping: taskId.rawValue), into: &out)
             out.append(UInt8(ascii: "}"))
         }
@@ -88,11 +88,11 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"activityId":"#.utf8)
+            out.appendLiteral(#"{"activityId":"#)
             JSON.writeInt(Int64(clamping: activityId.rawValue), into: &out)
-            out.append(contentsOf: #","appId":"#.utf8)
+            out.appendLiteral(#","appId":"#)
             JSON.writeString(appId, into: &out)
-            out.append(contentsOf: #","mode":"#.utf8)
+            out.appendLiteral(#","mode":"#)
             JSON.writeString(mode.rawValue, into: &out)
             out.append(UInt8(ascii: "}"))
         }
@@ -136,22 +136,22 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"appId":"#.utf8)
+            out.appendLiteral(#"{"appId":"#)
             if let v = appId {
                 JSON.writeString(v, into: &out)
             } else {
-                out.append(contentsOf: "null".utf8)
+                out.appendLiteral("null")
             }
-            out.append(contentsOf: #","decision":"#.utf8)
+            out.appendLiteral(#","decision":"#)
             JSON.writeString(decision.rawValue, into: &out)
-            out.append(contentsOf: #","message":"#.utf8)
+            out.appendLiteral(#","message":"#)
             JSON.writeString(message, into: &out)
-            out.append(contentsOf: #","realtimeUSec":"#.utf8)
+            out.appendLiteral(#","realtimeUSec":"#)
             JSON.writeInt(realtimeUSec, into: &out)
-            out.append(contentsOf: #","reason":"#.utf8)
+            out.appendLiteral(#","reason":"#)
             JSON.writeString(reason.rawValue, into: &out)
             if let v = scene {
-                out.append(contentsOf: #","scene":"#.utf8)
+                out.appendLiteral(#","scene":"#)
                 JSON.writeString(v, into: &out)
             }
             out.append(UInt8(ascii: "}"))
@@ -237,7 +237,7 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"activities":"#.utf8)
+            out.appendLiteral(#"{"activities":"#)
             out.append(UInt8(ascii: "["))
             activities.withUnsafeBufferPointer { elements in
                 for i in elements.indices {
@@ -246,9 +246,9 @@ extension ManagerWire {
                 }
             }
             out.append(UInt8(ascii: "]"))
-            out.append(contentsOf: #","appId":"#.utf8)
+            out.appendLiteral(#","appId":"#)
             JSON.writeString(appId, into: &out)
-            out.append(contentsOf: #","assertions":"#.utf8)
+            out.appendLiteral(#","assertions":"#)
             out.append(UInt8(ascii: "["))
             assertions.withUnsafeBufferPointer { elements in
                 for i in elements.indices {
@@ -257,55 +257,55 @@ extension ManagerWire {
                 }
             }
             out.append(UInt8(ascii: "]"))
-            out.append(contentsOf: #","backgroundTimeRemainingUSec":"#.utf8)
+            out.appendLiteral(#","backgroundTimeRemainingUSec":"#)
             if let v = backgroundTimeRemainingUSec {
                 JSON.writeInt(v, into: &out)
             } else {
-                out.append(contentsOf: "null".utf8)
+                out.appendLiteral("null")
             }
             if let v = bucket {
-                out.append(contentsOf: #","bucket":"#.utf8)
+                out.appendLiteral(#","bucket":"#)
                 JSON.writeString(v, into: &out)
             }
             if let v = energy {
-                out.append(contentsOf: #","energy":"#.utf8)
+                out.appendLiteral(#","energy":"#)
                 v.write(into: &out)
             }
-            out.append(contentsOf: #","lastDecision":"#.utf8)
+            out.appendLiteral(#","lastDecision":"#)
             if let v = lastDecision {
                 v.write(into: &out)
             } else {
-                out.append(contentsOf: "null".utf8)
+                out.appendLiteral("null")
             }
-            out.append(contentsOf: #","lastForegroundUSec":"#.utf8)
+            out.appendLiteral(#","lastForegroundUSec":"#)
             if let v = lastForegroundUSec {
                 JSON.writeInt(v, into: &out)
             } else {
-                out.append(contentsOf: "null".utf8)
+                out.appendLiteral("null")
             }
-            out.append(contentsOf: #","lifecycleAware":"#.utf8)
-            out.append(contentsOf: lifecycleAware ? "true".utf8 : "false".utf8)
-            out.append(contentsOf: #","name":"#.utf8)
+            out.appendLiteral(#","lifecycleAware":"#)
+            out.appendLiteral(lifecycleAware ? "true" : "false")
+            out.appendLiteral(#","name":"#)
             JSON.writeString(name, into: &out)
-            out.append(contentsOf: #","pendingTaskRequests":"#.utf8)
+            out.appendLiteral(#","pendingTaskRequests":"#)
             JSON.writeInt(pendingTaskRequests, into: &out)
-            out.append(contentsOf: #","pid":"#.utf8)
+            out.appendLiteral(#","pid":"#)
             if let v = pid {
                 JSON.writeInt(v, into: &out)
             } else {
-                out.append(contentsOf: "null".utf8)
+                out.appendLiteral("null")
             }
-            out.append(contentsOf: #","refreshSetting":"#.utf8)
-            JSON.writeString(refreshSetting ? "on" : "off", into: &out)
-            out.append(contentsOf: #","refreshStatus":"#.utf8)
+            out.appendLiteral(#","refreshSetting":"#)
+            out.appendLiteral(refreshSetting ? #""on""# : #""off""#)
+            out.appendLiteral(#","refreshStatus":"#)
             JSON.writeString(refreshStatus.rawValue, into: &out)
-            out.append(contentsOf: #","refreshStatusReason":"#.utf8)
+            out.appendLiteral(#","refreshStatusReason":"#)
             if let v = refreshStatusReason {
                 JSON.writeString(v.rawValue, into: &out)
             } else {
-                out.append(contentsOf: "null".utf8)
+                out.appendLiteral("null")
             }
-            out.append(contentsOf: #","scenes":"#.utf8)
+            out.appendLiteral(#","scenes":"#)
             out.append(UInt8(ascii: "["))
             scenes.withUnsafeBufferPointer { elements in
                 for i in elements.indices {
@@ -314,13 +314,13 @@ extension ManagerWire {
                 }
             }
             out.append(UInt8(ascii: "]"))
-            out.append(contentsOf: #","state":"#.utf8)
+            out.appendLiteral(#","state":"#)
             JSON.writeString(state.rawValue, into: &out)
-            out.append(contentsOf: #","uid":"#.utf8)
+            out.appendLiteral(#","uid":"#)
             if let v = uid {
                 JSON.writeInt(v, into: &out)
             } else {
-                out.append(contentsOf: "null".utf8)
+                out.appendLiteral("null")
             }
             out.append(UInt8(ascii: "}"))
         }
@@ -355,11 +355,11 @@ extension ManagerWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"backgroundCPU24hUSec":"#.utf8)
+            out.appendLiteral(#"{"backgroundCPU24hUSec":"#)
             JSON.writeInt(backgroundCPU24hUSec, into: &out)
-            out.append(contentsOf: #","backgroundCPUUSec":"#.utf8)
+            out.appendLiteral(#","backgroundCPUUSec":"#)
             JSON.writeInt(backgroundCPUUSec, into: &out)
-            out.append(contentsOf: #","wakes":"#.utf8)
+            out.appendLiteral(#","wakes":"#)
             out.append(UInt8(ascii: "{"))
             for (i, e) in wakes.sorted(by: { $0.key < $1.key }).enumerated() {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
@@ -368,7 +368,7 @@ extension ManagerWire {
                 JSON.writeInt(e.value, into: &out)
             }
             out.append(UInt8(ascii: "}"))
-            out.append(contentsOf: #","wakes24h":"#.utf8)
+            out.appendLiteral(#","wakes24h":"#)
             out.append(UInt8(ascii: "{"))
             for (i, e) in wakes24h.sorted(by: { $0.key < $1.key }).enumerated() {
                 if i > 0 { out.append(UInt8(ascii: ",")) }

@@ -21,7 +21,7 @@ extension ServiceWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"interface":"#.utf8)
+            out.appendLiteral(#"{"interface":"#)
             JSON.writeString(interface, into: &out)
             out.append(UInt8(ascii: "}"))
         }

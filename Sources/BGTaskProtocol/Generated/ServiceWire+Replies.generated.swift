@@ -33,7 +33,7 @@ extension ServiceWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"interfaces":"#.utf8)
+            out.appendLiteral(#"{"interfaces":"#)
             out.append(UInt8(ascii: "["))
             interfaces.withUnsafeBufferPointer { elements in
                 for i in elements.indices {
@@ -42,13 +42,13 @@ extension ServiceWire {
                 }
             }
             out.append(UInt8(ascii: "]"))
-            out.append(contentsOf: #","product":"#.utf8)
+            out.appendLiteral(#","product":"#)
             JSON.writeString(product, into: &out)
-            out.append(contentsOf: #","url":"#.utf8)
+            out.appendLiteral(#","url":"#)
             JSON.writeString(url, into: &out)
-            out.append(contentsOf: #","vendor":"#.utf8)
+            out.appendLiteral(#","vendor":"#)
             JSON.writeString(vendor, into: &out)
-            out.append(contentsOf: #","version":"#.utf8)
+            out.appendLiteral(#","version":"#)
             JSON.writeString(version, into: &out)
             out.append(UInt8(ascii: "}"))
         }
@@ -74,7 +74,7 @@ extension ServiceWire {
         }
 
         public func write(into out: inout [UInt8]) {
-            out.append(contentsOf: #"{"description":"#.utf8)
+            out.appendLiteral(#"{"description":"#)
             JSON.writeString(description, into: &out)
             out.append(UInt8(ascii: "}"))
         }
