@@ -105,6 +105,7 @@ extension DaemonService {
         let t = now()
         let wall = clock.realtime()
         let actions = core.handle(input, now: t, wall: wall)
+        burstTrim.note(on: queue)
         if recording?.append(input, monotonic: t, realtime: wall, actions: actions) == true {
             // The ring's segment is full: the next begins with a copy of the core as it is now (O(1)).
             recording?.startSegment(core)

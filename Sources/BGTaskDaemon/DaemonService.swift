@@ -39,6 +39,8 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
     var armedWallDeadline: RealtimeInstant?
     /// SPEC §17: the inputs the core took and its decisions, when `RecordInputs=yes`.
     var recording: InputRecorder?
+    /// The heap a burst of inputs freed, given back once at rest after it (BurstTrim.swift).
+    let burstTrim = BurstTrim()
     let freezer: any Freezer
     let launcher: any AppLauncher
     /// Background App Refresh's I/O: the state file and the power supply (SPEC §5, §6; the core decides).
