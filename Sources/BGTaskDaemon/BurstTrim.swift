@@ -13,28 +13,37 @@ import Glibc
 /// burst goes on (no timer per input), nothing armed at rest. On the daemon's queue.
 final class BurstTrim: @unchecked Sendable {
     // @unchecked: only touched on the daemon's serial queue.
-    static let threshold = 4096
-    static let quiet: DispatchTimeInterval = .seconds(1)
+    let threshold: Int
+    let quiet: DispatchTimeInterval
+    /// What a burst's end does (`malloc_trim(0)` on a thread of its own; tests count it).
+    let trim: @Sendable () -> Void
     private var inputs = 0
     private var seen = 0
-    private var armed = false
+    private(set) var armed = false
+
+    init(threshold: Int = 4096, quiet: DispatchTimeInterval = .seconds(1),
+         trim: @escaping @Sendable () -> Void = { _ = runOnBackgroundThread(nice: nil) { malloc_trim(0) } }) {
+        self.threshold = threshold
+        self.quiet = quiet
+        self.trim = trim
+    }
 
     /// One input taken by the core.
     func note(on queue: DispatchQueue) {
         inputs &+= 1
-        guard !armed, inputs >= Self.threshold else { return }
+        guard !armed, inputs >= threshold else { return }
         armed = true
         check(on: queue)
     }
 
     private func check(on queue: DispatchQueue) {
         seen = inputs
-        queue.asyncAfter(deadline: .now() + Self.quiet) { [self] in
+        queue.asyncAfter(deadline: .now() + quiet) { [self] in
             // Inputs came within the last second: the burst goes on.
             guard inputs == seen else { return check(on: queue) }
             inputs = 0
             armed = false
-            _ = runOnBackgroundThread(nice: nil) { malloc_trim(0) }
+            trim()
         }
     }
 }
