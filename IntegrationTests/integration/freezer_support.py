@@ -16,7 +16,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from support import TEST_DAEMON_PIDS, RawClient, own_daemon_matches
+from support import TEST_DAEMON_PIDS, RawClient, journal_scope, own_daemon_matches
 
 _counter = itertools.count()
 
@@ -308,7 +308,7 @@ def journal(since_realtime: float, *matches: str) -> list[dict]:
     time, filtered by FIELD=value matches."""
     out = subprocess.run(
         ["journalctl", "-t", "bgtaskd", "-o", "json", "--no-pager", f"--since=@{since_realtime:.6f}",
-         *own_daemon_matches(matches)],
+         *journal_scope()[1:], *own_daemon_matches(matches)],  # the files written since the test began
         capture_output=True, text=True, timeout=30)
     return [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
 

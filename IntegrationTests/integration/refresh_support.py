@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from support import Closed, RawClient, journal_since  # noqa: E402
+from support import Closed, RawClient, journal_scope  # noqa: E402
 
 HERE = Path(__file__).resolve()
 APP = "io.bgtaskd.App"
@@ -203,7 +203,7 @@ def journal(pid: int, *matches: str, want=lambda entries: bool(entries), timeout
     since = _process_start_usec(pid)
     while True:
         run = subprocess.run(["journalctl", "--no-pager", "-o", "json", "--all", "-t", "bgtaskd", f"_PID={pid}",
-                              journal_since(), *matches], capture_output=True, text=True, timeout=10)
+                              *journal_scope(), *matches], capture_output=True, text=True, timeout=10)
         entries = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
         entries = [e for e in entries if int(e.get("__REALTIME_TIMESTAMP", "0")) >= since]
         if want(entries) or time.monotonic() > deadline:

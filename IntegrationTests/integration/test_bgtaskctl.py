@@ -27,7 +27,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from support import journal_since
+from support import journal_scope
 
 TIMEOUT = 10.0
 
@@ -435,7 +435,7 @@ def test_status_with_journal(ctl, fake, journald):
     journal_send(MESSAGE=f"{app} granted task 7", SYSLOG_IDENTIFIER="bgtaskd", BGTASKD_APP=app,
                  BGTASKD_DECISION="grant", BGTASKD_REASON="user-request")
     deadline = time.monotonic() + TIMEOUT
-    while "granted task 7" not in subprocess.run(["journalctl", "-t", "bgtaskd", f"BGTASKD_APP={app}", "-q", journal_since()],
+    while "granted task 7" not in subprocess.run(["journalctl", "-t", "bgtaskd", f"BGTASKD_APP={app}", "-q", *journal_scope()],
                                                  capture_output=True, text=True).stdout:
         assert time.monotonic() < deadline, "journald did not store the entries"
         time.sleep(0.05)  # poll interval of the journal read-back
@@ -490,7 +490,7 @@ def test_log_real_journal(ctl, journald):
     journal_send(MESSAGE=f"{app} suspended", SYSLOG_IDENTIFIER="bgtaskd", BGTASKD_APP=app, BGTASKD_DECISION="suspend")
     deadline = time.monotonic() + TIMEOUT
     while True:
-        r = run(ctl, "log", app, "-o", "cat", "--no-pager", journal_since())
+        r = run(ctl, "log", app, "-o", "cat", "--no-pager", *journal_scope())
         if f"{app} suspended" in r.stdout:
             break
         assert time.monotonic() < deadline, (r.returncode, r.stdout, r.stderr)

@@ -9,14 +9,14 @@ import time
 from pathlib import Path
 
 import pytest
-from support import journal_since
+from support import journal_scope
 
 
 def journal_entries(*matches: str, timeout: float = 5.0, want=lambda entries: bool(entries)) -> list[dict]:
     """`journalctl -o json` entries for `matches`, polled until `want(entries)` or the timeout."""
     deadline = time.monotonic() + timeout
     while True:
-        run = subprocess.run(["journalctl", "--no-pager", "-o", "json", "--all", journal_since(), *matches],
+        run = subprocess.run(["journalctl", "--no-pager", "-o", "json", "--all", *journal_scope(), *matches],
                              capture_output=True, text=True, timeout=10)
         entries = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
         if want(entries) or time.monotonic() > deadline:
@@ -26,7 +26,7 @@ def journal_entries(*matches: str, timeout: float = 5.0, want=lambda entries: bo
 
 
 def test_journald_is_running(journald):
-    run = subprocess.run(["journalctl", "--no-pager", "-n", "1", "-o", "json", journal_since()], capture_output=True, text=True,
+    run = subprocess.run(["journalctl", "--no-pager", "-n", "1", "-o", "json", *journal_scope()], capture_output=True, text=True,
                          timeout=10)
     assert run.returncode == 0, f"journalctl cannot read the journal: {run.stderr}"
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import varlink
 
-from support import AppLog, RawClient, journal_entries, journal_since, wait_for
+from support import AppLog, RawClient, journal_entries, journal_scope, wait_for
 
 HERE = Path(__file__).resolve().parent
 PYAPP = HERE / "apps" / "pyapp.py"
@@ -233,7 +233,7 @@ def test_journal_lists_exactly_the_suspensions(lifecycle):
             app.wait_state("active")
     out = subprocess.run(["journalctl", "--sync"], check=False)
     res = subprocess.run(["journalctl", "-t", "bgtaskd", f"BGTASKD_APP={app.id}", "BGTASKD_DECISION=suspend",
-                          "-o", "json", "--no-pager", journal_since()], capture_output=True, text=True, check=True)
+                          "-o", "json", "--no-pager", *journal_scope()], capture_output=True, text=True, check=True)
     entries = [json.loads(l) for l in res.stdout.splitlines() if l.strip()]
     entries = [e for e in entries if int(e.get("_PID", 0)) == d.pid]
     assert len(entries) == 3

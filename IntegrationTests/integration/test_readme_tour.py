@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 import pytest
-from support import journal_since
+from support import journal_scope
 
 REPO = Path(__file__).resolve().parents[2]
 APP = "org.example.WebServer"
@@ -168,7 +168,7 @@ def test_readme_try_it_runs_as_written(tour, bin_dir):
                 Path(f"/proc/{web_pid}/stat").read_text().split()[2] == "Z", web_pid
             assert "daemon-stopping" in subprocess.run(
                 ["journalctl", "-t", "bgtaskd", f"BGTASKD_APP={APP}", "BGTASKD_DECISION=terminate", "-n", "3",
-                 "-o", "json", "--no-pager", journal_since()], capture_output=True, text=True).stdout
+                 "-o", "json", "--no-pager", *journal_scope()], capture_output=True, text=True).stdout
             continue
         r = tour.run(command)
         out = r.stdout
