@@ -72,7 +72,7 @@ def main():
         if a.perf:
             notify = B.NotifySocket(str(d.root / "notify"))
             t0 = time.monotonic()
-            p = subprocess.Popen(["perf", "record", "-q", "-e", "cpu-clock", "-F", "10000", "-g", "-o", a.perf, "--"]
+            p = subprocess.Popen(["perf", "record", "-q", *os.environ.get("FIRST_PERF_EVENT", "-e cpu-clock -F 10000").split(), "-g", "-o", a.perf, "--"]
                                  + d.argv(), env=dict(os.environ, NOTIFY_SOCKET=notify.path),
                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             notify.wait_ready(60)

@@ -1,29 +1,55 @@
 // SPEC §14, system sleep: live background work holds logind's `idle` inhibitor; the daemon sees the
 // system go to sleep and come back.
 extension LifecycleMachine {
-    /// Whether app `i` has work that must not be cut short by idle sleep: a background task or manager
-    /// hold, a running scheduled task, a continuous-mode activity.
-    func hasLiveWork(_ i: Int) -> Bool {
-        !records[i].assertions.isEmpty || !records[i].tasks.isEmpty || !records[i].activities.isEmpty
+    /// App `i`'s work that must not be cut short by idle sleep, counted: background tasks and manager
+    /// holds, running scheduled tasks, continuous-mode activities (live work: any of them).
+    func work(_ i: Int) -> IdleWork.Count {
+        IdleWork.Count(
+            assertions: Int32(records[i].assertions.count), tasks: Int32(records[i].tasks.count),
+            activities: Int32(records[i].activities.count))
     }
 
     /// After an input: the ``Action/inhibitIdle(_:)`` to emit when the set of apps with live work changed.
     /// Every change of an app's work comes with a decision about the app, so only the apps the actions
-    /// name are looked at (no pass over every app per call).
+    /// name are looked at, and the work's sum is kept up to date from them (``idleWork``): no pass over
+    /// the apps with live work per call, where each call that gave an app its first task or ended its last
+    /// counted them all.
     mutating func idleInhibitionChange(after actions: [Action]) -> Action? {
+        if idleWork.perApp.count != idleApps.count { countIdleWork() }
         var changed = false
         for action in actions {
             guard let app = action.decision?.app else { continue }
-            let live = slots[app].map(hasLiveWork) ?? false
+            let now = slots[app].map(work) ?? IdleWork.Count()
             let at = idleAppsIndex(app)
             let listed = at < idleApps.count && idleApps[at] == app
-            if live != listed {
+            if listed { idleWork.total.subtract(idleWork.perApp[at]) }
+            if !now.isEmpty {
+                idleWork.total.add(now)
+                if listed {
+                    idleWork.perApp[at] = now
+                } else {
+                    idleApps.insert(app, at: at)
+                    idleWork.perApp.insert(now, at: at)
+                    changed = true
+                }
+            } else if listed {
+                idleApps.remove(at: at)
+                idleWork.perApp.remove(at: at)
                 changed = true
-                if live { idleApps.insert(app, at: at) } else { idleApps.remove(at: at) }
             }
         }
         guard changed else { return nil }
         return .inhibitIdle(idleInhibition)
+    }
+
+    /// ``idleWork`` counted again from the records of ``idleApps``.
+    mutating func countIdleWork() {
+        idleWork = IdleWork()
+        for app in idleApps {
+            let count = slots[app].map(work) ?? IdleWork.Count()
+            idleWork.perApp.append(count)
+            idleWork.total.add(count)
+        }
     }
 
     /// Where `app` is or would go in the sorted ``idleApps`` (binary search).
@@ -37,18 +63,18 @@ extension LifecycleMachine {
         return low
     }
 
-    /// The live work now (`nil`: none).
+    /// The live work now (`nil`: none): the sum kept in ``idleWork``, or counted when that does not match
+    /// ``idleApps`` (a decoded machine before its first input).
     var idleInhibition: IdleInhibition? {
         guard !idleApps.isEmpty else { return nil }
-        var inhibition = IdleInhibition(
-            apps: idleApps.prefix(IdleInhibition.namedLimit), appCount: idleApps.count, assertions: 0, tasks: 0, activities: 0)
-        for app in idleApps {
-            guard let i = slots[app] else { continue }
-            inhibition.assertions += records[i].assertions.count
-            inhibition.tasks += records[i].tasks.count
-            inhibition.activities += records[i].activities.count
+        var total = idleWork.total
+        if idleWork.perApp.count != idleApps.count {
+            total = IdleWork.Count()
+            for app in idleApps { if let i = slots[app] { total.add(work(i)) } }
         }
-        return inhibition
+        return IdleInhibition(
+            apps: idleApps.prefix(IdleInhibition.namedLimit), appCount: idleApps.count,
+            assertions: Int(total.assertions), tasks: Int(total.tasks), activities: Int(total.activities))
     }
 
     /// logind's `PrepareForSleep(true)`: one `policy` decision, naming the live work sleep interrupts.
@@ -65,4 +91,32 @@ extension LifecycleMachine {
             emit(.verifyFrozen(records[i].id, processes(i)))
         }
     }
+}
+
+/// SPEC §14: the live work of the apps that hold the idle inhibitor, per app and summed
+/// (``LifecycleMachine/idleWork``).
+struct IdleWork: Sendable {
+    struct Count: Sendable, Equatable {
+        var assertions: Int32 = 0
+        var tasks: Int32 = 0
+        var activities: Int32 = 0
+
+        var isEmpty: Bool { assertions == 0 && tasks == 0 && activities == 0 }
+
+        mutating func add(_ other: Count) {
+            assertions += other.assertions
+            tasks += other.tasks
+            activities += other.activities
+        }
+
+        mutating func subtract(_ other: Count) {
+            assertions -= other.assertions
+            tasks -= other.tasks
+            activities -= other.activities
+        }
+    }
+
+    /// Each app's, in ``LifecycleMachine/idleApps``' order.
+    var perApp: [Count] = []
+    var total = Count()
 }

@@ -50,10 +50,20 @@ public struct LifecycleMachine: Sendable, Codable {
     /// SPEC §14: the apps with live background work as last told (``Action/inhibitIdle(_:)``).
     /// Kept sorted (inserted in place), so that telling the set costs no sort per call.
     var idleApps: [AppID] = []
+    /// The work of each of ``idleApps`` as last counted, and its sum: derived, so not encoded (`CodingKeys`),
+    /// and counted again from the records when it does not match ``idleApps`` (a decoded machine).
+    var idleWork = IdleWork()
     /// SPEC §15: the scene whose change is being handled; decisions taken meanwhile carry it (`BGTASKD_SCENE`).
     var decidingScene: SceneID?
     /// SPEC §16: the live continued tasks (each also an assertion of ``assertionTable``).
     var continuedTasks: [TaskID: ContinuedTask] = [:]
+
+    /// Every stored property but ``idleWork`` (derived from the records).
+    enum CodingKeys: String, CodingKey {
+        case config, records, slots, assertionTable, activityTable, connections, pendingAcks, deadlines, nextTaskNumber
+        case nextEventNumber, clock, now, out, removals, replyTo, spawned, spawnsAwaited, stopping, holdRequests
+        case pressure, idleApps, decidingScene, continuedTasks
+    }
 
     /// A machine with no apps.
     public init(config: LifecycleConfig = .default) {

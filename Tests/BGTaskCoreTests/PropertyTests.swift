@@ -93,6 +93,8 @@ struct Driver {
     var freezing: Set<AppID> = []
     /// The apps of the last ``Action/inhibitIdle(_:)`` (SPEC §14).
     var idleApps: Set<AppID> = []
+    /// The last ``Action/inhibitIdle(_:)``, when the step being checked emitted one.
+    var toldThisStep: IdleInhibition??
 
     init() {
         for manifest in Harness.standardManifests { _ = machine.handle(.appRegistered(manifest), now: now) }
@@ -299,6 +301,7 @@ struct Driver {
                 freezing.remove(app)
             case .inhibitIdle(let live):
                 idleApps = Set(live?.apps ?? [])
+                toldThisStep = .some(live)
             case .verifyFrozen(let app, _):
                 // Suspended, or on its way (a freeze not confirmed yet is reported `background`).
                 if machine.app(app, now: now)?.state != .suspended, !freezing.contains(app) { fail("\(app) checked frozen but not suspended") }
@@ -314,6 +317,15 @@ struct Driver {
             !$0.assertions.isEmpty || !$0.activities.isEmpty || !$0.runningTasks.isEmpty
         }.map(\.id))
         if live != idleApps { fail("idle inhibition told \(idleApps.sorted()), live work of \(live.sorted())") }
+        // And the work it counts is the apps' as the step left them (kept as a running sum by the machine).
+        if case .some(let told) = toldThisStep {
+            let apps = machine.apps(now: now)
+            let counted = told.map { [$0.appCount, $0.assertions, $0.tasks, $0.activities] } ?? [0, 0, 0, 0]
+            let actual = [live.count, apps.map(\.assertions.count).reduce(0, +), apps.map(\.runningTasks.count).reduce(0, +),
+                          apps.map(\.activities.count).reduce(0, +)]
+            if counted != actual { fail("idle inhibition counted \(counted) (apps, assertions, tasks, activities), live \(actual)") }
+        }
+        toldThisStep = nil
 
         if let next = machine.nextDeadline, next <= now { fail("deadline \(next) left due at \(now)") }
 

@@ -79,6 +79,34 @@ import Testing
 
     /// Encoded and decoded, the core's JSON value is the same to the last member, and the core read back
     /// decides as the live one.
+    /// SPEC §14: the work the idle inhibition counts is kept as a running sum that is not encoded; a core
+    /// read back from a checkpoint (as a replay starts) counts it again from its records and tells the
+    /// same inhibitions, counts and all, as the live core it was taken from.
+    @Test func aCoreReadBackTellsTheSameIdleInhibitions() throws {
+        var (live, _) = try Self.variedCore()
+        var readBack = try JSON(compact: JSON.compactEncode(live)).decode(DaemonCore.self)
+        var told: [IdleInhibition?] = []
+        var t: Int64 = 900_000_000
+        // Each app's connection closes in turn (its tasks go with it), then one app takes up work again:
+        // the set of apps with live work shrinks to none and grows again.
+        let before = readBack.lifecycle.apps(now: Instant(microseconds: t)).filter { !$0.assertions.isEmpty }
+        var inputs: [CoreInput] = (0..<60).map { .lifecycle(.connectionClosed(ConnectionID(UInt64(100 + $0))), request: nil, from: nil) }
+        let app = AppID("org.example.Compact7")!
+        inputs.append(.lifecycle(.appCheckedIn(app, connection: ConnectionID(707), pid: 2_007), request: RequestID(800_000), from: nil))
+        inputs.append(.lifecycle(.assertionRequested(app, connection: ConnectionID(707), name: "again"), request: RequestID(800_001), from: nil))
+        for input in inputs {
+            t += 1_000
+            let now = Instant(microseconds: t), wall = RealtimeInstant(microsecondsSinceEpoch: 1_700_000_000_000_000 + t)
+            let actions = live.handle(input, now: now, wall: wall)
+            #expect(readBack.handle(input, now: now, wall: wall) == actions)
+            for case .perform(.inhibitIdle(let live), _, _) in actions { told.append(live) }
+        }
+        // The first, after the first connection's work went: the others' assertions, counted again.
+        let first = before.dropFirst().reduce(0) { $0 + $1.assertions.count }
+        #expect(before.count == 60 && told.first??.appCount == 59 && told.first??.assertions == first)
+        #expect(told.count == 61 && told[59] == nil && told.last??.appCount == 1 && told.last??.assertions == 1)
+    }
+
     @Test func aCompactCoreReadsBackExactly() throws {
         var (core, _) = try Self.variedCore()
         let json = try JSON.encode(core)

@@ -8,8 +8,10 @@ import BGTaskProtocol
 /// time per input; under `valgrind --tool=callgrind` the instruction counts of a run with and one without
 /// the recorder give the recorder's own, stable where the time is not; `segment_inputs`, how many Begin/End
 /// inputs fill a segment (one checkpoint each). Then times what `GetRecording`
-/// does off the daemon's queue: the replay, check and rendering, and the JSON encoding.
-func recordLoop(pairs: Int, maxBytes: Int, record: Bool) {
+/// does off the daemon's queue: the replay, check and rendering, and the JSON encoding. `busyApps`: that many
+/// other apps in the foreground first, each holding one background task (live work, SPEC §14), so that each
+/// Begin/End of the measured app adds it to or takes it from the apps holding the idle inhibitor among them.
+func recordLoop(pairs: Int, maxBytes: Int, record: Bool, busyApps: Int = 0) {
     guard let app = AppID("org.bench.R00") else { fail("bad app ID") }
     var core = RecordingStart(lifecycle: .default, journal: JournalBudget.Limits(), denial: DenialBudget.Limits()).makeCore()
     var t: Int64 = 0
@@ -23,6 +25,15 @@ func recordLoop(pairs: Int, maxBytes: Int, record: Bool) {
     _ = take(.launchRequested(app, background: false, exclusive: false))
     _ = take(.appLaunched(app, pid: 100))
     _ = take(.appCheckedIn(app, connection: ConnectionID(7), pid: 100))
+    let busy = (0..<busyApps).compactMap { AppID("org.bench.B\($0)") }
+    if !busy.isEmpty { _ = take(.appsRegistered(busy.map { AppManifest(id: $0) })) }
+    for (k, other) in busy.enumerated() {
+        let connection = ConnectionID(UInt64(1_000 + k))
+        _ = take(.launchRequested(other, background: false, exclusive: false))
+        _ = take(.appLaunched(other, pid: Int32(1_000 + k)))
+        _ = take(.appCheckedIn(other, connection: connection, pid: Int32(1_000 + k)))
+        _ = take(.assertionRequested(other, connection: connection, name: "held"))
+    }
     var recorder = record ? InputRecorder(start: core, maxBytes: maxBytes) : nil
     var actions = 0
     var taken = 0

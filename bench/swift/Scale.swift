@@ -63,7 +63,7 @@ func settleJournal(_ fd: Int32, _ reader: MessageReader, journald: Int32, daemon
 /// `--launch yes` first launches every app into the foreground (unlimited time, no deadline). Then, for each
 /// level, background tasks are begun (held by `holders` connections, `perApp` per app, apps in order) until
 /// that many are live, and `pairs` sequential Begin → End pairs are timed on a fresh connection on the
-/// first app, beside the daemon's VmRSS.
+/// first app, beside the daemon's VmRSS. `--pin-cpu N`: the timed rounds on CPU N, the daemon's and this one.
 func runScale(_ o: Options) {
     let path = o.string("socket")
     let apps = readLines(o.string("apps-file"))
@@ -73,6 +73,7 @@ func runScale(_ o: Options) {
     let pid = Int32(o.int("daemon-pid"))
     let holderCount = o.int("holders", 16)
     let journald = Int32(o.int("journald-pid", 0))
+    let pinCPU = o.int("pin-cpu", -1) >= 0 ? o.int("pin-cpu", -1) : nil
     var out: [String: JSON] = [:]
 
     let control = connectUnix(path)
@@ -111,15 +112,20 @@ func runScale(_ o: Options) {
         }
         live = level
         let setup = Double(monoNS() - t) / 1e9
-        // Three rounds, each after the journal settled: a VM's slow phases last seconds.
+        // Five rounds, each after the journal settled: a VM's slow phases last seconds.
         var begin: [Int64] = []
         var end: [Int64] = []
         var cpuPerCall: [Int64] = []
         var m: [String: JSON] = [:]
-        for _ in 0..<3 {
+        // With --pin-cpu N the timed rounds run with the daemon and this client on that CPU (row 1's "pinned
+        // to one CPU"): unpinned, each round costs ~20 or ~30 µs a call by where the scheduler put the two
+        // ends, and the levels' ratios followed it. The set-up above runs on every CPU.
+        if let cpu = pinCPU { pinThreads(of: pid, cpus: [cpu]) }
+        defer { if pinCPU != nil { pinThreads(of: pid, cpus: nil) } }
+        for _ in 0..<5 {
             settleJournal(control, controlReader, journald: journald, daemon: pid)
             let cpu0 = cpuNS(pid: pid)
-            m = measurePairs(socket: path, app: apps[0], pairs: pairs / 3, warmup: 0)
+            m = measurePairs(socket: path, app: apps[0], pairs: pairs / 5, warmup: 0)
             let calls = (m["begin_ns"]?.arrayValue?.count ?? 0) + (m["end_ns"]?.arrayValue?.count ?? 0)
             cpuPerCall.append((cpuNS(pid: pid) - cpu0) / Int64(max(1, calls)))
             begin += m["begin_ns"]?.arrayValue?.compactMap { $0.intValue } ?? []

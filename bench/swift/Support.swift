@@ -295,16 +295,47 @@ func cpuNS(pid: Int32) -> Int64 {
     return threadsCPUNS(pid: pid)
 }
 
-/// CPU time of every thread of a process alive now, ns (the first field of /proc/PID/task/TID/schedstat).
-func threadsCPUNS(pid: Int32) -> Int64 {
-    guard let dir = opendir("/proc/\(pid)/task") else { return -1 }
+/// The threads of a process alive now (/proc/PID/task), as names.
+func threadNames(pid: Int32) -> [String] {
+    guard let dir = opendir("/proc/\(pid)/task") else { return [] }
     defer { closedir(dir) }
-    var total: Int64 = 0
+    var names: [String] = []
     while let entry = readdir(dir) {
         let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
             String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
         }
-        guard Int(name) != nil else { continue }
+        if Int32(name) != nil { names.append(name) }
+    }
+    return names
+}
+
+/// Every thread of `pid` (threads it makes later inherit the mask from the thread that makes them) and the
+/// calling thread on `cpus`; nil: on every CPU the machine has (bench.py's `pin_process` and `cpu=`).
+func pinThreads(of pid: Int32, cpus: Set<Int>?) {
+    var set = cpu_set_t()
+    let all = Int(sysconf(Int32(_SC_NPROCESSORS_CONF)))
+    withUnsafeMutableBytes(of: &set) { raw in
+        let words = raw.bindMemory(to: UInt64.self)
+        for cpu in 0..<min(all, words.count * 64) where cpus?.contains(cpu) ?? true {
+            words[cpu / 64] |= 1 << UInt64(cpu % 64)
+        }
+    }
+    // glibc declares it only under _GNU_SOURCE, which the Glibc module does not set: found by name.
+    typealias SetAffinity = @convention(c) (pid_t, Int, UnsafeRawPointer) -> Int32
+    guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "sched_setaffinity") else { fail("no sched_setaffinity") }
+    let setAffinity = unsafeBitCast(symbol, to: SetAffinity.self)
+    withUnsafeBytes(of: &set) { mask in
+        for name in threadNames(pid: pid) {
+            _ = setAffinity(Int32(name)!, mask.count, mask.baseAddress!)  // a thread that just ended: ESRCH
+        }
+        if setAffinity(0, mask.count, mask.baseAddress!) != 0 { fail("sched_setaffinity: errno \(errno)") }
+    }
+}
+
+/// CPU time of every thread of a process alive now, ns (the first field of /proc/PID/task/TID/schedstat).
+func threadsCPUNS(pid: Int32) -> Int64 {
+    var total: Int64 = 0
+    for name in threadNames(pid: pid) {
         let fd = open("/proc/\(pid)/task/\(name)/schedstat", O_RDONLY)
         guard fd >= 0 else { continue }
         var buf = [UInt8](repeating: 0, count: 128)

@@ -45,7 +45,8 @@ enum BenchTool {
         case "checkpoint":
             measureCheckpoint(apps: o.int("apps", 10_000), rounds: o.int("rounds", 8), assertions: o.int("assertions", 0))
         case "record-loop":
-            recordLoop(pairs: o.int("pairs", 60_000), maxBytes: o.int("max-bytes", 16 << 20), record: o.int("record", 1) != 0)
+            recordLoop(pairs: o.int("pairs", 60_000), maxBytes: o.int("max-bytes", 16 << 20), record: o.int("record", 1) != 0,
+                       busyApps: o.int("busy-apps", 0))
         default:
             fail("unknown command \(command)")
         }
