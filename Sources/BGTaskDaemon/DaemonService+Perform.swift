@@ -119,6 +119,7 @@ extension DaemonService {
             removeSnapshots(app)
             freezer.released(app: app)
         case .stopFinished(let unexited):
+            releaseWakeLock()
             let completion = stopCompletion
             stopCompletion = nil
             completion?(unexited)

@@ -23,6 +23,8 @@ struct SystemSleepStatus {
     var releaseArmed = false
     /// An update of the description is waiting out ``SystemSleepWatch/idleLinger`` on the daemon's queue.
     var updateArmed = false
+    /// The kernel wake lock's release is waiting out ``SystemSleepWatch/idleLinger`` on the daemon's queue.
+    var wakeReleaseArmed = false
 
     var idleInhibited: Bool { mode == "logind" && live != nil }
 }
@@ -63,7 +65,7 @@ extension DaemonService {
     /// description's text per call.
     func inhibitIdle(_ live: IdleInhibition?) {
         sleepStatus.live = live
-        setWakeLock(live != nil)
+        holdWakeLock(live != nil)
         guard let watch = systemSleep else { return }
         if let live {
             guard sleepStatus.told != nil else {
@@ -93,6 +95,26 @@ extension DaemonService {
             }
         }
     }
+
+    /// `KernelWakeLock=yes` as live work comes and goes: taken at once; released after
+    /// ``SystemSleepWatch/idleLinger`` without live work, as logind's inhibitor is, so that an app looping
+    /// Begin/End takes it once (each take and each release is an open, a write and a close of a sysfs file:
+    /// six system calls per Begin/End pair otherwise). Released at once when the daemon stops
+    /// (``releaseWakeLock()``) and when `KernelWakeLock=` is turned off.
+    private func holdWakeLock(_ hold: Bool) {
+        guard let lock = wakeLock else { return }
+        if hold { return setWakeLock(true) }
+        guard lock.held, !sleepStatus.wakeReleaseArmed else { return }
+        sleepStatus.wakeReleaseArmed = true
+        queue.asyncAfter(deadline: .now() + SystemSleepWatch.idleLinger) { [weak self] in
+            guard let self else { return }
+            self.sleepStatus.wakeReleaseArmed = false
+            if self.sleepStatus.live == nil { self.setWakeLock(false) }
+        }
+    }
+
+    /// The daemon stops: the kernel wake lock, which outlives the process that took it, is released now.
+    func releaseWakeLock() { setWakeLock(false) }
 
     private func setWakeLock(_ hold: Bool) {
         guard let lock = wakeLock else { return }

@@ -571,7 +571,8 @@ private final class ServiceHarness: @unchecked Sendable {
     }
 
     /// SPEC §14, `KernelWakeLock=yes`: the core's `.inhibitIdle` takes the kernel wake lock `bgtaskd` when a
-    /// background task begins and releases it when the last one ends. The machine has no
+    /// background task begins and releases it when the last one ends, a second later (Begin/End in a loop
+    /// takes it once), and at once when the daemon stops. The machine has no
     /// /sys/power/wake_lock: the writer's directory points at a temporary one (its files made beforehand,
     /// as sysfs has them; nothing is created).
     @Test func liveWorkTakesTheKernelWakeLockAndTheLastEndReleasesIt() throws {
@@ -599,8 +600,25 @@ private final class ServiceHarness: @unchecked Sendable {
         #expect(read("wake_unlock") == "")
         #expect(h.queue.sync { h.service.wakeLock?.held } == true)
         h.call(calls, "io.bgtaskd.App.EndBackgroundTask", ["appId": .string(mail.rawValue), "taskId": taskID])
+        // Twenty more pairs within the linger (~50 ms): no more writes; held until the linger has passed.
+        for _ in 0..<20 {
+            let again = h.call(calls, "io.bgtaskd.App.BeginBackgroundTask", ["appId": .string(mail.rawValue)])
+            h.call(calls, "io.bgtaskd.App.EndBackgroundTask", ["appId": .string(mail.rawValue), "taskId": try #require(again.first?.parameters["taskId"])])
+        }
+        #expect(h.queue.sync { h.service.wakeLock.map { [$0.writes, $0.held ? 1 : 0] } } == [1, 1])
+        #expect(read("wake_unlock") == "")
+        let released = ContinuousClock.now + .seconds(10)  // a correctness bound; the linger is 1 s
+        while h.queue.sync(execute: { h.service.wakeLock?.held }) == true, ContinuousClock.now < released {
+            Thread.sleep(forTimeInterval: 0.05)
+        }
         #expect(read("wake_unlock") == "bgtaskd")
-        #expect(h.queue.sync { h.service.wakeLock?.held } == false)
+        #expect(h.queue.sync { h.service.wakeLock.map { [$0.writes, $0.held ? 1 : 0] } } == [2, 0])
+        // Taken again, then the daemon stops with the work live: released at once (a kernel wake lock
+        // outlives the process that took it).
+        _ = h.call(calls, "io.bgtaskd.App.BeginBackgroundTask", ["appId": .string(mail.rawValue)])
+        #expect(h.queue.sync { h.service.wakeLock?.held } == true)
+        h.queue.sync { _ = h.service.perform(.perform(.stopFinished(unexited: []), journaled: false, peer: nil), for: nil) }
+        #expect(h.queue.sync { h.service.wakeLock.map { [$0.writes, $0.held ? 1 : 0] } } == [4, 0])
     }
 
     /// SPEC §14: logind's PrepareForSleep(true) is one `policy`/`system-sleep` decision; (false) freezes

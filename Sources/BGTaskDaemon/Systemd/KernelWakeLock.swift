@@ -12,6 +12,8 @@ final class KernelWakeLock {
     /// The directory holding `wake_lock` and `wake_unlock` (a unit test points it elsewhere).
     let directory: String
     private(set) var held = false
+    /// Writes made (takes and releases), for tests.
+    private(set) var writes = 0
     /// The last write's error, said once per kind of failure.
     private(set) var lastError: String?
 
@@ -30,6 +32,7 @@ final class KernelWakeLock {
         let written = Self.name.withCString { write(fd, $0, strlen($0)) }
         guard written == Self.name.utf8.count else { return failed(path) }
         held = hold
+        writes += 1
         lastError = nil
         return nil
     }
