@@ -63,7 +63,8 @@ func settleJournal(_ fd: Int32, _ reader: MessageReader, journald: Int32, daemon
 /// `--launch yes` first launches every app into the foreground (unlimited time, no deadline). Then, for each
 /// level, background tasks are begun (held by `holders` connections, `perApp` per app, apps in order) until
 /// that many are live, and `pairs` sequential Begin → End pairs are timed on a fresh connection on the
-/// first app, beside the daemon's VmRSS. `--pin-cpu N`: the timed rounds on CPU N, the daemon's and this one.
+/// first app, beside the daemon's VmRSS. `--pin-cpu N`: the timed rounds on CPU N, the daemon's and this one;
+/// `--baseline-socket PATH --baseline-pid PID`: each round also times that echo server, taking turns.
 func runScale(_ o: Options) {
     let path = o.string("socket")
     let apps = readLines(o.string("apps-file"))
@@ -74,6 +75,7 @@ func runScale(_ o: Options) {
     let holderCount = o.int("holders", 16)
     let journald = Int32(o.int("journald-pid", 0))
     let pinCPU = o.int("pin-cpu", -1) >= 0 ? o.int("pin-cpu", -1) : nil
+    let baseline = o.values["baseline-socket"].map { (path: $0, pid: Int32(o.int("baseline-pid"))) }
     var out: [String: JSON] = [:]
 
     let control = connectUnix(path)
@@ -122,14 +124,47 @@ func runScale(_ o: Options) {
         // ends, and the levels' ratios followed it. The set-up above runs on every CPU.
         if let cpu = pinCPU { pinThreads(of: pid, cpus: [cpu]) }
         defer { if pinCPU != nil { pinThreads(of: pid, cpus: nil) } }
-        for _ in 0..<5 {
+        // With --baseline-socket/--baseline-pid each round also times the bare echo (pinned to the same CPU
+        // by bench.py), the two taking turns (the daemon first in even rounds): a level's figures over the
+        // echo's of the same round, so that the levels, which follow one another, compare like with like
+        // when the host's pace moves between them.
+        var wallRatios: [Double] = []
+        var cpuRatios: [Double] = []
+        var baseWall: [Int64] = []
+        var baseCPU: [Int64] = []
+        for round in 0..<5 {
             settleJournal(control, controlReader, journald: journald, daemon: pid)
-            let cpu0 = cpuNS(pid: pid)
-            m = measurePairs(socket: path, app: apps[0], pairs: pairs / 5, warmup: 0)
-            let calls = (m["begin_ns"]?.arrayValue?.count ?? 0) + (m["end_ns"]?.arrayValue?.count ?? 0)
-            cpuPerCall.append((cpuNS(pid: pid) - cpu0) / Int64(max(1, calls)))
-            begin += m["begin_ns"]?.arrayValue?.compactMap { $0.intValue } ?? []
-            end += m["end_ns"]?.arrayValue?.compactMap { $0.intValue } ?? []
+            var ours: (wall: Int64, cpu: Int64) = (0, 0)
+            var base: (wall: Int64, cpu: Int64)?
+            for side in (round % 2 == 0 ? [0, 1] : [1, 0]) {
+                if side == 0 {
+                    let cpu0 = cpuNS(pid: pid)
+                    m = measurePairs(socket: path, app: apps[0], pairs: pairs / 5, warmup: 0)
+                    let samples = (m["begin_ns"]?.arrayValue?.compactMap { $0.intValue } ?? [])
+                    let endSamples = (m["end_ns"]?.arrayValue?.compactMap { $0.intValue } ?? [])
+                    ours = (median(samples + endSamples), (cpuNS(pid: pid) - cpu0) / Int64(max(1, samples.count + endSamples.count)))
+                    cpuPerCall.append(ours.cpu)
+                    begin += samples
+                    end += endSamples
+                } else if let baseline {
+                    let cpu0 = cpuNS(pid: baseline.pid)
+                    let b = measurePairs(socket: baseline.path, app: apps[0], pairs: pairs / 5, warmup: 0)
+                    let samples = (b["begin_ns"]?.arrayValue?.compactMap { $0.intValue } ?? []) + (b["end_ns"]?.arrayValue?.compactMap { $0.intValue } ?? [])
+                    base = (median(samples), (cpuNS(pid: baseline.pid) - cpu0) / Int64(max(1, samples.count)))
+                }
+            }
+            if let base {
+                baseWall.append(base.wall)
+                baseCPU.append(base.cpu)
+                wallRatios.append(Double(ours.wall) / Double(max(1, base.wall)))
+                cpuRatios.append(Double(ours.cpu) / Double(max(1, base.cpu)))
+            }
+        }
+        if baseline != nil {
+            m["wall_over_baseline_rounds"] = .array(wallRatios.map { .double($0) })
+            m["cpu_over_baseline_rounds"] = .array(cpuRatios.map { .double($0) })
+            m["baseline_median_ns_rounds"] = ints(baseWall)
+            m["baseline_cpu_ns_per_call_rounds"] = ints(baseCPU)
         }
         m["begin_ns"] = ints(begin)
         m["end_ns"] = ints(end)
@@ -153,4 +188,10 @@ func runScale(_ o: Options) {
         _ = read(0, &b, 1)
     }
     for fd in holders { close(fd) }
+}
+
+/// The median of `values` (the upper one of an even count; 0 when empty).
+private func median(_ values: [Int64]) -> Int64 {
+    guard !values.isEmpty else { return 0 }
+    return values.sorted()[values.count / 2]
 }
