@@ -605,10 +605,7 @@ def rows_calls(t: Table, res: dict, a):
                             got[k].append(tool("throughput", "--socket", targets[k], "--apps", ",".join(apps),
                                                "--clients", "64", "--seconds", seconds, cpu=0))
                         for k, rs in got.items():
-                            calls, secs = sum(r["calls"] for r in rs), sum(float(r["seconds"]) for r in rs)
-                            thr_pinned[k].append({"calls": calls, "seconds": secs, "calls_per_s": calls / secs,
-                                                  "errors": sum(r["errors"] for r in rs),
-                                                  "denied": sum(r["denied"] for r in rs)})
+                            thr_pinned[k].append(one_round(rs))
                 finally:
                     for pid in (d.pid, e.proc.pid):
                         pin_process(pid, everything)
@@ -626,9 +623,7 @@ def rows_calls(t: Table, res: dict, a):
                     runs[k].append(tool("throughput", "--socket", path, "--apps", ",".join(apps), "--clients", "64",
                                         "--seconds", seconds))
                 for k, rs in runs.items():
-                    calls, secs = sum(r["calls"] for r in rs), sum(float(r["seconds"]) for r in rs)
-                    thr[k].append({"calls": calls, "seconds": secs, "calls_per_s": calls / secs,
-                                   "errors": sum(r["errors"] for r in rs), "denied": sum(r["denied"] for r in rs)})
+                    thr[k].append(one_round(rs))
         res["daemon_context_switches_per_call_64"] = switches / max(1, sum(r["calls"] for r in thr["bgtaskd"]))
         res["journald_cpu_us_per_call_64"] = jcpu["ns"] / max(1, jcpu["calls"]) / 1000 if jcpu["calls"] else None
         res["calls_daemon_rss_kib"] = rss_kib(d.pid)
@@ -770,6 +765,13 @@ def rows_calls(t: Table, res: dict, a):
         t.notes.append(f"row 2: bgtaskd answered {thr_d['errors']} errors, {thr_d['denied']} denials")
     if thr_d2["errors"] or thr_d2["denied"]:
         t.notes.append(f"row 2b: bgtaskd answered {thr_d2['errors']} errors, {thr_d2['denied']} denials")
+
+
+def one_round(runs: list[dict]) -> dict:
+    """A round's throughput figure from its runs of one server (`bgtaskd-bench throughput`): their sums."""
+    calls, secs = sum(r["calls"] for r in runs), sum(float(r["seconds"]) for r in runs)
+    return {"calls": calls, "seconds": secs, "calls_per_s": calls / secs,
+            "errors": sum(r["errors"] for r in runs), "denied": sum(r["denied"] for r in runs)}
 
 
 def pinned_rounds(res: dict, d: Daemon, servers: dict, app: str, a):

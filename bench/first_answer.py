@@ -7,6 +7,9 @@ any start after an earlier one; `--cold` removes the cache before each start (th
 installing).
 
     python3 bench/first_answer.py [--bin DIR] [--runs 5] [--cold] [--perf /tmp/first.data]
+
+FIRST_PERF_EVENT replaces `--perf`'s event options (default `-e cpu-clock -F 10000`), e.g.
+`FIRST_PERF_EVENT="-e page-faults -c 1"` records where the start's page faults happen.
 """
 import argparse
 import os

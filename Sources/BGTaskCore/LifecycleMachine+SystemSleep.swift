@@ -15,7 +15,7 @@ extension LifecycleMachine {
     /// the apps with live work per call, where each call that gave an app its first task or ended its last
     /// counted them all.
     mutating func idleInhibitionChange(after actions: [Action]) -> Action? {
-        if idleWork.perApp.count != idleApps.count { countIdleWork() }
+        if idleWork.perApp.count != idleApps.count { idleWork = countedIdleWork() }
         var changed = false
         for action in actions {
             guard let app = action.decision?.app else { continue }
@@ -42,14 +42,15 @@ extension LifecycleMachine {
         return .inhibitIdle(idleInhibition)
     }
 
-    /// ``idleWork`` counted again from the records of ``idleApps``.
-    mutating func countIdleWork() {
-        idleWork = IdleWork()
+    /// ``idleWork`` as the records of ``idleApps`` have it.
+    func countedIdleWork() -> IdleWork {
+        var counted = IdleWork()
         for app in idleApps {
             let count = slots[app].map(work) ?? IdleWork.Count()
-            idleWork.perApp.append(count)
-            idleWork.total.add(count)
+            counted.perApp.append(count)
+            counted.total.add(count)
         }
+        return counted
     }
 
     /// Where `app` is or would go in the sorted ``idleApps`` (binary search).
@@ -67,11 +68,7 @@ extension LifecycleMachine {
     /// ``idleApps`` (a decoded machine before its first input).
     var idleInhibition: IdleInhibition? {
         guard !idleApps.isEmpty else { return nil }
-        var total = idleWork.total
-        if idleWork.perApp.count != idleApps.count {
-            total = IdleWork.Count()
-            for app in idleApps { if let i = slots[app] { total.add(work(i)) } }
-        }
+        let total = idleWork.perApp.count == idleApps.count ? idleWork.total : countedIdleWork().total
         return IdleInhibition(
             apps: idleApps.prefix(IdleInhibition.namedLimit), appCount: idleApps.count,
             assertions: Int(total.assertions), tasks: Int(total.tasks), activities: Int(total.activities))

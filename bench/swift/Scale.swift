@@ -140,16 +140,15 @@ func runScale(_ o: Options) {
                 if side == 0 {
                     let cpu0 = cpuNS(pid: pid)
                     m = measurePairs(socket: path, app: apps[0], pairs: pairs / 5, warmup: 0)
-                    let samples = (m["begin_ns"]?.arrayValue?.compactMap { $0.intValue } ?? [])
-                    let endSamples = (m["end_ns"]?.arrayValue?.compactMap { $0.intValue } ?? [])
-                    ours = (median(samples + endSamples), (cpuNS(pid: pid) - cpu0) / Int64(max(1, samples.count + endSamples.count)))
+                    let (b, e) = (nanoseconds(m, "begin_ns"), nanoseconds(m, "end_ns"))
+                    ours = (median(b + e), (cpuNS(pid: pid) - cpu0) / Int64(max(1, b.count + e.count)))
                     cpuPerCall.append(ours.cpu)
-                    begin += samples
-                    end += endSamples
+                    begin += b
+                    end += e
                 } else if let baseline {
                     let cpu0 = cpuNS(pid: baseline.pid)
                     let b = measurePairs(socket: baseline.path, app: apps[0], pairs: pairs / 5, warmup: 0)
-                    let samples = (b["begin_ns"]?.arrayValue?.compactMap { $0.intValue } ?? []) + (b["end_ns"]?.arrayValue?.compactMap { $0.intValue } ?? [])
+                    let samples = nanoseconds(b, "begin_ns") + nanoseconds(b, "end_ns")
                     base = (median(samples), (cpuNS(pid: baseline.pid) - cpu0) / Int64(max(1, samples.count)))
                 }
             }
@@ -188,6 +187,11 @@ func runScale(_ o: Options) {
         _ = read(0, &b, 1)
     }
     for fd in holders { close(fd) }
+}
+
+/// The samples `measurePairs` put under `key`.
+private func nanoseconds(_ m: [String: JSON], _ key: String) -> [Int64] {
+    m[key]?.arrayValue?.compactMap { $0.intValue } ?? []
 }
 
 /// The median of `values` (the upper one of an even count; 0 when empty).
