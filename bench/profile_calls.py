@@ -44,7 +44,7 @@ def main():
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             time.sleep(0.5)
         if a.perf:
-            perf = subprocess.Popen(["perf", "record", "-q", "-e", "cpu-clock", "-F", "4999", "-g", "-o", a.perf,
+            perf = subprocess.Popen(["perf", "record", "-q", "-e", "cpu-clock", "-F", os.environ.get("PERF_FREQ", "4999")] + (["-g"] if not os.environ.get("PERF_FLAT") else []) + ["-o", a.perf,
                                      "-p", str(d.pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             time.sleep(0.5)
         for _ in range(a.rounds):

@@ -9,7 +9,7 @@ import Glibc
 /// Plain threads, joined before returning, rather than `DispatchQueue.concurrentPerform`: libdispatch's
 /// global (non-overcommit) pool starts its worker monitor on first use, a 1 Hz timer on its event
 /// thread for the rest of the process's life, which would wake an idle daemon once a second.
-func parallelMap<Item: Sendable, T: Sendable>(_ items: [Item], minimumPerThread: Int = 64,
+public func parallelMap<Item: Sendable, T: Sendable>(_ items: [Item], minimumPerThread: Int = 64,
                                               _ transform: @escaping @Sendable (Item) -> T) -> [T] {
     let cpus = max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
     let workers = min(cpus, items.count / minimumPerThread)

@@ -142,7 +142,8 @@ private final class ServiceHarness: @unchecked Sendable {
     var service: DaemonService!
     var server: VarlinkServer!
 
-    init(daemon: DaemonConfig = ServiceHarness.daemonConfig, launcherSocket: String? = nil) throws {
+    /// `others`: more apps beside Mail.
+    init(daemon: DaemonConfig = ServiceHarness.daemonConfig, launcherSocket: String? = nil, others: [AppManifestFile] = []) throws {
         freezer = FakeFreezer(recorder)
         launcher = FakeLauncher(recorder)
         stateDir = NSTemporaryDirectory() + "bgtaskd-servicetest-\(UUID().uuidString)"
@@ -150,8 +151,10 @@ private final class ServiceHarness: @unchecked Sendable {
         let manifest = AppManifestFile(
             id: mail.rawValue, exec: ["/bin/true"], backgroundModes: [.fetch, .remoteNotification],
             permittedTaskIdentifiers: [refreshID])
+        var manifests = [mail: manifest]
+        for other in others { manifests[AppID(other.id)!] = other }
         var config = LoadedConfiguration(
-            daemon: daemon, manifests: [mail: manifest], socketPath: "/nonexistent/bgtaskd-servicetest.sock",
+            daemon: daemon, manifests: manifests, socketPath: "/nonexistent/bgtaskd-servicetest.sock",
             controlGroupID: nil, warnings: [])
         config.launcherSocketPath = launcherSocket
         var options = DaemonOptions()
@@ -538,6 +541,42 @@ private final class ServiceHarness: @unchecked Sendable {
         #expect(wake.first?.parameters["reason"] == "low-power-mode")
         #expect(h.decisions(monitor).last.map { "\($0.decision)/\($0.reason)" } == "deny/low-power-mode")
         #expect(h.processes.isEmpty)
+    }
+
+    /// ListApps' reply is written in parts, each on a thread of its own, and sent one after the other: the
+    /// same text as the whole reply written from the typed structs on one thread, whatever the number of
+    /// parts, with apps running, holding a task, in the background and with decisions in their history.
+    @Test func listAppsWrittenInPartsIsTheTextWrittenWhole() throws {
+        let others = (0..<2_500).map { AppManifestFile(id: "org.example.P\($0)", exec: ["/bin/true"]) }
+        let h = try ServiceHarness(others: others)
+        defer { h.removeStateDirectory() }
+        let ctl = h.connect()
+        for app in [mail.rawValue, "org.example.P7", "org.example.P1999", "org.example.P2499"] {
+            #expect(h.call(ctl, "io.bgtaskd.Manager.Launch", ["appId": .string(app)]).map(\.error) == [nil])
+        }
+        let pid = try #require(h.processes.first.flatMap { Int32($0.split(separator: " ").last ?? "") })
+        let app = h.connect(uid: 0, pid: pid)
+        #expect(!h.call(app, "io.bgtaskd.App.CheckIn", ["appId": .string(mail.rawValue)], more: true).isEmpty)
+        let calls = h.connect(uid: 0, pid: pid)
+        let begin = h.call(calls, "io.bgtaskd.App.BeginBackgroundTask", ["appId": .string(mail.rawValue)])
+        #expect(begin.first?.parameters["taskId"] != nil)
+        #expect(h.call(ctl, "io.bgtaskd.Manager.Background", ["appId": .string("org.example.P1999")]).map(\.error) == [nil])
+        h.advance(.seconds(2))
+
+        let (whole, inParts): ([UInt8], [[UInt8]]) = h.queue.sync {
+            let t = h.service.now()
+            let whole = VarlinkReply(ManagerWire.ListAppsReply(apps: h.service.machine.apps(now: t).map(h.service.appInfo)))
+            let inParts = [1, 2, 3, 7, 64].map { VarlinkReply(h.service.listAppsReply(now: t, minimumPerPart: 1, parts: $0)).encoded() }
+            return (whole.encoded(), inParts)
+        }
+        #expect(whole.count > 2_501 * 300)
+        #expect(inParts.map { $0 == whole } == [true, true, true, true, true])
+        // The call itself: every app, in identifier order, Mail's task in it.
+        let listed = try #require(h.call(ctl, "io.bgtaskd.Manager.ListApps").first?.parameters["apps"]?.arrayValue)
+        let ids = listed.compactMap { $0.objectValue?["appId"]?.stringValue }
+        #expect(ids.count == 2_501 && ids == ids.sorted())
+        let mailInfo = listed.first { $0.objectValue?["appId"]?.stringValue == mail.rawValue }
+        #expect(mailInfo?.objectValue?["assertions"]?.arrayValue?.count == 1)
     }
 
     @Test func theJournalBudgetsIntervalEndIsServedByTheServicesOneTimer() throws {

@@ -13,7 +13,7 @@ extension DaemonService {
         let t = now()
         switch method {
         case .listApps:
-            request.reply(ManagerWire.ListAppsReply(apps: appInfos(machine.apps(now: t))))
+            request.reply(listAppsReply(now: t))
         case .getApp:
             guard let call = decode(request, ManagerWire.GetApp.self), let app = knownApp(call.appId, request),
                 let snap = machine.app(app, now: t)

@@ -285,3 +285,42 @@ public enum WireAppID: Sendable {
         try? WireReader(parameters).optionalString(key)
     }
 }
+
+/// A message whose JSON object is already written: its text (`{...}`, what `write(into:)` of the message it
+/// stands for appends) in parts, one after the other. A reply written in parts on several threads
+/// (`ListApps` with thousands of apps) is sent this way, each part copied once into the connection's buffer.
+public struct EncodedMessage: WireMessage {
+    public static let fields: [String] = []
+    public let parts: [[UInt8]]
+
+    public init(parts: [[UInt8]]) { self.parts = parts }
+
+    public init(json: [String: JSON]) {
+        var out: [UInt8] = []
+        JSON.object(json).write(into: &out)
+        parts = [out]
+    }
+
+    /// The whole text.
+    public var bytes: [UInt8] {
+        var out: [UInt8] = []
+        write(into: &out)
+        return out
+    }
+
+    /// The object parsed back (an in-memory connection and the tests read replies this way); empty if the
+    /// text is not one.
+    public var json: [String: JSON] {
+        guard let parsed = try? JSON.parse(bytes), case .object(let o) = parsed else { return [:] }
+        return o
+    }
+
+    public func write(into out: inout [UInt8]) {
+        out.reserveCapacity(out.count + encodedSizeHint)
+        for part in parts { out.append(contentsOf: part) }
+    }
+
+    public var encodedSizeHint: Int { parts.reduce(0) { $0 + $1.count } }
+
+    public static func == (a: EncodedMessage, b: EncodedMessage) -> Bool { a.bytes == b.bytes }
+}
