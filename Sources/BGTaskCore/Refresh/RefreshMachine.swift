@@ -67,8 +67,13 @@ public struct RefreshMachine: Sendable, Codable {
     public func restricted(_ app: AppID) -> Bool { config.apps[app]?.restricted ?? false }
 
     /// restricted (admin), denied (app off, global off, low power mode), available.
-    public func status(for app: AppID) -> RefreshStatus {
-        policy.status(enabled: setting(for: app), restricted: restricted(app))
+    public func status(for app: AppID) -> RefreshStatus { status(for: app, config.apps[app]) }
+
+    /// The same with the app's configuration at hand.
+    private func status(for app: AppID, _ appConfig: RefreshConfig.App?) -> RefreshStatus {
+        let enabled = RefreshPolicy.appSetting(
+            runTime: state.appSettings[app], manifest: appConfig?.setting, defaultSetting: config.defaultAppRefresh)
+        return policy.status(enabled: enabled, restricted: appConfig?.restricted ?? false)
     }
 
     /// Why the app may not be launched or woken now (`nil`: it may).
@@ -101,7 +106,9 @@ public struct RefreshMachine: Sendable, Codable {
             return []
         case .started(let detected):
             if let detected { onExternalPower = detected }
-            for app in config.apps.keys { statuses[app] = status(for: app) }
+            // Each app's configuration read where it is (10,000 apps: no look-up of it, the table grown once).
+            statuses.reserveCapacity(statuses.count + config.apps.count)
+            for (app, appConfig) in config.apps { statuses[app] = status(for: app, appConfig) }
             return plan(now: now, facts: facts)
         case .configurationChanged(let newConfig):
             config = newConfig
