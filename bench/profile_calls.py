@@ -6,6 +6,8 @@ per call over them (every thread, /proc/PID/task/*/schedstat). With --perf FILE,
 
 With --one-cpu the daemon and the client run on CPU 0 only (row 1 pinned to one CPU); --no-record runs the
 daemon with RecordInputs=no; --strace FILE counts the daemon's system calls (`strace -f -c`) over the rounds.
+PERF_FREQ sets perf's sampling rate (default 4999 Hz) and PERF_FLAT=1 records without call graphs: on this VM
+sampling alone doubles the cost of a call pinned to one CPU, mostly in the context switches.
 
 Usage: BGTASKD_BIN_DIR=.build/release python3 bench/profile_calls.py [--pairs 20000] [--rounds 3] [--perf out.data]
        [--one-cpu] [--no-record] [--strace FILE]
