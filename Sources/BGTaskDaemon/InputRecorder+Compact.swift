@@ -25,15 +25,8 @@ extension InputRecorder {
         }
     }
 
-    /// `core` in the compact form a checkpoint is kept in, in a buffer of its size: the encoder's grew by
-    /// doubling (10,000 apps and 100,000 assertions: ~5 MB in a buffer of 8 MiB).
-    package static func encode(_ core: DaemonCore) throws -> [UInt8] {
-        let grown = try JSON.compactEncode(core)
-        guard grown.capacity > grown.count + grown.count / 16 else { return grown }
-        return [UInt8](unsafeUninitializedCapacity: grown.count) { buffer, count in
-            count = grown.withUnsafeBufferPointer { buffer.initialize(fromContentsOf: $0) }
-        }
-    }
+    /// `core` in the compact form a checkpoint is kept in.
+    package static func encode(_ core: DaemonCore) throws -> [UInt8] { try JSON.compactEncode(core) }
 
     /// The core ``encode(_:)`` gave `bytes` for.
     package static func decode(_ bytes: [UInt8]) throws -> DaemonCore { try JSON(compact: bytes).decode(DaemonCore.self) }
@@ -48,19 +41,20 @@ extension InputRecorder {
     /// Keeps checkpoint `number` as `bytes` (its ``encode(_:)``) in place of the copy of the core, if the
     /// recorder still keeps it.
     package mutating func compacted(_ number: Int, _ bytes: [UInt8]) {
-        if current.number == number, case .live = current.checkpoint {
+        if current.number == number {
             current.checkpoint = .compact(bytes)
-            checkpointBytes += bytes.count
-        } else if older?.number == number, case .live? = older?.checkpoint {
+        } else if older?.number == number {
             older?.checkpoint = .compact(bytes)
-            checkpointBytes += bytes.count
         }
     }
 
-    /// The bytes of a segment's checkpoint if it is kept compact (a copy of the core counts none: its
-    /// buffers are the core's own until the live core changes them).
-    static func compactBytes(_ s: Segment?) -> Int {
-        if case .compact(let bytes)? = s?.checkpoint { return bytes.count }
-        return 0
+    /// Bytes of the checkpoints kept compact (a checkpoint still a copy of the core counts none: its buffers
+    /// are the core's own until the live core changes them). Not counted in ``bytes`` nor the limit.
+    package var checkpointBytes: Int {
+        func size(_ s: Segment?) -> Int {
+            if case .compact(let bytes)? = s?.checkpoint { return bytes.count }
+            return 0
+        }
+        return size(older) + size(current)
     }
 }

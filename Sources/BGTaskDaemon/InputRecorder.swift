@@ -63,9 +63,6 @@ package struct InputRecorder: Sendable {
     private(set) var taken = 0
     /// Checkpoints taken since the start (segments begun after the first).
     private(set) var checkpoints = 0
-    /// Bytes of the checkpoints kept compact (InputRecorder+Compact.swift), counted in the limit with the
-    /// inputs (``segmentLimit``).
-    package internal(set) var checkpointBytes = 0
     /// A checkpoint is being encoded (InputRecorder+Compact.swift): one at a time.
     package var compacting = false
 
@@ -77,7 +74,8 @@ package struct InputRecorder: Sendable {
 
     /// Inputs kept.
     package var count: Int { (older?.entries.count ?? 0) + current.entries.count }
-    /// Estimated bytes of the inputs kept and their fingerprints (the checkpoints: ``checkpointBytes``).
+    /// Estimated bytes kept (the inputs and their fingerprints; the checkpoints are not counted: see
+    /// ``checkpointBytes``).
     package var bytes: Int { (older?.bytes ?? 0) + current.bytes }
     /// Actions the live core returned for the inputs kept (counted: the recording renders them again).
     var actionsKept: Int { (older?.actions ?? 0) + current.actions }
@@ -93,19 +91,11 @@ package struct InputRecorder: Sendable {
         current.entries.append(Entry(
             input: input, monotonic: monotonic.microseconds, realtime: realtime.microsecondsSinceEpoch,
             fingerprint: Self.fingerprint(actions), actionCount: actions.count))
-        return current.bytes >= segmentLimit
+        return current.bytes >= maxBytes / 2
     }
-
-    /// Bytes of inputs the current segment holds before the next one begins: half of what `RecordMaxBytes=`
-    /// leaves once the compact checkpoints kept are counted, so that inputs and checkpoints together stay
-    /// within it. Never under an eighth of it: a core so large that its checkpoints take more than three
-    /// quarters of the limit still keeps that many inputs per segment (the recording then takes more than
-    /// the limit) rather than taking a checkpoint every few inputs.
-    var segmentLimit: Int { max(maxBytes / 8, (maxBytes - checkpointBytes) / 2) }
 
     /// Lets the older segment go and begins a new one with `core` (a copy: O(1)) as its checkpoint.
     package mutating func startSegment(_ core: DaemonCore) {
-        checkpointBytes -= Self.compactBytes(older)
         older = current
         checkpoints += 1
         current = Segment(checkpoint: core, number: checkpoints, inputsBefore: taken, maxBytes: maxBytes)

@@ -11,38 +11,27 @@ import Testing
     /// scenes, some), scenes changed, assertions begun and some ended, activities, refresh requests,
     /// notifications with payloads, and RecordReplayTests' lifecycle rounds (grace, freeze, terminate). With
     /// `compact`, each checkpoint the recorder takes is compacted at once (as the daemon does, later).
-    /// `observe` sees the recorder after each input. `rotations`: the inputs (their numbers, from 0) after
-    /// which a segment begins, in place of those the recorder asks for (two recorders whose checkpoints are
-    /// kept differently, and so counted differently, keep the same inputs); the ones taken are returned.
-    static func variedCore(
-        compact: Bool = false, maxBytes: Int = 64 << 10, rotations: Set<Int>? = nil, observe: (InputRecorder) -> Void = { _ in }
-    ) throws -> (DaemonCore, InputRecorder, rotated: Set<Int>) {
+    static func variedCore(compact: Bool = false) throws -> (DaemonCore, InputRecorder) {
         let apps = (0..<60).compactMap { AppID("org.example.Compact\($0)") }
         let refresh = RefreshConfig(apps: Dictionary(uniqueKeysWithValues: apps.prefix(20).map {
             ($0, RefreshConfig.App(permittedIdentifiers: ["\($0.rawValue).refresh"], backgroundModes: [.fetch]))
         }))
         let start = RecordingStart(lifecycle: .default, journal: JournalBudget.Limits(), denial: DenialBudget.Limits(), refresh: refresh)
         var core = start.makeCore()
-        var recorder = InputRecorder(start: core, maxBytes: maxBytes)
+        var recorder = InputRecorder(start: core, maxBytes: 64 << 10)
         var t: Int64 = 1_000_000
         var request: UInt64 = 0
-        var taken = 0
-        var rotated: Set<Int> = []
         func take(_ input: CoreInput) throws {
             t += 700
             let now = Instant(microseconds: t), wall = RealtimeInstant(microsecondsSinceEpoch: 1_700_000_000_000_000 + t)
             let actions = core.handle(input, now: now, wall: wall)
-            let full = recorder.append(input, monotonic: now, realtime: wall, actions: actions)
-            taken += 1
-            if rotations?.contains(taken - 1) ?? full {
-                rotated.insert(taken - 1)
+            if recorder.append(input, monotonic: now, realtime: wall, actions: actions) {
                 recorder.startSegment(core)
                 if compact, let (number, checkpoint) = recorder.checkpointToCompact {
                     recorder.compacted(number, try InputRecorder.encode(checkpoint))
                     #expect(recorder.checkpointToCompact == nil)
                 }
             }
-            observe(recorder)
         }
         func call(_ input: Input) throws {
             request += 1
@@ -85,7 +74,7 @@ import Testing
             try take(.deadlineReached)
         }
         try take(.deadlineReached)
-        return (core, recorder, rotated)
+        return (core, recorder)
     }
 
     /// Encoded and decoded, the core's JSON value is the same to the last member, and the core read back
@@ -94,7 +83,7 @@ import Testing
     /// read back from a checkpoint (as a replay starts) counts it again from its records and tells the
     /// same inhibitions, counts and all, as the live core it was taken from.
     @Test func aCoreReadBackTellsTheSameIdleInhibitions() throws {
-        var (live, _, _) = try Self.variedCore()
+        var (live, _) = try Self.variedCore()
         var readBack = try JSON(compact: JSON.compactEncode(live)).decode(DaemonCore.self)
         var told: [IdleInhibition?] = []
         var t: Int64 = 900_000_000
@@ -119,7 +108,7 @@ import Testing
     }
 
     @Test func aCompactCoreReadsBackExactly() throws {
-        var (core, _, _) = try Self.variedCore()
+        var (core, _) = try Self.variedCore()
         let json = try JSON.encode(core)
         let bytes = try InputRecorder.encode(core)
         #expect(try JSON(compact: bytes) == json)
@@ -224,8 +213,8 @@ import Testing
     /// The recorder's checkpoints compacted as the daemon does: the recording is the same document as with
     /// the copies, it has no mismatch, and it replays.
     @Test func aRecordingFromCompactCheckpointsReplays() throws {
-        let (_, recorder, rotated) = try Self.variedCore(compact: true)
-        let (_, plain, _) = try Self.variedCore(rotations: rotated)
+        let (_, plain) = try Self.variedCore()
+        let (_, recorder) = try Self.variedCore(compact: true)
         #expect(recorder.checkpoints >= 2 && recorder.checkpoints == plain.checkpoints)
         #expect(plain.checkpointBytes == 0 && recorder.checkpointBytes > 0)
         let (expected, plainMismatches) = try plain.checkedRecording()
@@ -235,66 +224,5 @@ import Testing
         #expect(recording.inputs == expected.inputs && recording.inputsBefore == expected.inputsBefore && recording.inputsBefore > 0)
         #expect(try JSON.encode(recording).serialized().utf8.count == JSON.encode(expected).serialized().utf8.count)
         #expect(CoreReplay.run(try RecordReplayTests.roundTrip(recording)).difference == nil)
-    }
-
-    /// SPEC §17: `RecordMaxBytes=` bounds the inputs and the compact checkpoints together: a segment of a
-    /// recorder whose checkpoints are compacted holds fewer inputs (its checkpoints take part of the limit),
-    /// and at no input do the two together pass the limit (by more than the block the last input began).
-    @Test func compactCheckpointsCountInTheLimit() throws {
-        let maxBytes = 256 << 10
-        var worstPlain = 0, worstCompact = 0
-        let (_, plain, _) = try Self.variedCore(maxBytes: maxBytes) { worstPlain = max(worstPlain, $0.bytes + $0.checkpointBytes) }
-        let (_, compact, _) = try Self.variedCore(compact: true, maxBytes: maxBytes) {
-            worstCompact = max(worstCompact, $0.bytes + $0.checkpointBytes)
-        }
-        #expect(plain.checkpointBytes == 0 && compact.checkpointBytes > 16 << 10)
-        #expect(plain.checkpoints >= 2 && compact.checkpoints >= 2)
-        // A segment holds fewer inputs: the checkpoints take part of the limit.
-        #expect(plain.segmentLimit == maxBytes / 2 && compact.segmentLimit == (maxBytes - compact.checkpointBytes) / 2)
-        // Within the limit, and filling most of it.
-        #expect(worstCompact <= maxBytes + (maxBytes / 16) && worstCompact > maxBytes * 3 / 4)
-        #expect(worstPlain <= maxBytes + (maxBytes / 16))
-        #expect(compact.segmentLimit == max(maxBytes / 8, (maxBytes - compact.checkpointBytes) / 2))
-    }
-
-    /// The checkpoints' bytes follow the segments: a compacted checkpoint counts from then on, leaves with
-    /// its segment, and a checkpoint larger than the limit still leaves an eighth of it for each segment's
-    /// inputs (no checkpoint every few inputs).
-    @Test func theCheckpointsCountedFollowTheSegments() throws {
-        let start = RecordingStart(lifecycle: .default, journal: JournalBudget.Limits(), denial: DenialBudget.Limits())
-        var core = start.makeCore()
-        let maxBytes = 64 << 10
-        var recorder = InputRecorder(start: core, maxBytes: maxBytes)
-        #expect(recorder.checkpointBytes == 0 && recorder.segmentLimit == maxBytes / 2)
-        // The first checkpoint, compacted, is larger than the whole limit.
-        recorder.compacted(0, [UInt8](repeating: 0xB1, count: 100 << 10))
-        recorder.compacted(0, [UInt8](repeating: 0xB1, count: 1))  // once only
-        #expect(recorder.checkpointBytes == 100 << 10 && recorder.segmentLimit == maxBytes / 8)
-        var t: Int64 = 1_000
-        func fillSegment() -> Int {
-            var inputs = 0
-            while true {
-                t += 100
-                let now = Instant(microseconds: t), wall = RealtimeInstant(microsecondsSinceEpoch: 1_700_000_000_000_000 + t)
-                let input = CoreInput.lifecycle(.deadlineReached, request: nil, from: nil)
-                inputs += 1
-                if recorder.append(input, monotonic: now, realtime: wall, actions: core.handle(input, now: now, wall: wall)) {
-                    return inputs
-                }
-            }
-        }
-        let first = fillSegment()
-        #expect(recorder.current.bytes >= maxBytes / 8 && first > 10)
-        recorder.startSegment(core)
-        #expect(recorder.checkpointBytes == 100 << 10)  // the older segment's, kept for the replay
-        recorder.compacted(1, [UInt8](repeating: 0xB1, count: 4 << 10))
-        #expect(recorder.checkpointBytes == 104 << 10)
-        _ = fillSegment()
-        recorder.startSegment(core)  // the 100 KiB checkpoint goes with its segment
-        #expect(recorder.checkpointBytes == 4 << 10)
-        #expect(recorder.segmentLimit == (maxBytes - (4 << 10)) / 2)
-        let third = fillSegment()
-        #expect(third > first)
-        #expect(recorder.current.bytes >= recorder.segmentLimit && recorder.current.bytes <= recorder.segmentLimit + 4_096)
     }
 }
