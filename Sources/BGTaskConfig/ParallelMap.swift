@@ -11,7 +11,7 @@ import Glibc
 /// thread for the rest of the process's life, which would wake an idle daemon once a second.
 public func parallelMap<Item: Sendable, T: Sendable>(_ items: [Item], minimumPerThread: Int = 64,
                                               _ transform: @escaping @Sendable (Item) -> T) -> [T] {
-    let cpus = max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+    let cpus = onlineCPUs()
     let workers = min(cpus, items.count / minimumPerThread)
     guard workers > 1 else { return items.map(transform) }
     let results = UnsafeMutableBufferPointer<T?>.allocate(capacity: items.count)
@@ -56,6 +56,9 @@ public func parallelMap<Item: Sendable, T: Sendable>(_ items: [Item], minimumPer
         }
     }
 }
+
+/// The CPUs online (at least 1): how many threads `parallelMap` spreads work over.
+public func onlineCPUs() -> Int { max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
 
 /// `(a(), b())`, `b` on a thread of its own (on this one if none can be made).
 func concurrently<A: Sendable, B: Sendable>(_ a: @escaping @Sendable () -> A, _ b: @escaping @Sendable () -> B) -> (A, B) {

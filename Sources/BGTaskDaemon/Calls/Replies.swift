@@ -3,10 +3,6 @@ import BGTaskCore
 import BGTaskProtocol
 import BGTaskVarlink
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 // Replies: the core's `Reply` and the daemon's views (apps, assertions, decisions, settings, stats)
 // encoded from the typed structs of BGTaskProtocol's contract.
 extension VarlinkRequest {
@@ -122,7 +118,7 @@ extension DaemonService {
         let apps = lifecycle.appsInOrder()
         // The energy accounts are made (energy.json read) on first use: here, not by two parts at once.
         _ = energy
-        let cpus = most ?? Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+        let cpus = most ?? onlineCPUs()
         let count = max(1, min(cpus, apps.count / max(1, minimumPerPart)))
         let size = (apps.count + count - 1) / count
         let ranges = (0..<count).map { k in min(apps.count, k * size)..<min(apps.count, (k + 1) * size) }
