@@ -44,9 +44,11 @@ if [ "${#need[@]}" -gt 0 ]; then
   $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 
+# Asked from / in isolated mode (-I): run in the repo, `import varlink` finds its varlink/ directory of IDL
+# files as a namespace package and succeeds without the client.
 pymissing=()
-python3 -c 'import varlink' 2>/dev/null || pymissing+=(varlink)
-python3 -c 'import pytest' 2>/dev/null || pymissing+=(pytest)
+(cd / && python3 -I -c 'import varlink.scanner, varlink.client') 2>/dev/null || pymissing+=(varlink)
+(cd / && python3 -I -c 'import pytest') 2>/dev/null || pymissing+=(pytest)
 if [ "${#pymissing[@]}" -gt 0 ]; then
   echo "install-deps: pip install ${pymissing[*]}"
   python3 -m pip install -q "${pymissing[@]}" 2>/dev/null \
