@@ -151,12 +151,12 @@ def test_a_ring_past_record_max_bytes_keeps_the_most_recent_inputs_and_replays_f
     d = daemon(conf=RING_CONF, apps={i: unaware(i) for i in ids})
     apps = [AppLog(d, i, tmp_path / f"{i}.log") for i in ids]
     c = varlink.Client(address="unix:" + d.socket)
-    rounds = 4
+    rounds = 24
     with c, c.open("io.bgtaskd.Manager") as m:
         for r in range(rounds):
-            if r == rounds - 2:
-                # The last two rounds (some 400 inputs, where 64KiB keeps fewer than 200) begin now: the
-                # recording must begin after this instant.
+            if r == 4:
+                # The last 20 rounds (some 3,200 inputs, where 64KiB keeps 1,000 to 2,100 of these, packed)
+                # begin now: the recording must begin after this instant.
                 recent_usec = time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000
             # Each launch into the foreground sends the one before to the background.
             for a in apps:

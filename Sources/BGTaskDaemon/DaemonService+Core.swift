@@ -109,7 +109,9 @@ extension DaemonService {
         if recording?.append(input, monotonic: t, realtime: wall, actions: actions) == true {
             // The ring's segment is full: the next begins with a copy of the core as it is now (O(1)).
             recording?.startSegment(core)
-            compactCheckpoint()
+            compactRecording()
+        } else if recording?.hasBlockToCompact == true {
+            compactRecording()
         }
         return actions
     }

@@ -31,6 +31,45 @@ extension InputRecorder {
     /// The core ``encode(_:)`` gave `bytes` for.
     package static func decode(_ bytes: [UInt8]) throws -> DaemonCore { try JSON(compact: bytes).decode(DaemonCore.self) }
 
+    /// The entries of a full block that are not packed, in the compact form they are kept in: each app ID,
+    /// name and key written once.
+    package static func encode(block entries: [Entry]) throws -> [UInt8] { try JSON.compactEncode(entries) }
+
+    /// The entries ``encode(block:)`` gave `bytes` for.
+    static func decode(block bytes: [UInt8]) throws -> [Entry] { try JSON(compact: bytes).decode([Entry].self) }
+
+    /// A full block still has entries kept as values (``blockToCompact``).
+    package var hasBlockToCompact: Bool { !compactingStopped && (current.liveBlocks > 0 || (older?.liveBlocks ?? 0) > 0) }
+
+    /// Which full block still has entries kept as values, and those entries: to encode (``encode(block:)``, off the
+    /// daemon's queue) and give back with ``compacted(block:_:)``. The older segment's first.
+    package var blockToCompact: (block: BlockID, entries: [Entry])? {
+        guard hasBlockToCompact else { return nil }
+        for s in [older, current] {
+            guard let s else { continue }
+            for (index, b) in s.blocks.enumerated() {
+                if let entries = b.liveOthers { return (BlockID(segment: s.number, index: index), entries) }
+            }
+        }
+        return nil
+    }
+
+    /// A block of a segment.
+    package struct BlockID: Sendable, Equatable {
+        let segment: Int
+        let index: Int
+    }
+
+    /// Keeps `block` as `bytes` (its ``encode(block:)``) in place of its entries, if the recorder still keeps
+    /// it.
+    package mutating func compacted(block: BlockID, _ bytes: [UInt8]) {
+        if current.number == block.segment {
+            current.compacted(block.index, bytes)
+        } else if older?.number == block.segment {
+            older?.compacted(block.index, bytes)
+        }
+    }
+
     /// The newest checkpoint if it is still a copy of the core, and its number: to encode (``encode(_:)``,
     /// off the daemon's queue) and give back with ``compacted(_:_:)``.
     package var checkpointToCompact: (number: Int, core: DaemonCore)? {

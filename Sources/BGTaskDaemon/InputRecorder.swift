@@ -1,9 +1,10 @@
 package import BGTaskCore
 
 /// SPEC §17: the most recent inputs the core took, with both clocks, in a ring bounded by `RecordMaxBytes=`
-/// (each entry's size in memory estimated). Of the actions the core returned for an input only a
-/// fingerprint is kept (their number and a 64-bit mix of what they decide): copying the actions themselves
-/// (224 bytes each, with their strings) was most of what recording cost the call path. When the recording
+/// (the blocks' bytes allocated, and the size of the entries kept as values estimated). Of the actions the
+/// core returned for an input only a fingerprint is kept (their number and a 64-bit mix of what they
+/// decide): copying the actions themselves (224 bytes each, with their strings) was most of what recording
+/// cost the call path. When the recording
 /// is asked for (off the daemon's queue) the kept inputs are fed again to a copy of the older segment's
 /// checkpoint: the core is deterministic, so that gives the actions the live core returned, which each
 /// input's fingerprint confirms. An input whose replayed actions do not match its fingerprint gets, in
@@ -12,12 +13,14 @@ package import BGTaskCore
 ///
 /// The ring is two segments, each a checkpoint of the core (a copy of the `DaemonCore` value as it was when
 /// the segment began: O(1), its buffers shared with the live core until either changes them; the daemon
-/// then has it encoded compactly, InputRecorder+Compact.swift) and the
-/// inputs taken since. When the current segment's inputs reach half the limit, the older segment goes and a
-/// new one begins with the core as it is then. So the recording holds the last half to all of the limit's
-/// worth of inputs, and replays from the older segment's checkpoint. Used on the daemon's queue (`package`: bench/swift/RecordLoop.swift measures it).
+/// then has it encoded compactly, InputRecorder+Compact.swift) and the inputs taken since, in blocks:
+/// packed as they are taken where the input has a packed form, kept as values beside the bytes where not
+/// (InputRecorder+Packed.swift). When the current segment's inputs reach half the limit, the older segment
+/// goes and a new one begins with the core as it is then. So the recording holds the last half to all of the
+/// limit's worth of inputs, and replays from the older segment's checkpoint. Used on the daemon's queue
+/// (`package`: bench/swift/RecordLoop.swift measures it).
 package struct InputRecorder: Sendable {
-    struct Entry: Sendable {
+    package struct Entry: Sendable, Codable, Equatable {
         var input: CoreInput
         var monotonic: Int64
         var realtime: Int64
@@ -37,23 +40,73 @@ package struct InputRecorder: Sendable {
         var number: Int
         /// Inputs the core took before it.
         var inputsBefore: Int
-        var entries: ChunkedArray<Entry>
+        /// The full blocks of inputs, in order, then ``tail``.
+        var blocks: [Block] = []
+        /// ``Block/memory`` of ``blocks``.
+        var blockBytes = 0
+        /// Blocks of ``blocks`` whose others are still values.
+        var liveBlocks = 0
+        /// The block inputs are appended to.
+        var tail: Block
+        /// Bytes a block packs into.
+        let blockCapacity: Int
+        /// Entries a block keeps as values at most.
+        let maxOthers: Int
         /// The actions the live core returned for the entries (counted, not kept).
         var actions = 0
-        /// Estimated bytes that `entries` point to (names, payloads).
-        var indirect = 0
+        /// Entries in ``blocks``.
+        private(set) var blockCount = 0
 
-        /// A segment of blocks sized for `maxBytes` (a sixteenth of it each, so that the half a segment
-        /// may hold is eight blocks at most).
+        /// A segment of blocks sized for `maxBytes` (a sixteenth of it each).
         init(checkpoint: DaemonCore, number: Int, inputsBefore: Int, maxBytes: Int) {
             self.checkpoint = .live(checkpoint)
             self.number = number
             self.inputsBefore = inputsBefore
-            entries = ChunkedArray(chunkSize: maxBytes / 16 / MemoryLayout<Entry>.stride)
+            blockCapacity = Swift.max(256, maxBytes / 16)
+            maxOthers = Swift.max(1, maxBytes / 16 / MemoryLayout<Entry>.stride)
+            tail = Block(capacity: blockCapacity)
         }
 
-        /// Estimated bytes in memory: the blocks allocated (whole) and what their elements point to.
-        var bytes: Int { entries.capacity * MemoryLayout<Entry>.stride + indirect }
+        var count: Int { blockCount + tail.count }
+
+        /// Estimated bytes in memory: the blocks' bytes allocated and their others (encoded, or values and
+        /// what they point to).
+        var bytes: Int { blockBytes + tail.memory }
+
+        mutating func append(_ input: CoreInput, monotonic: Int64, realtime: Int64, fingerprint: Int, actionCount: Int) {
+            tail.append(input, monotonic: monotonic, realtime: realtime, fingerprint: fingerprint, actionCount: actionCount,
+                        indirect: InputRecorder.indirect)
+            if tail.isFull(maxOthers: maxOthers) { seal() }
+        }
+
+        /// Makes the tail a full block (its others to be encoded) and begins another.
+        mutating func seal() {
+            guard tail.count > 0 else { return }
+            var block = tail
+            tail = Block(capacity: 0)
+            block.shrink()
+            blockBytes += block.memory
+            blockCount += block.count
+            if block.liveOthers != nil { liveBlocks += 1 }
+            blocks.append(block)
+            tail = Block(capacity: blockCapacity)
+        }
+
+        /// Keeps the others of block `index` as `encoded` (their ``InputRecorder/encode(block:)``).
+        mutating func compacted(_ index: Int, _ encoded: [UInt8]) {
+            guard blocks.indices.contains(index), blocks[index].liveOthers != nil else { return }
+            blockBytes -= blocks[index].memory
+            blocks[index].compactedOthers(encoded)
+            blockBytes += blocks[index].memory
+            liveBlocks -= 1
+        }
+
+        func entries() throws -> [Entry] {
+            var all: [Entry] = []
+            all.reserveCapacity(count)
+            for b in blocks { all += try b.entries() }
+            return all + (try tail.entries())
+        }
     }
 
     let maxBytes: Int
@@ -63,8 +116,11 @@ package struct InputRecorder: Sendable {
     private(set) var taken = 0
     /// Checkpoints taken since the start (segments begun after the first).
     private(set) var checkpoints = 0
-    /// A checkpoint is being encoded (InputRecorder+Compact.swift): one at a time.
+    /// A checkpoint or a block is being encoded (InputRecorder+Compact.swift): one at a time.
     package var compacting = false
+    /// A block failed to encode: the blocks are kept as taken from then on (not expected: every input
+    /// encodes).
+    var compactingStopped = false
 
     /// A recorder whose first segment begins with `core`, the core as the daemon built it.
     package init(start core: DaemonCore, maxBytes: Int) {
@@ -73,7 +129,7 @@ package struct InputRecorder: Sendable {
     }
 
     /// Inputs kept.
-    package var count: Int { (older?.entries.count ?? 0) + current.entries.count }
+    package var count: Int { (older?.count ?? 0) + current.count }
     /// Estimated bytes kept (the inputs and their fingerprints; the checkpoints are not counted: see
     /// ``checkpointBytes``).
     package var bytes: Int { (older?.bytes ?? 0) + current.bytes }
@@ -86,16 +142,15 @@ package struct InputRecorder: Sendable {
     /// call ``startSegment(_:)`` with the core as it is now (after this input), before it takes the next.
     package mutating func append(_ input: CoreInput, monotonic: Instant, realtime: RealtimeInstant, actions: [CoreAction]) -> Bool {
         taken += 1
-        current.indirect += Self.indirect(input)
         current.actions += actions.count
-        current.entries.append(Entry(
-            input: input, monotonic: monotonic.microseconds, realtime: realtime.microsecondsSinceEpoch,
-            fingerprint: Self.fingerprint(actions), actionCount: actions.count))
+        current.append(input, monotonic: monotonic.microseconds, realtime: realtime.microsecondsSinceEpoch,
+                       fingerprint: Self.fingerprint(actions), actionCount: actions.count)
         return current.bytes >= maxBytes / 2
     }
 
     /// Lets the older segment go and begins a new one with `core` (a copy: O(1)) as its checkpoint.
     package mutating func startSegment(_ core: DaemonCore) {
+        current.seal()
         older = current
         checkpoints += 1
         current = Segment(checkpoint: core, number: checkpoints, inputsBefore: taken, maxBytes: maxBytes)
@@ -120,7 +175,7 @@ package struct InputRecorder: Sendable {
         var mismatches = 0
         for s in [older, current] {
             guard let s else { continue }
-            for e in s.entries {
+            for e in try s.entries() {
                 let actions = core.handle(
                     e.input, now: Instant(microseconds: e.monotonic), wall: RealtimeInstant(microsecondsSinceEpoch: e.realtime))
                 let decisions: [String]
@@ -139,7 +194,7 @@ package struct InputRecorder: Sendable {
     /// What an input points to: what an input typically points to (names, detail: measured with
     /// `RecorderMemoryProbeTests`), and the payloads it carries, which may be large (a notification's, up to
     /// a message). The values themselves are counted by the blocks' capacities.
-    private static func indirect(_ input: CoreInput) -> Int {
+    static func indirect(_ input: CoreInput) -> Int {
         var bytes = inputIndirect
         if case .lifecycle(let fact, _, _) = input {
             switch fact {

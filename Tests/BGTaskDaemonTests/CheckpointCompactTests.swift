@@ -10,8 +10,9 @@ import Testing
     /// A core fed varied inputs: 60 apps registered (refresh permitted for some), launched, checked in (for
     /// scenes, some), scenes changed, assertions begun and some ended, activities, refresh requests,
     /// notifications with payloads, and RecordReplayTests' lifecycle rounds (grace, freeze, terminate). With
-    /// `compact`, each checkpoint the recorder takes is compacted at once (as the daemon does, later).
-    static func variedCore(compact: Bool = false) throws -> (DaemonCore, InputRecorder) {
+    /// `compact`, each checkpoint the recorder takes is compacted at once (as the daemon does, later); with
+    /// `compactBlocks`, each full block of inputs too.
+    static func variedCore(compact: Bool = false, compactBlocks: Bool = false) throws -> (DaemonCore, InputRecorder) {
         let apps = (0..<60).compactMap { AppID("org.example.Compact\($0)") }
         let refresh = RefreshConfig(apps: Dictionary(uniqueKeysWithValues: apps.prefix(20).map {
             ($0, RefreshConfig.App(permittedIdentifiers: ["\($0.rawValue).refresh"], backgroundModes: [.fetch]))
@@ -31,6 +32,10 @@ import Testing
                     recorder.compacted(number, try InputRecorder.encode(checkpoint))
                     #expect(recorder.checkpointToCompact == nil)
                 }
+            }
+            if compactBlocks, let (block, entries) = recorder.blockToCompact {
+                recorder.compacted(block: block, try InputRecorder.encode(block: entries))
+                #expect(!recorder.hasBlockToCompact)
             }
         }
         func call(_ input: Input) throws {
@@ -223,6 +228,24 @@ import Testing
         #expect(mismatches == 0)
         #expect(recording.inputs == expected.inputs && recording.inputsBefore == expected.inputsBefore && recording.inputsBefore > 0)
         #expect(try JSON.encode(recording).serialized().utf8.count == JSON.encode(expected).serialized().utf8.count)
+        #expect(CoreReplay.run(try RecordReplayTests.roundTrip(recording)).difference == nil)
+    }
+
+    /// The inputs a full block keeps as values (those without a packed form: scenes, activities,
+    /// notifications, refresh requests here) encoded as the daemon does: the segments hold more inputs in the
+    /// same limit (no more checkpoints), the inputs kept end with those a recorder without it keeps, and the
+    /// recording has no mismatch and replays.
+    @Test func aRecordingFromCompactBlocksKeepsMoreAndReplays() throws {
+        let (_, plain) = try Self.variedCore(compact: true)
+        let (_, recorder) = try Self.variedCore(compact: true, compactBlocks: true)
+        let (expected, _) = try plain.checkedRecording()
+        let (recording, mismatches) = try recorder.checkedRecording()
+        #expect(mismatches == 0)
+        #expect(recording.inputs.count + recording.inputsBefore == expected.inputs.count + expected.inputsBefore)
+        #expect(recording.inputs.count > expected.inputs.count, "\(recording.inputs.count) inputs kept against \(expected.inputs.count)")
+        #expect(recorder.checkpoints <= plain.checkpoints && recorder.checkpoints >= 1)
+        #expect(Array(recording.inputs.suffix(expected.inputs.count)) == expected.inputs)
+        #expect(recorder.bytes < 64 << 10)
         #expect(CoreReplay.run(try RecordReplayTests.roundTrip(recording)).difference == nil)
     }
 }

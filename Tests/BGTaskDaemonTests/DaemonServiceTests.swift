@@ -546,6 +546,51 @@ private final class ServiceHarness: @unchecked Sendable {
     /// ListApps' reply is written in parts, each on a thread of its own, and sent one after the other: the
     /// same text as the whole reply written from the typed structs on one thread, whatever the number of
     /// parts, with apps running, holding a task, in the background and with decisions in their history.
+    /// SPEC §17: the ring packs what it can as the daemon takes it, and the inputs a full block keeps as
+    /// values (notifications posted, here) are encoded off the queue: once the daemon has done so, no block
+    /// waits, several blocks hold their values encoded, and the recording replays with no mismatch, its last
+    /// inputs the calls made last.
+    @Test func theRingsValuesAreEncodedOffTheQueueAndTheRecordingReplays() throws {
+        var config = ServiceHarness.daemonConfig
+        config.recordInputs = true
+        config.recordMaxBytes = 64 << 10
+        let h = try ServiceHarness(daemon: config)
+        defer { h.removeStateDirectory() }
+        let ctl = h.connect()
+        #expect(h.call(ctl, "io.bgtaskd.Manager.Launch", ["appId": .string(mail.rawValue)]).map(\.error) == [nil])
+        for k in 0..<600 {
+            let posted = h.call(ctl, "io.bgtaskd.Manager.PostNotification", [
+                "name": .string("n\(k)"), "appId": .string(mail.rawValue), "payload": .object(["k": .int(Int64(k))]),
+            ])
+            #expect(posted.map(\.error) == [nil])
+            if k % 3 == 0 { h.call(ctl, "io.bgtaskd.Manager.Background", ["appId": .string(mail.rawValue)]) }
+            if k % 3 == 1 { h.call(ctl, "io.bgtaskd.Manager.Foreground", ["appId": .string(mail.rawValue)]) }
+        }
+        // The encodings run on threads of their own, one after the other.
+        var waited = 0
+        while h.queue.sync(execute: { h.service.recording?.hasBlockToCompact != false || h.service.recording?.compacting != false }) {
+            waited += 1
+            #expect(waited < 1_000, "the blocks' values were not encoded in 10 s")
+            if waited >= 1_000 { return }
+            usleep(10_000)
+        }
+        let recorder = try #require(h.queue.sync { h.service.recording })
+        let encoded = (recorder.older.map { [$0] } ?? []) + [recorder.current]
+        let blocks = encoded.flatMap(\.blocks).filter { if case .compact = $0.others { return true } else { return false } }
+        #expect(blocks.count >= 4, "\(blocks.count) blocks with their values encoded")
+        let (recording, mismatches) = try recorder.checkedRecording()
+        #expect(mismatches == 0)
+        #expect(recording.inputsBefore > 0, "the ring let the start go")
+        guard case .lifecycle(.notificationPosted(let name, _, _), _, _)? = recording.inputs.last(where: {
+            if case .lifecycle(.notificationPosted, _, _) = $0.input { return true } else { return false }
+        })?.input else {
+            Issue.record("no notification in the recording")
+            return
+        }
+        #expect(name == "n599")
+        #expect(CoreReplay.run(try RecordReplayTests.roundTrip(recording)).difference == nil)
+    }
+
     @Test func listAppsWrittenInPartsIsTheTextWrittenWhole() throws {
         let others = (0..<2_500).map { AppManifestFile(id: "org.example.P\($0)", exec: ["/bin/true"]) }
         let h = try ServiceHarness(others: others)

@@ -112,7 +112,7 @@ import Testing
         var core = start.makeCore()
         let maxBytes = 64 << 10
         var recorder = InputRecorder(start: core, maxBytes: maxBytes)
-        let all = Self.runMany(apps: 20, rounds: 12, core: &core, recorder: &recorder)
+        let all = Self.runMany(apps: 20, rounds: 48, core: &core, recorder: &recorder)
         let kept = try Self.roundTrip(recorder.recording())
         #expect(all.count > 3 * kept.inputs.count, "fed well past the limit")
         #expect(kept.inputsBefore > 0 && kept.inputsBefore + kept.inputs.count == all.count)

@@ -11,7 +11,7 @@ import BGTaskProtocol
 /// does off the daemon's queue: the replay, check and rendering, and the JSON encoding. `busyApps`: that many
 /// other apps in the foreground first, each holding one background task (live work, SPEC §14), so that each
 /// Begin/End of the measured app adds it to or takes it from the apps holding the idle inhibitor among them.
-func recordLoop(pairs: Int, maxBytes: Int, record: Bool, busyApps: Int = 0) {
+func recordLoop(pairs: Int, maxBytes: Int, record: Bool, busyApps: Int = 0, compactBlocks: Bool = true, render: Bool = true) {
     guard let app = AppID("org.bench.R00") else { fail("bad app ID") }
     var core = RecordingStart(lifecycle: .default, journal: JournalBudget.Limits(), denial: DenialBudget.Limits()).makeCore()
     var t: Int64 = 0
@@ -38,6 +38,7 @@ func recordLoop(pairs: Int, maxBytes: Int, record: Bool, busyApps: Int = 0) {
     var actions = 0
     var taken = 0
     var segmentInputs = 0  // inputs the first segment held when it was full (0: none filled)
+    var compactNS: Int64 = 0, compactedInputs = 0, compactBytes = 0
     let origin = CallOrigin(connection: ConnectionID(7), caller: DenialBudget.Caller(uid: 0, pid: 100))
     func feed(_ input: Input) -> [CoreAction] {
         t += 20
@@ -49,6 +50,15 @@ func recordLoop(pairs: Int, maxBytes: Int, record: Bool, busyApps: Int = 0) {
         if recorder?.append(i, monotonic: now, realtime: wall, actions: a) == true {
             recorder?.startSegment(core)
             if segmentInputs == 0 { segmentInputs = taken }
+        }
+        // What the daemon does off its queue with each full block's inputs kept as values (timed apart).
+        if compactBlocks, recorder?.hasBlockToCompact == true, let (block, entries) = recorder?.blockToCompact {
+            let c0 = monoNS()
+            guard let bytes = try? InputRecorder.encode(block: entries) else { fail("a block did not encode") }
+            compactNS += monoNS() - c0
+            compactedInputs += entries.count
+            compactBytes += bytes.count
+            recorder?.compacted(block: block, bytes)
         }
         actions += a.count
         return a
@@ -65,7 +75,7 @@ func recordLoop(pairs: Int, maxBytes: Int, record: Bool, busyApps: Int = 0) {
     // What `GetRecording` does off the queue: the kept inputs replayed from the checkpoint, checked and
     // rendered, then the document encoded.
     let r0 = monoNS()
-    let checked = try? recorder?.checkedRecording()
+    let checked = render ? try? recorder?.checkedRecording() : nil
     let r1 = monoNS()
     let documentBytes = (try? checked.map { try JSON.encode($0.recording).serialized().utf8.count }) ?? nil
     let r2 = monoNS()
@@ -73,5 +83,9 @@ func recordLoop(pairs: Int, maxBytes: Int, record: Bool, busyApps: Int = 0) {
           "kept": .int(Int64(recorder?.count ?? 0)), "bytes": .int(Int64(recorder?.bytes ?? 0)),
           "mismatches": .int(Int64(checked?.mismatches ?? 0)), "render_ms": .double(Double(r1 - r0) / 1e6),
           "encode_ms": .double(Double(r2 - r1) / 1e6), "document_bytes": .int(Int64(documentBytes ?? 0)),
-          "segment_inputs": .int(Int64(segmentInputs))])
+          "segment_inputs": .int(Int64(segmentInputs)),
+          "bytes_per_kept_input": .double(Double(recorder?.bytes ?? 0) / Double(max(1, recorder?.count ?? 0))),
+          "others_encoded": .int(Int64(compactedInputs)),
+          "others_encode_ns_each": .double(compactedInputs == 0 ? 0 : Double(compactNS) / Double(compactedInputs)),
+          "others_bytes_each": .double(compactedInputs == 0 ? 0 : Double(compactBytes) / Double(compactedInputs))])
 }

@@ -46,7 +46,8 @@ enum BenchTool {
             measureCheckpoint(apps: o.int("apps", 10_000), rounds: o.int("rounds", 8), assertions: o.int("assertions", 0))
         case "record-loop":
             recordLoop(pairs: o.int("pairs", 60_000), maxBytes: o.int("max-bytes", 16 << 20), record: o.int("record", 1) != 0,
-                       busyApps: o.int("busy-apps", 0))
+                       busyApps: o.int("busy-apps", 0), compactBlocks: o.int("compact-blocks", 1) != 0,
+                       render: o.int("render", 1) != 0)
         default:
             fail("unknown command \(command)")
         }

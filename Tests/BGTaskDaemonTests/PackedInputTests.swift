@@ -1,0 +1,134 @@
+import BGTaskCore
+import BGTaskProtocol
+import Testing
+@testable import BGTaskDaemon
+
+// SPEC §17: the ring keeps its inputs packed (InputRecorder+Packed.swift). Every packed case reads back as it
+// was taken, beside the inputs kept as values, in order; a damaged block is an error, not a trap; and the
+// ring holds several times as many of the common inputs as it did as values in the same limit.
+@Suite struct PackedInputTests {
+    static let app = AppID("org.example.Packed")!
+    static let long = AppID(String(repeating: "a.", count: 127) + "z")!
+
+    /// Every input with a packed form, with its edge values (optional members absent and present, the
+    /// largest and negative numbers, empty and non-ASCII strings), and inputs without one among them.
+    static var inputs: [CoreInput] {
+        let origin = CallOrigin(connection: ConnectionID(.max), caller: DenialBudget.Caller(uid: .max, pid: .min))
+        let small = CallOrigin(connection: ConnectionID(0), caller: DenialBudget.Caller(uid: 0, pid: 1))
+        func call(_ i: Input, _ n: UInt64?, _ from: CallOrigin?) -> CoreInput { .lifecycle(i, request: n.map { RequestID($0) }, from: from) }
+        let caller = Caller(pid: -1, uid: .max, gid: 0)
+        var all: [CoreInput] = [
+            call(.assertionRequested(app, connection: ConnectionID(7), name: "sync"), 1, small),
+            call(.assertionRequested(long, connection: ConnectionID(.max), name: nil), .max, origin),
+            call(.assertionRequested(app, connection: ConnectionID(7), name: ""), nil, nil),
+            call(.assertionRequested(app, connection: ConnectionID(7), name: "é\u{0}😀 \(String(repeating: "x", count: 300))"), 0, small),
+            call(.assertionEndRequested(app, TaskID(.max)), 2, small),
+            call(.assertionEndRequested(app, TaskID(0)), nil, origin),
+            call(.foregroundRequested(app, exclusive: true), 3, nil),
+            call(.foregroundRequested(long, exclusive: false), nil, small),
+            call(.backgroundRequested(app), 4, small),
+            call(.launchRequested(app, background: true, exclusive: false), 5, small),
+            call(.launchRequested(app, background: false, exclusive: true), 6, nil),
+            call(.appLaunched(app, pid: .max), nil, nil),
+            call(.appLaunched(app, pid: .min), nil, nil),
+            call(.appCheckedIn(app, connection: ConnectionID(9), pid: nil), 7, small),
+            call(.appCheckedIn(app, connection: ConnectionID(9), pid: 42, inAdoptedCgroup: true), 8, origin),
+            call(.connectionClosed(ConnectionID(.max)), nil, nil),
+            call(.processExited(app, pid: nil), nil, nil),
+            call(.processExited(app, pid: -5), nil, nil),
+            call(.freezeConfirmed(app), nil, nil),
+            call(.deadlineReached, nil, nil),
+            call(.eventAcknowledged(EventID(.max), caller: caller), 9, small),
+            call(.eventAcknowledged(EventID(1)), 10, nil),
+            call(.locksObserved(app, LockObservation(held: 3)), nil, nil),
+            call(.locksObserved(app, LockObservation()), nil, nil),
+            call(.appCallReceived(app, method: "io.bgtaskd.App.BeginBackgroundTask", caller: caller), 11, small),
+            call(.terminateRequested(app), 12, origin),
+            .deadlineReached,
+            .wallDeadlineReached,
+            .freezeStarted(app, partsAwaited: 0, own: .frozen),
+            .freezeStarted(long, partsAwaited: .max, own: .failed("write cgroup.freeze: EBUSY é")),
+            .freezeChecked(app, .notYet),
+            .freezeChecked(app, .failed("")),
+            .freezePartDone(app),
+        ]
+        // Without a packed form: kept as values, in their place.
+        let others: [CoreInput] = [
+            call(.locksObserved(app, LockObservation(held: 1, contended: [LockContention(kind: "FLOCK", device: "00:1a", inode: 7, holder: 3, waiter: 4)])), nil, nil),
+            call(.notificationPosted(name: "n", app: app, payload: Payload(json: "{\"k\":1}")), 13, small),
+            call(.stopRequested, nil, nil),
+            .stopping,
+            .budgetsConfigured(journal: JournalBudget.Limits(), denial: DenialBudget.Limits()),
+        ]
+        for (k, o) in others.enumerated() { all.insert(o, at: min(all.count, 1 + k * 7)) }
+        return all
+    }
+
+    /// Entries for `inputs`, with times that go back as well as forward (a test's clock may) and wall
+    /// clocks stepped, fingerprints over all their bits.
+    static func entries(_ inputs: [CoreInput]) -> [InputRecorder.Entry] {
+        var monotonic: Int64 = 1_000
+        return inputs.enumerated().map { k, input in
+            monotonic += k % 5 == 4 ? -700 : Int64(k * k * 997)
+            let realtime = k % 3 == 0 ? monotonic + 1_700_000_000_000_000 : .min + monotonic
+            return InputRecorder.Entry(input: input, monotonic: monotonic, realtime: realtime,
+                                       fingerprint: k % 2 == 0 ? .min + k : .max - k * 0x9E37_79B9, actionCount: k)
+        }
+    }
+
+    @Test func everyPackedCaseReadsBackInItsPlace() throws {
+        let entries = Self.entries(Self.inputs)
+        var block = InputRecorder.Block(capacity: 1 << 16)
+        for e in entries { block.append(e, indirect: 64) }
+        #expect(block.count == entries.count)
+        #expect(try block.entries() == entries)
+        // Five kept as values; the others encoded as the daemon does once the block is full.
+        let others = try #require(block.liveOthers)
+        #expect(others.count == 5)
+        let before = block.memory
+        block.compactedOthers(try InputRecorder.encode(block: others))
+        #expect(block.liveOthers == nil && block.memory < before)
+        #expect(try block.entries() == entries)
+    }
+
+    /// A block cut short, or with a byte changed to a tag no input has, is an error when read back.
+    @Test func aDamagedBlockIsAnError() throws {
+        var block = InputRecorder.Block(capacity: 1 << 12)
+        for e in Self.entries(Array(Self.inputs.prefix(6))) { block.append(e, indirect: 64) }
+        var bytes = block.packedBytes
+        for cut in [1, 2, bytes.count / 2, bytes.count - 1] {
+            #expect(throws: (any Error).self) { try InputRecorder.Block.unpack(Array(bytes.prefix(cut)), count: block.count, others: []) }
+        }
+        bytes[0] = 200
+        #expect(throws: (any Error).self) { try InputRecorder.Block.unpack(bytes, count: block.count, others: []) }
+    }
+
+    /// The calls apps make most, Begin/End pairs from many apps, fill the limit with several times as many
+    /// inputs as they did kept as values (224 bytes each and the ~64 they point to), and read back.
+    @Test func theRingHoldsSeveralTimesAsManyCommonInputs() throws {
+        let maxBytes = 1 << 20
+        let core = RecordingStart(lifecycle: .default, journal: JournalBudget.Limits(), denial: DenialBudget.Limits()).makeCore()
+        var recorder = InputRecorder(start: core, maxBytes: maxBytes)
+        var taken: [CoreInput] = []
+        var t: Int64 = 0
+        while true {
+            let k = taken.count
+            let app = AppID("org.example.Packed\(k % 1_000)")!
+            let from = CallOrigin(connection: ConnectionID(UInt64(k % 1_000)), caller: DenialBudget.Caller(uid: 1_000, pid: Int32(5_000 + k % 1_000)))
+            let input: CoreInput = k % 2 == 0
+                ? .lifecycle(.assertionRequested(app, connection: from.connection, name: "sync"), request: RequestID(UInt64(k)), from: from)
+                : .lifecycle(.assertionEndRequested(app, TaskID(UInt64(k))), request: RequestID(UInt64(k)), from: from)
+            t += 25
+            taken.append(input)
+            if recorder.append(input, monotonic: Instant(microseconds: t), realtime: RealtimeInstant(microsecondsSinceEpoch: 1_700_000_000_000_000 + t), actions: []) {
+                break
+            }
+        }
+        let asValues = maxBytes / 2 / (MemoryLayout<InputRecorder.Entry>.stride + InputRecorder.inputIndirect)
+        #expect(taken.count > 5 * asValues, "\(taken.count) inputs fill half of \(maxBytes) bytes; as values \(asValues)")
+        #expect(!recorder.hasBlockToCompact)
+        recorder.startSegment(core)
+        let kept = try recorder.checkedRecording().recording.inputs.map(\.input)
+        #expect(kept == taken)
+    }
+}
