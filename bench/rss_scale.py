@@ -5,6 +5,7 @@
 SIGKILLed right after the measurement, so that what heaptrack reports as leaked is the heap live then.
 
     python3 bench/rss_scale.py [--bin DIR] [--tool PATH] [--apps 10000] [--assertions 100000] [--settle S]
+                               [--smaps FILE]
 """
 import argparse
 import json
@@ -30,6 +31,7 @@ def main():
     ap.add_argument("--kill", action="store_true", help="SIGKILL the daemon after the measurement")
     ap.add_argument("--settle", type=float, default=0,
                     help="seconds to wait after the measurement, then measure again (what was transient)")
+    ap.add_argument("--smaps", default="", help="write the daemon's /proc/PID/smaps to this file at the last measurement")
     ap.add_argument("--conf", default="", help="more bgtaskd.conf lines, e.g. '[Daemon]\\nRecordInputs=no'")
     a = ap.parse_args()
     if a.bin:
@@ -68,6 +70,8 @@ def main():
                 time.sleep(a.settle)
                 print(f"  {a.settle:g} s later: VmRSS {B.rss_kib(daemon_pid) / 1024:.1f} MiB, "
                       f"anonymous {B.rss_parts(daemon_pid)[0] / 1024:.1f} MiB")
+            if a.smaps:
+                Path(a.smaps).write_text(open(f"/proc/{daemon_pid}/smaps").read())
         finally:
             apps_started = [int(c) for t in os.listdir(f"/proc/{daemon_pid}/task")
                             for c in open(f"/proc/{daemon_pid}/task/{t}/children").read().split()]
