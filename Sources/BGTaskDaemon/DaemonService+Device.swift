@@ -1,5 +1,6 @@
 import BGTaskCore
 import Dispatch
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -11,29 +12,73 @@ import Glibc
 /// Where `/proc/locks` is read, one read at a time, off the daemon's queue.
 let procLocksQueue = DispatchQueue(label: "bgtaskd.proc-locks", qos: .utility)
 
+/// The lock checks waiting for a read of `/proc/locks`: one read serves every check waiting when it begins.
+/// Reading `/proc/locks` takes the kernel's `file_rwsem` for writing, which can wait for an RCU grace
+/// period (milliseconds with the CPUs busy); apps backgrounded together (a burst, the screen turned off)
+/// would otherwise each wait for the reads of all those before them.
+final class LockReads: Sendable {
+    /// What one check asks about: the app's process tree (and more pids), or its processes.
+    enum Subject: Sendable {
+        case tree(root: Int32, extra: [Int32])
+        case pids([Int32])
+    }
+
+    private let waiting = Mutex<[(app: AppID, subject: Subject)]>([])
+    private let queue: DispatchQueue
+    private let observed: @Sendable ([(AppID, LockObservation)]) -> Void
+
+    /// Checks read on `procLocksQueue`; `observed` gets each read's observations, in the order they were
+    /// asked for, on `queue`.
+    init(queue: DispatchQueue, observed: @escaping @Sendable ([(AppID, LockObservation)]) -> Void) {
+        self.queue = queue
+        self.observed = observed
+    }
+
+    /// Asks for `app`'s locks at the next read (now, if none is under way).
+    func ask(_ app: AppID, _ subject: Subject) {
+        let first = waiting.withLock { w in
+            w.append((app, subject))
+            return w.count == 1
+        }
+        guard first else { return }
+        procLocksQueue.async { @Sendable in self.readOnce() }
+    }
+
+    private func readOnce() {
+        let checks = waiting.withLock { w in
+            defer { w.removeAll() }
+            return w
+        }
+        guard !checks.isEmpty else { return }
+        let entries = readFile("/proc/locks").map(ProcLocks.parse) ?? []
+        let seen = checks.map { check in
+            switch check.subject {
+            case .tree(let root, let extra): return (check.app, ProcLocks.observe(entries, treeOf: root, plus: extra))
+            case .pids(let pids):
+                return (check.app, ProcLocks.observe(entries, pids: Set(pids), ofdFiles: { ProcLocks.ofdLocks(of: pids) }))
+            }
+        }
+        let observed = self.observed
+        queue.async { @Sendable in observed(seen) }
+    }
+}
+
 extension DaemonService {
-    /// The core asked for the app's locks: read off the queue and fed back (`locksObserved`); the core
-    /// keeps the app in the background meanwhile. An app with no process holds no lock: answered at once.
+    /// The core asked for the app's locks: read off the queue and fed back (`locksObserved`; one read for
+    /// every app waiting, ``LockReads``); the core keeps the app in the background meanwhile. An app with
+    /// no process holds no lock: answered at once.
     func observeLocks(_ app: AppID, _ processes: Processes) -> Input? {
         if processes.own, !(freezer is CgroupFreezer), let root = processes.pid {
             // A process tree: /proc/locks first, then only the pids it names (ProcLocks+Tree).
             let extra = processes.instances.isEmpty ? [] : adoption?.processes(app) ?? []
             guard lockReadsOffQueue else { return .locksObserved(app, ProcLocks.read(treeOf: root, plus: extra)) }
-            let queue = self.queue
-            procLocksQueue.async { @Sendable [weak self] in
-                let seen = ProcLocks.read(treeOf: root, plus: extra)
-                queue.async { @Sendable [weak self] in self?.feed(.locksObserved(app, seen)) }
-            }
+            lockReads.ask(app, .tree(root: root, extra: extra))
             return nil
         }
         let pids = appProcesses(app, processes)
         if pids.isEmpty { return .locksObserved(app, LockObservation()) }
         guard lockReadsOffQueue else { return .locksObserved(app, ProcLocks.read(pids: pids)) }
-        let queue = self.queue
-        procLocksQueue.async { @Sendable [weak self] in
-            let seen = ProcLocks.read(pids: pids)
-            queue.async { @Sendable [weak self] in self?.feed(.locksObserved(app, seen)) }
-        }
+        lockReads.ask(app, .pids(pids))
         return nil
     }
 

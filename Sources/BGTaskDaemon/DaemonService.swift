@@ -87,6 +87,10 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
     /// takes `file_rwsem` for writing; tens of ms on a loaded machine) and the answer fed back. False: read
     /// on the queue, at once (the service tests, which step it synchronously).
     var lockReadsOffQueue = true
+    /// The reads of `/proc/locks` off the queue, each serving every app waiting (DaemonService+Device.swift).
+    lazy var lockReads = LockReads(queue: queue) { @Sendable [weak self] seen in
+        for (app, observation) in seen { self?.feed(.locksObserved(app, observation)) }
+    }
     /// Inputs facts cause while a feed is under way: fed when it is over (no feed inside a feed).
     var feedDepth = 0
     var factsAfterFeed: [CoreInput] = []

@@ -11,7 +11,11 @@ extension ProcLocks {
     /// is matched through the app's file descriptors, so then the whole tree is read.
     static func read(treeOf root: Int32, plus extra: [Int32]) -> LockObservation {
         guard let text = readFile("/proc/locks") else { return LockObservation() }
-        let entries = parse(text)
+        return observe(parse(text), treeOf: root, plus: extra)
+    }
+
+    /// ``read(treeOf:plus:)`` from `entries` already read.
+    static func observe(_ entries: [ProcLockEntry], treeOf root: Int32, plus extra: [Int32]) -> LockObservation {
         if entries.isEmpty { return LockObservation() }
         if entries.contains(where: { $0.pid == -1 }) {
             let pids = SignalFreezer.processTree(root: root) + extra
