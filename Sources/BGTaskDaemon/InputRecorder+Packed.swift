@@ -1,12 +1,14 @@
 import BGTaskCore
+import BGTaskProtocol
 
 // SPEC §17: the ring keeps its inputs packed as the core takes them. An entry as a Swift value is 224 bytes
 // and points to its strings (~64 bytes more); packed, the common inputs (the calls apps make most, the
-// launches, exits, freezes and deadlines) take 20–40 bytes: the times as differences from the entry before,
-// the identifiers as variable-length integers, the strings' bytes. The others are kept as values beside the
-// bytes, and once their block is full the daemon encodes them compactly off its queue
-// (InputRecorder+Compact.swift). So `RecordMaxBytes=` holds about ten times as many inputs, and the ring
-// takes checkpoints that much less often. `PackedInputTests` reads back every packed case.
+// launches, exits, freezes and deadlines) take 12–60 bytes: the times as differences from the entry before,
+// the identifiers as variable-length integers, the strings' bytes (an app named by the packed entry before
+// is one byte). The others are kept as values beside the bytes, and once their block is full the daemon
+// encodes them compactly off its queue (InputRecorder+Compact.swift). So `RecordMaxBytes=` holds about ten
+// times as many inputs, and the ring takes checkpoints that much less often. `PackedInputTests` reads back
+// every packed case.
 extension InputRecorder {
     /// A block of the ring's inputs, in order: each a packed entry in ``bytes``, or a mark there and the
     /// entry in ``others``.
@@ -21,6 +23,8 @@ extension InputRecorder {
         private(set) var count = 0
         private var lastMonotonic: Int64 = 0
         private var lastOffset: Int64 = 0
+        /// The app the last packed entry named (the next one naming it too writes one byte).
+        private var lastApp: AppID?
 
         /// The entries kept as values, until encoded.
         enum Others: Sendable {
@@ -74,9 +78,13 @@ extension InputRecorder {
         mutating func append(_ input: CoreInput, monotonic: Int64, realtime: Int64, fingerprint: Int, actionCount: Int,
                              indirect: (CoreInput) -> Int) {
             count += 1
-            var w = Writer(bytes: [])
+            var w = Writer(bytes: [], lastApp: nil)
             swap(&w.bytes, &bytes)
-            defer { swap(&w.bytes, &bytes) }
+            swap(&w.lastApp, &lastApp)
+            defer {
+                swap(&w.bytes, &bytes)
+                swap(&w.lastApp, &lastApp)
+            }
             let tag = Packed.tag(input)
             w.byte(tag)
             guard tag != 0 else {
@@ -118,7 +126,7 @@ extension InputRecorder {
         static func unpack(_ bytes: [UInt8], count: Int, others: [Entry]) throws -> [Entry] {
             var all: [Entry] = []
             all.reserveCapacity(count)
-            var r = Reader(bytes: bytes)
+            var r = Reader(bytes: bytes, lastApp: nil)
             var nextOther = 0
             var monotonic: Int64 = 0, offset: Int64 = 0
             while !r.atEnd {
@@ -301,19 +309,14 @@ private enum Packed {
 /// Appends to a block's bytes.
 struct Writer {
     var bytes: [UInt8]
+    /// The app written last: written again, it is a 0 (no app ID is empty).
+    var lastApp: AppID?
 
     mutating func byte(_ b: UInt8) { bytes.append(b) }
     mutating func bool(_ b: Bool) { bytes.append(b ? 1 : 0) }
 
     /// LEB128.
-    mutating func unsigned(_ v: UInt64) {
-        var v = v
-        while v >= 0x80 {
-            bytes.append(UInt8(truncatingIfNeeded: v) | 0x80)
-            v >>= 7
-        }
-        bytes.append(UInt8(v))
-    }
+    mutating func unsigned(_ v: UInt64) { bytes.appendVarint(v) }
 
     /// Zig-zag, then LEB128.
     mutating func signed(_ v: Int64) { unsigned(UInt64(bitPattern: (v << 1) ^ (v >> 63))) }
@@ -340,7 +343,11 @@ struct Writer {
         }
     }
 
-    mutating func app(_ app: AppID) { string(app.rawValue) }
+    mutating func app(_ app: AppID) {
+        if app == lastApp { return byte(0) }
+        string(app.rawValue)
+        lastApp = app
+    }
 
     mutating func optionalPID(_ pid: Int32?) {
         if let pid {
@@ -371,6 +378,8 @@ struct Writer {
 /// Reads a block's bytes back.
 struct Reader {
     let bytes: [UInt8]
+    /// The app read last (``Writer/lastApp``).
+    var lastApp: AppID?
     var index = 0
 
     var atEnd: Bool { index >= bytes.count }
@@ -437,7 +446,13 @@ struct Reader {
     mutating func optionalString() throws -> String? { try bool() ? try string() : nil }
 
     mutating func app() throws -> AppID {
-        guard let app = AppID(try string()) else { throw InputRecorder.PackedError.badValue }
+        let text = try string()
+        if text.isEmpty {
+            guard let lastApp else { throw InputRecorder.PackedError.badValue }
+            return lastApp
+        }
+        guard let app = AppID(text) else { throw InputRecorder.PackedError.badValue }
+        lastApp = app
         return app
     }
 

@@ -24,6 +24,18 @@ extension JSON {
     }
 }
 
+extension [UInt8] {
+    /// `v` in LEB128: seven bits a byte, the lowest first, the high bit set on every byte but the last.
+    package mutating func appendVarint(_ v: UInt64) {
+        var v = v
+        while v >= 0x80 {
+            append(UInt8(truncatingIfNeeded: v) | 0x80)
+            v >>= 7
+        }
+        append(UInt8(v))
+    }
+}
+
 private enum CompactTag {
     static let version: UInt8 = 0xB1
     static let null: UInt8 = 0, no: UInt8 = 1, yes: UInt8 = 2, int: UInt8 = 3, double: UInt8 = 4
@@ -36,14 +48,7 @@ struct CompactWriter {
     var bytes: [UInt8] = []
     var strings: [String: Int] = [:]
 
-    mutating func varint(_ v: UInt64) {
-        var v = v
-        while v >= 0x80 {
-            bytes.append(UInt8(truncatingIfNeeded: v) | 0x80)
-            v >>= 7
-        }
-        bytes.append(UInt8(v))
-    }
+    mutating func varint(_ v: UInt64) { bytes.appendVarint(v) }
 
     /// 1 and the text (its first time), else its number + 2 (0 is ``CompactTag/endOfObject``).
     mutating func string(_ s: String) {

@@ -101,6 +101,43 @@ import Testing
         }
         bytes[0] = 200
         #expect(throws: (any Error).self) { try InputRecorder.Block.unpack(bytes, count: block.count, others: []) }
+        // An entry naming "the app before" (an app written again is one byte) with none before it.
+        var w = Writer(bytes: [], lastApp: Self.app)
+        w.byte(36)  // freezePartDone
+        w.signed(1)
+        w.signed(0)
+        w.fixed(0)
+        w.unsigned(0)
+        w.app(Self.app)
+        #expect(w.bytes.count == 13)
+        #expect(throws: (any Error).self) { try InputRecorder.Block.unpack(w.bytes, count: 1, others: []) }
+    }
+
+    /// An app named again by the next packed entry is one byte (a 0: no app ID is empty); another app in
+    /// between is written whole, and so is the first after it; an entry kept as a value between two that
+    /// name the same app changes nothing. Every sequence reads back as it was.
+    @Test func anAppNamedAgainIsOneByte() throws {
+        let other = AppID("org.example.Other")!
+        var w = Writer(bytes: [], lastApp: nil)
+        var sizes: [Int] = []
+        for app in [Self.app, Self.app, other, Self.app, Self.app] {
+            let before = w.bytes.count
+            w.app(app)
+            sizes.append(w.bytes.count - before)
+        }
+        let whole = Self.app.rawValue.utf8.count + 1
+        #expect(sizes == [whole, 1, other.rawValue.utf8.count + 1, whole, 1])
+
+        let notice = CoreInput.lifecycle(.stopRequested, request: nil, from: nil)
+        let sequence: [CoreInput] = [
+            .freezePartDone(Self.app), .freezePartDone(Self.app), notice, .freezePartDone(Self.app),
+            .freezePartDone(other), .lifecycle(.backgroundRequested(other), request: RequestID(1), from: nil),
+            .freezeChecked(Self.app, .frozen), .deadlineReached, .freezePartDone(Self.app),
+        ]
+        var block = InputRecorder.Block(capacity: 1 << 12)
+        let entries = Self.entries(sequence)
+        for e in entries { block.append(e, indirect: 64) }
+        #expect(try block.entries() == entries)
     }
 
     /// The calls apps make most, Begin/End pairs from many apps, fill the limit with several times as many

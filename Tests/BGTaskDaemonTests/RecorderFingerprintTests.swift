@@ -41,8 +41,9 @@ import Testing
     }
 
     /// What a kept Begin/End pair costs the budget (and so the memory the recording takes, which the budget
-    /// estimates): the two inputs and their fingerprints, not their four actions (224 bytes each, with
-    /// their strings: ~1.3 KB a pair, ~650 bytes an input, when they were kept).
+    /// counts): the two inputs and their fingerprints, packed (InputRecorder+Packed.swift), not their four
+    /// actions (224 bytes each, with their strings: ~1.3 KB a pair, ~650 bytes an input, when they were
+    /// kept; ~330 bytes an input as a value with its fingerprint).
     @Test func aBeginEndPairKeepsTheInputsNotTheActions() {
         var (core, t) = Self.foreground()
         let maxBytes = 4 << 20
@@ -50,7 +51,7 @@ import Testing
         while recorder.checkpoints == 0 { Self.pairs(1, core: &core, recorder: &recorder, from: &t) }
         // The first segment just filled half the budget: the inputs it holds are all there is.
         let perInput = maxBytes / 2 / recorder.count
-        #expect(perInput <= 400, "\(perInput) bytes per input kept (\(recorder.count) inputs in half of \(maxBytes) B)")
+        #expect(perInput <= 64, "\(perInput) bytes per input kept (\(recorder.count) inputs in half of \(maxBytes) B)")
     }
 
     /// The recording's decisions are those the live core took (its fingerprints match), and it replays equal.
