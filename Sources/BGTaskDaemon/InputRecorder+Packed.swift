@@ -44,13 +44,18 @@ extension InputRecorder {
             }
         }
 
-        /// Whether the block is full: its bytes within a small margin of their capacity, or `maxOthers`
-        /// entries kept as values.
+        /// Whether the block is full: its bytes within a few of their capacity, or `maxOthers` entries kept
+        /// as values.
         func isFull(maxOthers: Int) -> Bool {
-            if bytes.count + 64 > bytes.capacity { return true }
+            if bytes.count + 16 > bytes.capacity { return true }
             if case .live(let entries) = others { return entries.count >= maxOthers }
             return false
         }
+
+        /// Whether `input` surely fits in what the bytes' capacity has left: a block is sealed before an
+        /// entry that might not (an array grows by doubling); only an entry larger than a whole block grows
+        /// one.
+        func fits(_ input: CoreInput) -> Bool { bytes.count + Packed.bound(input) <= bytes.capacity }
 
         /// Others still as values (to be encoded once the block is full).
         var liveOthers: [Entry]? {
@@ -187,6 +192,24 @@ private enum Packed {
         case .freezeChecked: return 35
         case .freezePartDone: return 36
         default: return 0
+        }
+    }
+
+    /// At most the bytes `input`'s entry takes: its numbers and lengths (under 128 bytes), an app ID (at most
+    /// 255), and its other strings whole.
+    static func bound(_ input: CoreInput) -> Int {
+        let numbers = 128, appID = 256
+        switch input {
+        case .lifecycle(let i, _, _):
+            switch i {
+            case .assertionRequested(_, _, let name): return numbers + appID + (name?.utf8.count ?? 0)
+            case .appCallReceived(_, let method, _): return numbers + appID + method.utf8.count
+            default: return numbers + appID
+            }
+        case .freezeStarted(_, _, .failed(let reason)), .freezeChecked(_, .failed(let reason)):
+            return numbers + appID + reason.utf8.count
+        default:
+            return numbers + appID
         }
     }
 

@@ -62,7 +62,7 @@ package struct InputRecorder: Sendable {
             self.checkpoint = .live(checkpoint)
             self.number = number
             self.inputsBefore = inputsBefore
-            blockCapacity = Swift.max(256, maxBytes / 16)
+            blockCapacity = Swift.max(1024, maxBytes / 16)
             maxOthers = Swift.max(1, maxBytes / 16 / MemoryLayout<Entry>.stride)
             tail = Block(capacity: blockCapacity)
         }
@@ -74,6 +74,7 @@ package struct InputRecorder: Sendable {
         var bytes: Int { blockBytes + tail.memory }
 
         mutating func append(_ input: CoreInput, monotonic: Int64, realtime: Int64, fingerprint: Int, actionCount: Int) {
+            if tail.count > 0, !tail.fits(input) { seal() }
             tail.append(input, monotonic: monotonic, realtime: realtime, fingerprint: fingerprint, actionCount: actionCount,
                         indirect: InputRecorder.indirect)
             if tail.isFull(maxOthers: maxOthers) { seal() }

@@ -140,6 +140,32 @@ import Testing
         #expect(try block.entries() == entries)
     }
 
+    /// A block is sealed before an entry that might not fit in what it has left, so that no block's bytes
+    /// grow past their capacity (an array doubles); an entry larger than a whole block gets a block of its
+    /// own. Every input reads back.
+    @Test func aBlockIsSealedBeforeAnEntryThatMightNotFit() throws {
+        let maxBytes = 64 << 10  // blocks of 4 KiB
+        let core = RecordingStart(lifecycle: .default, journal: JournalBudget.Limits(), denial: DenialBudget.Limits()).makeCore()
+        var recorder = InputRecorder(start: core, maxBytes: maxBytes)
+        var taken: [CoreInput] = []
+        for k in 0..<400 {
+            let name = k % 9 == 8 ? String(repeating: "n", count: k == 80 ? 6_000 : 900) : "sync"
+            let input = CoreInput.lifecycle(.assertionRequested(Self.app, connection: ConnectionID(3), name: name),
+                                            request: RequestID(UInt64(k)), from: nil)
+            taken.append(input)
+            let t = Int64(k) * 40
+            if recorder.append(input, monotonic: Instant(microseconds: t), realtime: RealtimeInstant(microsecondsSinceEpoch: t), actions: []) {
+                recorder.startSegment(core)
+            }
+        }
+        let blocks = (recorder.older?.blocks ?? []) + recorder.current.blocks
+        #expect(blocks.count >= 8)
+        let grown = blocks.filter { $0.packedBytes.capacity >= 2 * 4_096 }  // a doubled array (malloc may round 4 KiB up a little)
+        #expect(grown.count <= 1 && grown.allSatisfy { $0.count == 1 }, "only the 6,000-byte name's block, alone in it")
+        let kept = try recorder.checkedRecording().recording.inputs.map(\.input)
+        #expect(kept == Array(taken.suffix(kept.count)) && !kept.isEmpty)
+    }
+
     /// The calls apps make most, Begin/End pairs from many apps, fill the limit with several times as many
     /// inputs as they did kept as values (224 bytes each and the ~64 they point to), and read back.
     @Test func theRingHoldsSeveralTimesAsManyCommonInputs() throws {
