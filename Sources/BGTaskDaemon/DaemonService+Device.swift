@@ -9,8 +9,10 @@ import Glibc
 // SPEC §14: the facts the core asks for about locks and a freeze that did not complete. The shell only
 // reads /proc; the core decides.
 
-/// Where `/proc/locks` is read, one read at a time, off the daemon's queue.
-let procLocksQueue = DispatchQueue(label: "bgtaskd.proc-locks", qos: .utility)
+/// Where `/proc/locks` is read, one read at a time, off the daemon's queue. At the daemon's own priority: a
+/// suspension waits for the read (libdispatch on Linux runs a `.utility` queue's threads at nice 2, which
+/// a busy machine schedules late).
+let procLocksQueue = DispatchQueue(label: "bgtaskd.proc-locks")
 
 /// The lock checks waiting for a read of `/proc/locks`: one read serves every check waiting when it begins.
 /// Reading `/proc/locks` takes the kernel's `file_rwsem` for writing, which can wait for an RCU grace
