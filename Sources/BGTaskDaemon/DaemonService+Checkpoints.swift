@@ -72,7 +72,12 @@ extension DaemonService {
             kept.wait()
             withExtendedLifetime(entries) {}
         }
-        if !started { recording?.compacting = false }
+        // No thread (the process is out of them): the values stay as they are, counted, and no thread is
+        // asked for again at each input that follows.
+        if !started {
+            recording?.compacting = false
+            recording?.compactingStopped = true
+        }
     }
 }
 

@@ -119,8 +119,8 @@ package struct InputRecorder: Sendable {
     private(set) var checkpoints = 0
     /// A checkpoint or a block is being encoded (InputRecorder+Compact.swift): one at a time.
     package var compacting = false
-    /// A block failed to encode: the blocks are kept as taken from then on (not expected: every input
-    /// encodes).
+    /// A block failed to encode (not expected: every input encodes) or no thread could be made for it: the
+    /// blocks' values are kept as taken from then on, still counted in the limit.
     var compactingStopped = false
 
     /// A recorder whose first segment begins with `core`, the core as the daemon built it.
