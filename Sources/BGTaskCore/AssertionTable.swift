@@ -6,54 +6,97 @@
 /// tombstone; the newest one (the usual begin/end pair) is removed outright. Tombstones are swept once
 /// they outnumber the live entries, so every operation is O(log n) amortised and the array stays within
 /// twice the live count.
-struct AssertionTable: Sendable, Codable {
-    private struct Slot: Sendable, Codable {
-        var record: AssertionRecord
-        var live: Bool
+///
+/// A slot is 48 bytes, not the record's 64: its name is a number in a pool of the names in use (apps name
+/// their tasks with a few fixed words: 100,000 assertions named alike keep one string) and its flags are
+/// one byte. Encoded as the slots of records it was before (checkpoints keep their shape).
+struct AssertionTable: Sendable {
+    private struct Slot: Sendable {
+        var id: TaskID
+        var app: AppID
+        var connection: ConnectionID
+        var begun: Instant
+        /// ``NamePool`` number (0: none).
+        var name: UInt32
+        var flags: Flags
+    }
+
+    private struct Flags: OptionSet, Sendable {
+        let rawValue: UInt8
+        static let live = Flags(rawValue: 1)
+        static let warned = Flags(rawValue: 2)
+        static let managerHold = Flags(rawValue: 4)
+        static let continued = Flags(rawValue: 8)
     }
 
     private var slots: [Slot] = []
     private var tombstones = 0
+    private var names = NamePool()
 
     /// Live assertions.
     var count: Int { slots.count - tombstones }
 
+    /// Distinct names of live assertions (for tests).
+    var namesInUse: Int { names.inUse }
+
+    /// The bytes of a slot (for tests).
+    var slotStride: Int { MemoryLayout<Slot>.stride }
+
     /// Live identifiers, ascending (the order in which they were begun).
-    var ids: [TaskID] { slots.compactMap { $0.live ? $0.record.id : nil } }
+    var ids: [TaskID] { slots.compactMap { $0.flags.contains(.live) ? $0.id : nil } }
 
     /// The live assertion `task`.
     subscript(task: TaskID) -> AssertionRecord? {
         guard let k = index(of: task) else { return nil }
-        return slots[k].record
+        return record(slots[k])
+    }
+
+    private func record(_ slot: Slot) -> AssertionRecord {
+        AssertionRecord(
+            id: slot.id, app: slot.app, connection: slot.connection, name: names[slot.name], begun: slot.begun,
+            warned: slot.flags.contains(.warned), managerHold: slot.flags.contains(.managerHold),
+            continued: slot.flags.contains(.continued))
     }
 
     /// Adds an assertion; its identifier must be greater than every identifier added before.
     mutating func insert(_ record: AssertionRecord) {
-        precondition(slots.last.map { $0.record.id < record.id } ?? true, "task identifiers increase")
-        slots.append(Slot(record: record, live: true))
+        precondition(slots.last.map { $0.id < record.id } ?? true, "task identifiers increase")
+        insert(record, live: true)
+    }
+
+    private mutating func insert(_ record: AssertionRecord, live: Bool) {
+        var flags: Flags = live ? .live : []
+        if record.warned { flags.insert(.warned) }
+        if record.managerHold { flags.insert(.managerHold) }
+        if record.continued { flags.insert(.continued) }
+        slots.append(
+            Slot(
+                id: record.id, app: record.app, connection: record.connection, begun: record.begun,
+                name: live ? names.retain(record.name) : 0, flags: flags))
     }
 
     /// Sets whether `background-task-will-expire` was sent for `task` (no-op when not live).
     mutating func setWarned(_ task: TaskID, _ warned: Bool) {
         guard let k = index(of: task) else { return }
-        slots[k].record.warned = warned
+        if warned { slots[k].flags.insert(.warned) } else { slots[k].flags.remove(.warned) }
     }
 
     /// Removes and returns the live assertion `task`.
     mutating func remove(_ task: TaskID) -> AssertionRecord? {
         guard let k = index(of: task) else { return nil }
-        let record = slots[k].record
+        let record = record(slots[k])
+        names.release(slots[k].name)
         if k == slots.count - 1 {
             slots.removeLast()
-            while let last = slots.last, !last.live {
+            while let last = slots.last, !last.flags.contains(.live) {
                 slots.removeLast()
                 tombstones -= 1
             }
             if slots.count < slots.capacity / 4, slots.capacity > 1024 { compact() }
         } else {
-            slots[k].live = false
-            // Drop the strings now; the slot only keeps its place in the order.
-            slots[k].record.name = nil
+            slots[k].flags.remove(.live)
+            // The slot only keeps its place in the order.
+            slots[k].name = 0
             tombstones += 1
             if tombstones > count + 64 { compact() }
         }
@@ -64,22 +107,113 @@ struct AssertionTable: Sendable, Codable {
     private mutating func compact() {
         var fresh: [Slot] = []
         fresh.reserveCapacity(count)
-        for slot in slots where slot.live { fresh.append(slot) }
+        for slot in slots where slot.flags.contains(.live) { fresh.append(slot) }
         slots = fresh
         tombstones = 0
     }
 
     private func index(of task: TaskID) -> Int? {
         // The newest assertion is the one most often ended (a begin/end pair): look there first.
-        if let last = slots.last, last.record.id == task { return last.live ? slots.count - 1 : nil }
+        if let last = slots.last, last.id == task { return last.flags.contains(.live) ? slots.count - 1 : nil }
         var lo = 0
         var hi = slots.count
         while lo < hi {
             let mid = (lo &+ hi) >> 1
-            let id = slots[mid].record.id
-            if id == task { return slots[mid].live ? mid : nil }
+            let id = slots[mid].id
+            if id == task { return slots[mid].flags.contains(.live) ? mid : nil }
             if id < task { lo = mid + 1 } else { hi = mid }
         }
         return nil
+    }
+}
+
+extension AssertionTable: Codable {
+    /// The encoded shape: each slot as its record and whether it is live.
+    private struct EncodedSlot: Codable {
+        var record: AssertionRecord
+        var live: Bool
+    }
+
+    private enum CodingKeys: String, CodingKey { case slots, tombstones }
+
+    init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        var previous: TaskID?
+        for slot in try c.decode([EncodedSlot].self, forKey: .slots) {
+            if let previous, slot.record.id <= previous {
+                throw DecodingError.dataCorruptedError(
+                    forKey: .slots, in: c, debugDescription: "task identifiers must increase")
+            }
+            previous = slot.record.id
+            insert(slot.record, live: slot.live)
+            if !slot.live { tombstones += 1 }
+        }
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(slots.map { EncodedSlot(record: record($0), live: $0.flags.contains(.live)) }, forKey: .slots)
+        try c.encode(tombstones, forKey: .tombstones)
+    }
+}
+
+/// The names of live assertions, each kept once with a count of the slots naming it. A name no slot names
+/// any more keeps its number until such names outnumber the ones in use (then they are swept and their
+/// numbers reused): a Begin/End pair repeated under one name changes no table.
+struct NamePool: Sendable {
+    /// `nil`: a free number.
+    private var names: [String?] = []
+    private var uses: [UInt32] = []
+    private var numbers: [String: UInt32] = [:]
+    private var free: [UInt32] = []
+    /// Names kept that no slot names.
+    private var unused = 0
+
+    /// Names some slot names.
+    var inUse: Int { numbers.count - unused }
+
+    /// The name numbered `number` (0: none).
+    subscript(number: UInt32) -> String? { number == 0 ? nil : names[Int(number) - 1] }
+
+    /// The number of `name`, counted once more (0 for none).
+    mutating func retain(_ name: String?) -> UInt32 {
+        guard let name else { return 0 }
+        if let n = numbers[name] {
+            if uses[Int(n) - 1] == 0 { unused -= 1 }
+            uses[Int(n) - 1] += 1
+            return n
+        }
+        let n: UInt32
+        if let reused = free.popLast() {
+            n = reused
+            names[Int(n) - 1] = name
+            uses[Int(n) - 1] = 1
+        } else {
+            names.append(name)
+            uses.append(1)
+            n = UInt32(names.count)
+        }
+        numbers[name] = n
+        return n
+    }
+
+    /// Counts `number` once less.
+    mutating func release(_ number: UInt32) {
+        guard number != 0 else { return }
+        uses[Int(number) - 1] -= 1
+        guard uses[Int(number) - 1] == 0 else { return }
+        unused += 1
+        if unused > inUse + 64 { sweep() }
+    }
+
+    /// Drops the names no slot names; their numbers are reused.
+    private mutating func sweep() {
+        for k in uses.indices where uses[k] == 0 {
+            guard let name = names[k] else { continue }
+            numbers[name] = nil
+            names[k] = nil
+            free.append(UInt32(k + 1))
+        }
+        unused = 0
     }
 }

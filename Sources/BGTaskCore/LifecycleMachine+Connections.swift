@@ -11,7 +11,7 @@ struct ConnectionTable: Sendable, Codable {
         if let i = holdings.index(forKey: connection) {
             holdings.values[i].tasks.insert(task)
         } else {
-            holdings[connection] = Holdings(tasks: [task])
+            holdings[connection] = Holdings(tasks: TaskList([task]))
         }
     }
 
@@ -46,7 +46,7 @@ extension LifecycleMachine {
     mutating func connectionClosed(_ connection: ConnectionID) {
         var affected: Set<AppID> = []
         if let held = connections.removeHoldings(of: connection) {
-            for task in held.tasks.sorted() {
+            for task in held.tasks.sorted {
                 guard let assertion = assertionTable[task], let i = slots[assertion.app] else { continue }
                 releaseAssertion(task)
                 if assertion.managerHold {

@@ -125,7 +125,7 @@ struct ActivityRecord: Hashable, Sendable, Codable {
 }
 
 struct Holdings: Hashable, Sendable, Codable {
-    var tasks: Set<TaskID> = []
+    var tasks = TaskList()
     var activities: Set<ActivityID> = []
     var isEmpty: Bool { tasks.isEmpty && activities.isEmpty }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import BGTaskCore
 
@@ -48,5 +49,61 @@ import Testing
         for n in stride(from: 2, through: 10_000, by: 2) { _ = table.remove(TaskID(UInt64(n))) }
         #expect(table.count == 0)
         #expect(table.ids.isEmpty)
+    }
+
+    @Test func aNameIsKeptOnceWhileNamedAndItsNumberReusedAfterASweep() {
+        var pool = NamePool()
+        let a = pool.retain("upload")
+        #expect(pool.retain("upload") == a && pool.retain(nil) == 0 && pool[0] == nil)
+        #expect(pool[a] == "upload" && pool.inUse == 1)
+        pool.release(a)
+        pool.release(a)
+        // Unused, still kept: the same number again, no table changed.
+        #expect(pool.inUse == 0 && pool.retain("upload") == a)
+        // 66 names used once and let go: more unused than in use + 64, so they are swept...
+        var numbers: [UInt32] = []
+        for n in 0..<66 { numbers.append(pool.retain("n\(n)")) }
+        for k in numbers { pool.release(k) }
+        #expect(pool.inUse == 1 && pool[a] == "upload")
+        // ...and their numbers reused for new names, the name still in use untouched.
+        let reused = pool.retain("fresh")
+        #expect(numbers.contains(reused) && pool[reused] == "fresh" && pool[a] == "upload")
+    }
+
+    /// 100,000 assertions named alike keep one name; the slot is 48 bytes where the record is 64.
+    @Test func manyAssertionsNamedAlikeKeepOneName() {
+        var table = AssertionTable()
+        for n in 1...100_000 {
+            table.insert(AssertionRecord(
+                id: TaskID(UInt64(n)), app: AppID("org.example.App")!, connection: ConnectionID(1), name: "sync",
+                begun: .zero, warned: false))
+        }
+        #expect(table.namesInUse == 1 && table.slotStride == 48 && MemoryLayout<AssertionRecord>.stride == 64)
+        for n in 1...100_000 where n % 3 != 0 { _ = table.remove(TaskID(UInt64(n))) }
+        #expect(table.namesInUse == 1 && table[TaskID(99_999)]?.name == "sync")
+    }
+
+    /// Encoded as slots of records with tombstones, as before; decoded back to the same assertions.
+    @Test func encodesItsSlotsAsRecordsAndDecodesThem() throws {
+        var table = AssertionTable()
+        for n in 1...20 { table.insert(record(UInt64(n))) }
+        for n in [3, 4, 9] { _ = table.remove(TaskID(UInt64(n))) }
+        table.setWarned(TaskID(6), true)
+        let data = try JSONEncoder().encode(table)
+        let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        let slots = try #require(object["slots"] as? [[String: Any]])
+        #expect(object["tombstones"] as? Int == 3 && slots.count == 20)
+        #expect(slots[2]["live"] as? Bool == false && (slots[1]["record"] as? [String: Any])?["name"] as? String == "task 2")
+        let decoded = try JSONDecoder().decode(AssertionTable.self, from: data)
+        #expect(decoded.ids == table.ids && decoded.count == 17)
+        for n in 1...20 { #expect(decoded[TaskID(UInt64(n))] == table[TaskID(UInt64(n))]) }
+        #expect(decoded[TaskID(6)]?.warned == true)
+        // Identifiers out of order are refused.
+        var records = slots
+        var first = try #require(records[0]["record"] as? [String: Any])
+        first["id"] = 7
+        records[0]["record"] = first
+        let swapped = try JSONSerialization.data(withJSONObject: ["slots": records, "tombstones": 3])
+        #expect(throws: DecodingError.self) { try JSONDecoder().decode(AssertionTable.self, from: swapped) }
     }
 }
