@@ -55,7 +55,7 @@ struct AppRecord: Sendable, Codable {
     var pidIsOwn = false
     var connection: ConnectionID?
     var launchedByDaemon = false
-    var launch: PendingLaunch?
+    @OutOfLine var launch: PendingLaunch? = nil
     var interrupted = false
     /// Where the budget is counted from; set while in the background or suspended.
     var backgroundSince: Instant?
@@ -68,7 +68,7 @@ struct AppRecord: Sendable, Codable {
     var waitingTasks: [Work] = []
     /// When the app last left the foreground (for `list --running`).
     var leftForeground: Instant?
-    var wake: Wake?
+    @OutOfLine var wake: Wake? = nil
     var notifications = NotificationQueue()
     var termination: Termination?
     /// The kind and reason of its last decision (all the machine reads of it: a whole `Decision` per app,
@@ -85,9 +85,9 @@ struct AppRecord: Sendable, Codable {
     /// `background`.
     @OutOfLine var heldSuspend: Decision? = nil
     /// SPEC §14 (LifecycleMachine+Locks.swift, +FreezeTimeout.swift): what the device rules track.
-    var device = DeviceRecord()
+    @Defaulted var device = DeviceRecord()
     /// SPEC §15: its scenes (LifecycleMachine+Scenes.swift).
-    var scenes = AppScenes()
+    @Defaulted var scenes = AppScenes()
 
     var id: AppID { manifest.id }
 
@@ -156,7 +156,7 @@ enum TimerKey: Hashable, Sendable, Codable {
 }
 
 /// SPEC §14: an app's locks and freeze attempts.
-struct DeviceRecord: Hashable, Sendable, Codable {
+struct DeviceRecord: Hashable, Sendable, Codable, DefaultInitializable {
     /// An ``Action/observeLocks(_:_:)`` is out and not answered yet.
     var lockCheckPending = false
     /// The app held a lock when last looked at (frozen apps' locks are looked at every `LockRecheckSec`).

@@ -66,7 +66,7 @@ struct SnapshotWait: Hashable, Sendable, Codable {
 }
 
 /// An app's scenes (SPEC §15), in the order they were first reported.
-struct AppScenes: Hashable, Sendable, Codable {
+struct AppScenes: Hashable, Sendable, Codable, DefaultInitializable {
     /// The app checked in with `scenes: true`: it gets scene events and snapshots.
     var subscribed = false
     var list: [SceneRecord] = []
