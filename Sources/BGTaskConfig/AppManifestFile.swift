@@ -24,16 +24,28 @@ public struct AppManifestFile: Hashable, Sendable {
     /// bare name to look up in `PATH` when launching. No `$VAR` or `%` specifier expansion is done.
     public var exec: [String]
     /// `User=`: the account the app runs as (nil: the daemon's user).
-    public var user: Account?
+    public var user: Account? {
+        get { settings?.user }
+        set { change { $0.user = newValue } }
+    }
     /// `WorkingDirectory=`: an absolute path, or `~` for the user's home (nil: the daemon's choice).
-    public var workingDirectory: String?
+    public var workingDirectory: String? {
+        get { settings?.workingDirectory }
+        set { change { $0.workingDirectory = newValue } }
+    }
     /// `Environment=`: variables to set, in order of first assignment; a later assignment of the same name
     /// replaces the earlier value. `BGTASKD_APP_ID` and `BGTASKD_SOCKET` are set by the daemon.
-    public var environment: [EnvironmentVariable]
+    public var environment: [EnvironmentVariable] {
+        get { settings?.environment ?? [] }
+        set { change { $0.environment = newValue } }
+    }
     /// `BackgroundModes=`.
     public var backgroundModes: Set<BackgroundMode>
     /// `PermittedTaskIdentifiers=`: identifiers the app may submit task requests for, in file order.
-    public var permittedTaskIdentifiers: [String]
+    public var permittedTaskIdentifiers: [String] {
+        get { settings?.permittedTaskIdentifiers ?? [] }
+        set { change { $0.permittedTaskIdentifiers = newValue } }
+    }
     /// `BackgroundAppRefresh=`: the app's refresh setting until changed at run time (nil: `DefaultAppRefresh=`).
     public var backgroundAppRefresh: Bool?
     /// `RefreshRestricted=`: the administrator forbids refresh; the per-app setting cannot turn it on.
@@ -42,6 +54,34 @@ public struct AppManifestFile: Hashable, Sendable {
     public var lifecycleAware: Bool
     /// The file the manifest was read from.
     public var path: String
+
+    /// The keys most manifests leave unset, kept out of line (`nil` while all are unset): a manifest is
+    /// 80 bytes, not 128, in the daemon's table of 10,000 of them.
+    private var box: SettingsBox?
+    private var settings: Settings? { box?.settings }
+
+    private final class SettingsBox: Hashable, Sendable {
+        let settings: Settings
+        init(_ settings: Settings) { self.settings = settings }
+        static func == (a: SettingsBox, b: SettingsBox) -> Bool { a.settings == b.settings }
+        func hash(into hasher: inout Hasher) { hasher.combine(settings) }
+    }
+
+    private struct Settings: Hashable, Sendable {
+        var user: Account?
+        var workingDirectory: String?
+        var environment: [EnvironmentVariable] = []
+        var permittedTaskIdentifiers: [String] = []
+        var isEmpty: Bool {
+            user == nil && workingDirectory == nil && environment.isEmpty && permittedTaskIdentifiers.isEmpty
+        }
+    }
+
+    private mutating func change(_ body: (inout Settings) -> Void) {
+        var new = settings ?? Settings()
+        body(&new)
+        box = new.isEmpty ? nil : SettingsBox(new)
+    }
 
     public init(
         id: String,
@@ -60,15 +100,15 @@ public struct AppManifestFile: Hashable, Sendable {
         self.id = id
         self.name = name ?? id
         self.exec = exec
-        self.user = user
-        self.workingDirectory = workingDirectory
-        self.environment = environment
         self.backgroundModes = backgroundModes
-        self.permittedTaskIdentifiers = permittedTaskIdentifiers
         self.backgroundAppRefresh = backgroundAppRefresh
         self.refreshRestricted = refreshRestricted
         self.lifecycleAware = lifecycleAware
         self.path = path
+        let settings = Settings(
+            user: user, workingDirectory: workingDirectory, environment: environment,
+            permittedTaskIdentifiers: permittedTaskIdentifiers)
+        box = settings.isEmpty ? nil : SettingsBox(settings)
     }
 
     /// The manifest directory's name inside the configuration directory.

@@ -226,4 +226,27 @@ struct AppManifestTests {
             "PermittedTaskIdentifiers", "BackgroundAppRefresh", "RefreshRestricted", "LifecycleAware",
         ])
     }
+
+    /// The keys most manifests leave unset are kept out of line: read and written like the others, equal
+    /// and hashed by value, and a manifest whose keys are all unset again is equal to one never set.
+    @Test func rarelySetKeysAreKeptOutOfLineAndCompareByValue() {
+        #expect(MemoryLayout<AppManifestFile>.stride <= 80)
+        let plain = AppManifestFile(id: "org.example.A", exec: ["/bin/true"])
+        var a = plain
+        a.workingDirectory = "/srv"
+        a.environment = [EnvironmentVariable(name: "K", value: "v")]
+        a.permittedTaskIdentifiers = ["org.example.A.refresh"]
+        var b = AppManifestFile(
+            id: "org.example.A", exec: ["/bin/true"], workingDirectory: "/srv",
+            environment: [EnvironmentVariable(name: "K", value: "v")], permittedTaskIdentifiers: ["org.example.A.refresh"])
+        #expect(a == b && a.hashValue == b.hashValue && a != plain)
+        #expect(a.workingDirectory == "/srv" && a.environment.map(\.name) == ["K"] && a.user == nil)
+        let copy = b
+        b.environment[0].value = "w"  // a copy keeps its own value
+        #expect(copy.environment[0].value == "v" && b.environment[0].value == "w" && copy == a)
+        a.workingDirectory = nil
+        a.environment = []
+        a.permittedTaskIdentifiers = []
+        #expect(a == plain && a.hashValue == plain.hashValue)
+    }
 }
