@@ -7,18 +7,28 @@
 /// they outnumber the live entries, so every operation is O(log n) amortised and the array stays within
 /// twice the live count.
 ///
-/// A slot is 48 bytes, not the record's 64: its name is a number in a pool of the names in use (apps name
-/// their tasks with a few fixed words: 100,000 assertions named alike keep one string) and its flags are
-/// one byte. Encoded as the slots of records it was before (checkpoints keep their shape).
+/// A slot is 32 bytes, not the record's 64: its app and its name are numbers in pools of those in use (an
+/// app holds several assertions; apps name their tasks with a few fixed words: 100,000 assertions of 10,000
+/// apps named alike keep 10,000 IDs and one name), and its flags share the name's 32 bits. Encoded as the
+/// slots of records it was before (checkpoints keep their shape).
 struct AssertionTable: Sendable {
     private struct Slot: Sendable {
         var id: TaskID
-        var app: AppID
         var connection: ConnectionID
         var begun: Instant
-        /// ``NamePool`` number (0: none).
-        var name: UInt32
-        var flags: Flags
+        /// `apps` number (0: a tombstone's).
+        var app: UInt32
+        /// The name's `names` number (0: none) above four bits of ``Flags``.
+        var tag: UInt32
+
+        var flags: Flags {
+            get { Flags(rawValue: UInt8(truncatingIfNeeded: tag & 0xF)) }
+            set { tag = tag & ~0xF | UInt32(newValue.rawValue) }
+        }
+        var name: UInt32 {
+            get { tag >> 4 }
+            set { tag = newValue << 4 | tag & 0xF }
+        }
     }
 
     private struct Flags: OptionSet, Sendable {
@@ -31,13 +41,17 @@ struct AssertionTable: Sendable {
 
     private var slots: [Slot] = []
     private var tombstones = 0
-    private var names = NamePool()
+    private var names = Pool<String>()
+    private var apps = Pool<AppID>()
 
     /// Live assertions.
     var count: Int { slots.count - tombstones }
 
     /// Distinct names of live assertions (for tests).
     var namesInUse: Int { names.inUse }
+
+    /// Distinct apps of live assertions (for tests).
+    var appsInUse: Int { apps.inUse }
 
     /// The bytes of a slot (for tests).
     var slotStride: Int { MemoryLayout<Slot>.stride }
@@ -53,7 +67,7 @@ struct AssertionTable: Sendable {
 
     private func record(_ slot: Slot) -> AssertionRecord {
         AssertionRecord(
-            id: slot.id, app: slot.app, connection: slot.connection, name: names[slot.name], begun: slot.begun,
+            id: slot.id, app: apps[slot.app]!, connection: slot.connection, name: names[slot.name], begun: slot.begun,
             warned: slot.flags.contains(.warned), managerHold: slot.flags.contains(.managerHold),
             continued: slot.flags.contains(.continued))
     }
@@ -69,10 +83,12 @@ struct AssertionTable: Sendable {
         if record.warned { flags.insert(.warned) }
         if record.managerHold { flags.insert(.managerHold) }
         if record.continued { flags.insert(.continued) }
-        slots.append(
-            Slot(
-                id: record.id, app: record.app, connection: record.connection, begun: record.begun,
-                name: live ? names.retain(record.name) : 0, flags: flags))
+        var slot = Slot(
+            id: record.id, connection: record.connection, begun: record.begun, app: live ? apps.retain(record.app) : 0,
+            tag: 0)
+        slot.name = live ? names.retain(record.name) : 0
+        slot.flags = flags
+        slots.append(slot)
     }
 
     /// Sets whether `background-task-will-expire` was sent for `task` (no-op when not live).
@@ -86,6 +102,7 @@ struct AssertionTable: Sendable {
         guard let k = index(of: task) else { return nil }
         let record = record(slots[k])
         names.release(slots[k].name)
+        apps.release(slots[k].app)
         if k == slots.count - 1 {
             slots.removeLast()
             while let last = slots.last, !last.flags.contains(.live) {
@@ -97,6 +114,7 @@ struct AssertionTable: Sendable {
             slots[k].flags.remove(.live)
             // The slot only keeps its place in the order.
             slots[k].name = 0
+            slots[k].app = 0
             tombstones += 1
             if tombstones > count + 64 { compact() }
         }
@@ -128,7 +146,7 @@ struct AssertionTable: Sendable {
 }
 
 extension AssertionTable: Codable {
-    /// The encoded shape: each slot as its record and whether it is live.
+    /// The encoded shape: each slot as its record and whether it is live (a decoded tombstone is kept as one).
     private struct EncodedSlot: Codable {
         var record: AssertionRecord
         var live: Bool
@@ -152,33 +170,37 @@ extension AssertionTable: Codable {
 
     func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(slots.map { EncodedSlot(record: record($0), live: $0.flags.contains(.live)) }, forKey: .slots)
-        try c.encode(tombstones, forKey: .tombstones)
+        // The live slots only: a tombstone keeps no app, and its place in the order is a detail of this array.
+        try c.encode(
+            slots.compactMap { $0.flags.contains(.live) ? EncodedSlot(record: record($0), live: true) : nil },
+            forKey: .slots)
+        try c.encode(0, forKey: .tombstones)
     }
 }
 
-/// The names of live assertions, each kept once with a count of the slots naming it. A name no slot names
-/// any more keeps its number until such names outnumber the ones in use (then they are swept and their
-/// numbers reused): a Begin/End pair repeated under one name changes no table.
-struct NamePool: Sendable {
+/// Values some slots name (the names and apps of live assertions), each kept once with a count of the slots
+/// naming it; a slot holds its number (from 1; 0: none). A value no slot names any more keeps its number
+/// until such values outnumber the ones in use (then they are swept and their numbers reused): a Begin/End
+/// pair repeated under one name changes no table.
+struct Pool<Value: Hashable & Sendable>: Sendable {
     /// `nil`: a free number.
-    private var names: [String?] = []
+    private var values: [Value?] = []
     private var uses: [UInt32] = []
-    private var numbers: [String: UInt32] = [:]
+    private var numbers: [Value: UInt32] = [:]
     private var free: [UInt32] = []
-    /// Names kept that no slot names.
+    /// Values kept that no slot names.
     private var unused = 0
 
-    /// Names some slot names.
+    /// Values some slot names.
     var inUse: Int { numbers.count - unused }
 
-    /// The name numbered `number` (0: none).
-    subscript(number: UInt32) -> String? { number == 0 ? nil : names[Int(number) - 1] }
+    /// The value numbered `number` (0: none).
+    subscript(number: UInt32) -> Value? { number == 0 ? nil : values[Int(number) - 1] }
 
-    /// The number of `name`, counted once more (0 for none).
-    mutating func retain(_ name: String?) -> UInt32 {
-        guard let name else { return 0 }
-        if let n = numbers[name] {
+    /// The number of `value`, counted once more (0 for none).
+    mutating func retain(_ value: Value?) -> UInt32 {
+        guard let value else { return 0 }
+        if let n = numbers[value] {
             if uses[Int(n) - 1] == 0 { unused -= 1 }
             uses[Int(n) - 1] += 1
             return n
@@ -186,14 +208,15 @@ struct NamePool: Sendable {
         let n: UInt32
         if let reused = free.popLast() {
             n = reused
-            names[Int(n) - 1] = name
+            values[Int(n) - 1] = value
             uses[Int(n) - 1] = 1
         } else {
-            names.append(name)
+            precondition(values.count < 1 << 28, "a pool numbers fewer than 2^28 values")
+            values.append(value)
             uses.append(1)
-            n = UInt32(names.count)
+            n = UInt32(values.count)
         }
-        numbers[name] = n
+        numbers[value] = n
         return n
     }
 
@@ -206,12 +229,12 @@ struct NamePool: Sendable {
         if unused > inUse + 64 { sweep() }
     }
 
-    /// Drops the names no slot names; their numbers are reused.
+    /// Drops the values no slot names; their numbers are reused.
     private mutating func sweep() {
         for k in uses.indices where uses[k] == 0 {
-            guard let name = names[k] else { continue }
-            numbers[name] = nil
-            names[k] = nil
+            guard let value = values[k] else { continue }
+            numbers[value] = nil
+            values[k] = nil
             free.append(UInt32(k + 1))
         }
         unused = 0

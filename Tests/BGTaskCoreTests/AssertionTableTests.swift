@@ -52,7 +52,7 @@ import Testing
     }
 
     @Test func aNameIsKeptOnceWhileNamedAndItsNumberReusedAfterASweep() {
-        var pool = NamePool()
+        var pool = Pool<String>()
         let a = pool.retain("upload")
         #expect(pool.retain("upload") == a && pool.retain(nil) == 0 && pool[0] == nil)
         #expect(pool[a] == "upload" && pool.inUse == 1)
@@ -70,7 +70,8 @@ import Testing
         #expect(numbers.contains(reused) && pool[reused] == "fresh" && pool[a] == "upload")
     }
 
-    /// 100,000 assertions named alike keep one name; the slot is 48 bytes where the record is 64.
+    /// 100,000 assertions of one app named alike keep one name and one app; the slot is 32 bytes where the
+    /// record is 64; none is kept once all have ended.
     @Test func manyAssertionsNamedAlikeKeepOneName() {
         var table = AssertionTable()
         for n in 1...100_000 {
@@ -78,12 +79,16 @@ import Testing
                 id: TaskID(UInt64(n)), app: AppID("org.example.App")!, connection: ConnectionID(1), name: "sync",
                 begun: .zero, warned: false))
         }
-        #expect(table.namesInUse == 1 && table.slotStride == 48 && MemoryLayout<AssertionRecord>.stride == 64)
+        #expect(table.namesInUse == 1 && table.appsInUse == 1)
+        #expect(table.slotStride == 32 && MemoryLayout<AssertionRecord>.stride == 64)
         for n in 1...100_000 where n % 3 != 0 { _ = table.remove(TaskID(UInt64(n))) }
         #expect(table.namesInUse == 1 && table[TaskID(99_999)]?.name == "sync")
+        for n in stride(from: 3, through: 100_000, by: 3) { _ = table.remove(TaskID(UInt64(n))) }
+        #expect(table.namesInUse == 0 && table.appsInUse == 0 && table.count == 0)
     }
 
-    /// Encoded as slots of records with tombstones, as before; decoded back to the same assertions.
+    /// Encoded as slots of records, as before (the live ones); decoded back to the same assertions, a
+    /// tombstone decoded (an earlier encoding) kept as one.
     @Test func encodesItsSlotsAsRecordsAndDecodesThem() throws {
         var table = AssertionTable()
         for n in 1...20 { table.insert(record(UInt64(n))) }
@@ -92,18 +97,24 @@ import Testing
         let data = try JSONEncoder().encode(table)
         let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
         let slots = try #require(object["slots"] as? [[String: Any]])
-        #expect(object["tombstones"] as? Int == 3 && slots.count == 20)
-        #expect(slots[2]["live"] as? Bool == false && (slots[1]["record"] as? [String: Any])?["name"] as? String == "task 2")
+        #expect(object["tombstones"] as? Int == 0 && slots.count == 17 && slots.allSatisfy { $0["live"] as? Bool == true })
+        #expect((slots[1]["record"] as? [String: Any])?["name"] as? String == "task 2")
         let decoded = try JSONDecoder().decode(AssertionTable.self, from: data)
         #expect(decoded.ids == table.ids && decoded.count == 17)
         for n in 1...20 { #expect(decoded[TaskID(UInt64(n))] == table[TaskID(UInt64(n))]) }
         #expect(decoded[TaskID(6)]?.warned == true)
+        // An earlier encoding, with a tombstone where 3 was: decoded, 3 not live.
+        var withTombstone = slots
+        withTombstone.insert(["record": try JSONSerialization.jsonObject(with: JSONEncoder().encode(record(3))), "live": false], at: 2)
+        let earlier = try JSONDecoder().decode(
+            AssertionTable.self, from: JSONSerialization.data(withJSONObject: ["slots": withTombstone, "tombstones": 1]))
+        #expect(earlier.count == 17 && earlier.ids == table.ids && earlier[TaskID(3)] == nil && earlier[TaskID(5)] == table[TaskID(5)])
         // Identifiers out of order are refused.
         var records = slots
         var first = try #require(records[0]["record"] as? [String: Any])
         first["id"] = 7
         records[0]["record"] = first
-        let swapped = try JSONSerialization.data(withJSONObject: ["slots": records, "tombstones": 3])
+        let swapped = try JSONSerialization.data(withJSONObject: ["slots": records, "tombstones": 0])
         #expect(throws: DecodingError.self) { try JSONDecoder().decode(AssertionTable.self, from: swapped) }
     }
 }
