@@ -23,8 +23,8 @@ extension InputRecorder {
         private(set) var count = 0
         private var lastMonotonic: Int64 = 0
         private var lastOffset: Int64 = 0
-        /// The app the last packed entry named (the next one naming it too writes one byte).
-        private var lastApp: AppID?
+        /// What the packed entries before named (an app, a name, a request, origins): named again, fewer bytes.
+        private var context = PackContext()
 
         /// The entries kept as values, until encoded.
         enum Others: Sendable {
@@ -83,12 +83,12 @@ extension InputRecorder {
         mutating func append(_ input: CoreInput, monotonic: Int64, realtime: Int64, fingerprint: Int, actionCount: Int,
                              indirect: (CoreInput) -> Int) {
             count += 1
-            var w = Writer(bytes: [], lastApp: nil)
+            var w = Writer(bytes: [])
             swap(&w.bytes, &bytes)
-            swap(&w.lastApp, &lastApp)
+            swap(&w.context, &context)
             defer {
                 swap(&w.bytes, &bytes)
-                swap(&w.lastApp, &lastApp)
+                swap(&w.context, &context)
             }
             let tag = Packed.tag(input)
             w.byte(tag)
@@ -131,7 +131,7 @@ extension InputRecorder {
         static func unpack(_ bytes: [UInt8], count: Int, others: [Entry]) throws -> [Entry] {
             var all: [Entry] = []
             all.reserveCapacity(count)
-            var r = Reader(bytes: bytes, lastApp: nil)
+            var r = Reader(bytes: bytes)
             var nextOther = 0
             var monotonic: Int64 = 0, offset: Int64 = 0
             while !r.atEnd {
@@ -217,18 +217,22 @@ private enum Packed {
     static func write(_ input: CoreInput, to w: inout Writer) {
         switch input {
         case .lifecycle(let input, let request, let from):
-            w.byte((request == nil ? 0 : 1) | (from == nil ? 0 : 2))
-            if let request { w.unsigned(request.rawValue) }
-            if let from {
+            let known = from.map { w.context.knownOrigin($0) } ?? nil
+            w.byte((request == nil ? 0 : 1) | (from == nil ? 0 : 2) | (known == nil ? 0 : 4))
+            if let request { w.request(request) }
+            if let known {
+                w.byte(known)
+            } else if let from {
                 w.unsigned(from.connection.rawValue)
                 w.unsigned(UInt64(from.caller.uid))
                 w.signed(Int64(from.caller.pid))
+                w.context.remember(from)
             }
             switch input {
             case .assertionRequested(let app, let connection, let name):
                 w.app(app)
-                w.unsigned(connection.rawValue)
-                w.optionalString(name)
+                w.connection(connection, callerOn: from)
+                w.name(name)
             case .assertionEndRequested(let app, let task):
                 w.app(app)
                 w.unsigned(task.rawValue)
@@ -245,7 +249,7 @@ private enum Packed {
                 w.signed(Int64(pid))
             case .appCheckedIn(let app, let connection, let pid, let inAdoptedCgroup):
                 w.app(app)
-                w.unsigned(connection.rawValue)
+                w.connection(connection, callerOn: from)
                 w.optionalPID(pid)
                 w.bool(inAdoptedCgroup)
             case .connectionClosed(let connection):
@@ -295,16 +299,21 @@ private enum Packed {
         default: throw InputRecorder.PackedError.badTag(tag)
         }
         let flags = try r.byte()
-        let request = flags & 1 != 0 ? RequestID(try r.unsigned()) : nil
+        guard flags & ~7 == 0, flags & 6 != 4 else { throw InputRecorder.PackedError.badValue }
+        let request = flags & 1 != 0 ? try r.request() : nil
         var from: CallOrigin?
-        if flags & 2 != 0 {
+        if flags & 4 != 0 {
+            from = try r.context.origin(at: try r.byte())
+        } else if flags & 2 != 0 {
             let connection = ConnectionID(try r.unsigned())
             let uid = try r.uint32()
             from = CallOrigin(connection: connection, caller: DenialBudget.Caller(uid: uid, pid: try r.int32()))
+            r.context.remember(from!)
         }
         let input: Input
         switch tag {
-        case 1: input = .assertionRequested(try r.app(), connection: ConnectionID(try r.unsigned()), name: try r.optionalString())
+        case 1:
+            input = .assertionRequested(try r.app(), connection: try r.connection(callerOn: from), name: try r.name())
         case 2: input = .assertionEndRequested(try r.app(), TaskID(try r.unsigned()))
         case 3: input = .foregroundRequested(try r.app(), exclusive: try r.bool())
         case 4: input = .backgroundRequested(try r.app())
@@ -314,7 +323,7 @@ private enum Packed {
             input = .launchRequested(app, background: flags & 1 != 0, exclusive: flags & 2 != 0)
         case 6: input = .appLaunched(try r.app(), pid: try r.int32())
         case 7:
-            input = .appCheckedIn(try r.app(), connection: ConnectionID(try r.unsigned()), pid: try r.optionalPID(),
+            input = .appCheckedIn(try r.app(), connection: try r.connection(callerOn: from), pid: try r.optionalPID(),
                                   inAdoptedCgroup: try r.bool())
         case 8: input = .connectionClosed(ConnectionID(try r.unsigned()))
         case 9: input = .processExited(try r.app(), pid: try r.optionalPID())
@@ -329,11 +338,47 @@ private enum Packed {
     }
 }
 
+/// What a block's packed entries named before, so that naming it again takes fewer bytes; the writer and
+/// the reader keep the same one, entry by entry.
+struct PackContext {
+    /// The app named last: named again, it is a 0 (no app ID is empty).
+    var app: AppID?
+    /// The task name written last: written again, it is a 2.
+    var name: String?
+    /// The request written last: the next is written as the difference.
+    var request: UInt64 = 0
+    /// Call origins by their connection's low four bits: a call from a remembered origin is its slot's number.
+    private var origins: [CallOrigin?] = []
+
+    init(app: AppID? = nil) { self.app = app }
+
+    /// The slot remembering `origin`, if one does.
+    func knownOrigin(_ origin: CallOrigin) -> UInt8? {
+        let slot = Int(truncatingIfNeeded: origin.connection.rawValue & 15)
+        return slot < origins.count && origins[slot] == origin ? UInt8(slot) : nil
+    }
+
+    /// The origin slot `slot` remembers.
+    func origin(at slot: UInt8) throws -> CallOrigin {
+        guard Int(slot) < origins.count, let origin = origins[Int(slot)] else { throw InputRecorder.PackedError.badValue }
+        return origin
+    }
+
+    mutating func remember(_ origin: CallOrigin) {
+        if origins.isEmpty { origins = Array(repeating: nil, count: 16) }
+        origins[Int(truncatingIfNeeded: origin.connection.rawValue & 15)] = origin
+    }
+}
+
 /// Appends to a block's bytes.
 struct Writer {
     var bytes: [UInt8]
-    /// The app written last: written again, it is a 0 (no app ID is empty).
-    var lastApp: AppID?
+    var context = PackContext()
+
+    init(bytes: [UInt8], context: PackContext = PackContext()) {
+        self.bytes = bytes
+        self.context = context
+    }
 
     mutating func byte(_ b: UInt8) { bytes.append(b) }
     mutating func bool(_ b: Bool) { bytes.append(b ? 1 : 0) }
@@ -357,19 +402,30 @@ struct Writer {
         }
     }
 
-    mutating func optionalString(_ s: String?) {
-        if let s {
-            byte(1)
-            string(s)
-        } else {
-            byte(0)
-        }
+    mutating func app(_ app: AppID) {
+        if app == context.app { return byte(0) }
+        string(app.rawValue)
+        context.app = app
     }
 
-    mutating func app(_ app: AppID) {
-        if app == lastApp { return byte(0) }
-        string(app.rawValue)
-        lastApp = app
+    /// A task name: 0 none, 2 the name written last, 1 and the name.
+    mutating func name(_ name: String?) {
+        guard let name else { return byte(0) }
+        if name == context.name { return byte(2) }
+        byte(1)
+        string(name)
+        context.name = name
+    }
+
+    /// The request, as the difference from the one written last.
+    mutating func request(_ request: RequestID) {
+        signed(Int64(bitPattern: request.rawValue &- context.request))
+        context.request = request.rawValue
+    }
+
+    /// A connection: 0 when it is the caller's own, else its number plus one.
+    mutating func connection(_ connection: ConnectionID, callerOn from: CallOrigin?) {
+        unsigned(connection == from?.connection ? 0 : connection.rawValue &+ 1)
     }
 
     mutating func optionalPID(_ pid: Int32?) {
@@ -401,9 +457,11 @@ struct Writer {
 /// Reads a block's bytes back.
 struct Reader {
     let bytes: [UInt8]
-    /// The app read last (``Writer/lastApp``).
-    var lastApp: AppID?
+    /// What the entries read named (``PackContext``).
+    var context = PackContext()
     var index = 0
+
+    init(bytes: [UInt8]) { self.bytes = bytes }
 
     var atEnd: Bool { index >= bytes.count }
 
@@ -466,17 +524,43 @@ struct Reader {
         return String(decoding: bytes[index..<index + n], as: UTF8.self)
     }
 
-    mutating func optionalString() throws -> String? { try bool() ? try string() : nil }
-
     mutating func app() throws -> AppID {
         let text = try string()
         if text.isEmpty {
-            guard let lastApp else { throw InputRecorder.PackedError.badValue }
-            return lastApp
+            guard let app = context.app else { throw InputRecorder.PackedError.badValue }
+            return app
         }
         guard let app = AppID(text) else { throw InputRecorder.PackedError.badValue }
-        lastApp = app
+        context.app = app
         return app
+    }
+
+    mutating func name() throws -> String? {
+        switch try byte() {
+        case 0: return nil
+        case 1:
+            let name = try string()
+            context.name = name
+            return name
+        case 2:
+            guard let name = context.name else { throw InputRecorder.PackedError.badValue }
+            return name
+        default: throw InputRecorder.PackedError.badValue
+        }
+    }
+
+    mutating func request() throws -> RequestID {
+        context.request &+= UInt64(bitPattern: try signed())
+        return RequestID(context.request)
+    }
+
+    mutating func connection(callerOn from: CallOrigin?) throws -> ConnectionID {
+        let n = try unsigned()
+        if n == 0 {
+            guard let from else { throw InputRecorder.PackedError.badValue }
+            return from.connection
+        }
+        return ConnectionID(n &- 1)
     }
 
     mutating func optionalPID() throws -> Int32? { try bool() ? try int32() : nil }

@@ -102,7 +102,7 @@ import Testing
         bytes[0] = 200
         #expect(throws: (any Error).self) { try InputRecorder.Block.unpack(bytes, count: block.count, others: []) }
         // An entry naming "the app before" (an app written again is one byte) with none before it.
-        var w = Writer(bytes: [], lastApp: Self.app)
+        var w = Writer(bytes: [], context: PackContext(app: Self.app))
         w.byte(36)  // freezePartDone
         w.signed(1)
         w.signed(0)
@@ -118,7 +118,7 @@ import Testing
     /// name the same app changes nothing. Every sequence reads back as it was.
     @Test func anAppNamedAgainIsOneByte() throws {
         let other = AppID("org.example.Other")!
-        var w = Writer(bytes: [], lastApp: nil)
+        var w = Writer(bytes: [])
         var sizes: [Int] = []
         for app in [Self.app, Self.app, other, Self.app, Self.app] {
             let before = w.bytes.count
@@ -193,5 +193,81 @@ import Testing
         recorder.startSegment(core)
         let kept = try recorder.checkedRecording().recording.inputs.map(\.input)
         #expect(kept == taken)
+    }
+
+    /// What the entries before named takes fewer bytes named again: the caller of a connection (its slot's
+    /// number: one byte), the task name (one byte), the request (its difference), the connection of a Begin
+    /// that is the caller's own (one byte). Origins whose connections share a slot (1 and 17), names and
+    /// connections that change, and requests that go back all read back as they were; a remembered origin
+    /// that was never written is an error.
+    @Test func whatTheEntriesBeforeNamedIsWrittenShorter() throws {
+        func origin(_ c: UInt64, pid: Int32 = 4_000) -> CallOrigin {
+            CallOrigin(connection: ConnectionID(c), caller: DenialBudget.Caller(uid: 1_000, pid: pid))
+        }
+        func begin(_ app: String, _ o: CallOrigin, _ request: UInt64, name: String? = "sync", connection: UInt64? = nil) -> CoreInput {
+            .lifecycle(
+                .assertionRequested(AppID(app)!, connection: ConnectionID(connection ?? o.connection.rawValue), name: name),
+                request: RequestID(request), from: o)
+        }
+        var block = InputRecorder.Block(capacity: 1 << 16)
+        var sizes: [Int] = []
+        func add(_ input: CoreInput) {
+            let before = block.packedBytes.count
+            block.append(InputRecorder.Entry(input: input, monotonic: 1, realtime: 2, fingerprint: 3, actionCount: 1), indirect: 64)
+            sizes.append(block.packedBytes.count - before)
+        }
+        let sequence: [CoreInput] = [
+            begin("org.example.A", origin(1), 1_000_000),
+            begin("org.example.B", origin(1), 1_000_001),  // same caller, name; the next request
+            begin("org.example.B", origin(17), 1_000_002),  // slot 1 again, another connection: written whole
+            begin("org.example.B", origin(1), 1_000_003),  // and back
+            begin("org.example.B", origin(1, pid: 4_001), 999_000, name: "other", connection: 5),  // all changed
+            begin("org.example.B", origin(1, pid: 4_001), 999_001, name: nil),
+            begin("org.example.B", origin(1, pid: 4_001), 999_002, name: "other"),
+        ]
+        for input in sequence { add(input) }
+        let appBytes = "org.example.B".utf8.count + 1
+        // tag, two clocks, fingerprint (8), action count, flags, request, origin slot, app, connection, name.
+        #expect(sizes[1] == 1 + 2 + 8 + 1 + 1 + 1 + 1 + appBytes + 1 + 1, "\(sizes)")
+        // The app again: one byte; the caller again: one byte, where 17 and 1 taking turns in slot 1 are whole.
+        #expect(sizes[5] == sizes[1] - appBytes + 1 && sizes[6] == sizes[5], "\(sizes)")
+        #expect(sizes[2] == sizes[3] && sizes[3] >= sizes[5] + 4 && sizes[4] > sizes[5] + 8, "\(sizes)")
+        let back = try InputRecorder.Block.unpack(block.packedBytes, count: block.count, others: []).map(\.input)
+        #expect(back == sequence)
+
+        // A remembered origin never written: flags 7 (request, origin, remembered) and slot 3.
+        var w = Writer(bytes: [])
+        w.byte(4)  // backgroundRequested
+        w.signed(1)
+        w.signed(0)
+        w.fixed(0)
+        w.unsigned(0)
+        w.byte(7)
+        w.signed(1)
+        w.byte(3)
+        w.app(Self.app)
+        #expect(throws: (any Error).self) { try InputRecorder.Block.unpack(w.bytes, count: 1, others: []) }
+        // The same with the origin written first reads back.
+        var ok = Writer(bytes: [])
+        for (k, flags) in [(0, UInt8(3)), (1, UInt8(7))] {
+            ok.byte(4)
+            ok.signed(1)
+            ok.signed(0)
+            ok.fixed(0)
+            ok.unsigned(0)
+            ok.byte(flags)
+            ok.signed(1)
+            if k == 0 {
+                ok.unsigned(3)
+                ok.unsigned(1_000)
+                ok.signed(4_000)
+            } else {
+                ok.byte(3)
+            }
+            ok.app(Self.app)
+        }
+        let two = try InputRecorder.Block.unpack(ok.bytes, count: 2, others: []).map(\.input)
+        #expect(two == [CoreInput.lifecycle(.backgroundRequested(Self.app), request: RequestID(1), from: origin(3)),
+                        .lifecycle(.backgroundRequested(Self.app), request: RequestID(2), from: origin(3))])
     }
 }
