@@ -109,30 +109,57 @@ public struct AppEnergy: Hashable, Sendable {
 }
 
 /// One app's accounts as they are kept (and persisted by the shell).
-public struct EnergyAccount: Hashable, Sendable {
+public struct EnergyAccount: Sendable {
     /// Since accounting began.
     public var total = EnergyFigures()
-    /// The hours, oldest first (a short array: a dictionary per app cost more than its figures).
+    /// The hours, oldest first (a short array: a dictionary per app cost more than its figures). Empty
+    /// when there is one hour whose figures are ``total`` (``soleHour``).
     private var hourList: [HourFigures] = []
+    /// With `hourList` empty: the one hour kept, whose figures are ``total`` (an app accounted within one
+    /// hour, the usual case: no array for it, 96 bytes less per app); `Int64.min`: none.
+    private var soleHour = Int64.min
 
     /// Per wall-clock hour (`microsecondsSinceEpoch / 1 h`); only the last 24 are kept.
     public var hours: [Int64: EnergyFigures] {
-        get { Dictionary(hourList.map { ($0.hour, $0.figures) }, uniquingKeysWith: { _, last in last }) }
-        set { hourList = Self.list(newValue) }
+        get {
+            if soleHour != .min { return [soleHour: total] }
+            return Dictionary(hourList.map { ($0.hour, $0.figures) }, uniquingKeysWith: { _, last in last })
+        }
+        set { set(hours: newValue) }
     }
 
-    private static func list(_ hours: [Int64: EnergyFigures]) -> [HourFigures] {
-        hours.map { HourFigures(hour: $0.key, figures: $0.value) }.sorted { $0.hour < $1.hour }
+    /// Kept as one hour, without a list (for tests).
+    var isOneHour: Bool { soleHour != .min }
+
+    private mutating func set(hours: [Int64: EnergyFigures]) {
+        if hours.count == 1, let (hour, figures) = hours.first, figures == total, hour != .min {
+            hourList = []
+            soleHour = hour
+        } else {
+            hourList = hours.map { HourFigures(hour: $0.key, figures: $0.value) }.sorted { $0.hour < $1.hour }
+            soleHour = .min
+        }
     }
 
     /// An empty account.
     public init(total: EnergyFigures = EnergyFigures(), hours: [Int64: EnergyFigures] = [:]) {
         self.total = total
-        self.hourList = Self.list(hours)
+        set(hours: hours)
     }
 
     /// Adds `figures` to `hour` and drops the hours before the last 24.
     mutating func add(_ figures: EnergyFigures, hour: Int64) {
+        if hourList.isEmpty, hour != .min {
+            if soleHour == hour || (soleHour == .min && total == EnergyFigures()) {
+                total.add(figures)
+                soleHour = hour
+                return
+            }
+            if soleHour != .min {
+                hourList = [HourFigures(hour: soleHour, figures: total)]
+                soleHour = .min
+            }
+        }
         total.add(figures)
         if let k = hourList.firstIndex(where: { $0.hour == hour }) {
             hourList[k].figures.add(figures)
@@ -145,9 +172,20 @@ public struct EnergyAccount: Hashable, Sendable {
 
     /// The sum of the hours in (`hour` - 24, `hour`].
     func day(endingAt hour: Int64) -> EnergyFigures {
+        if soleHour != .min { return soleHour > hour - 24 && soleHour <= hour ? total : EnergyFigures() }
         var day = EnergyFigures()
         for h in hourList where h.hour > hour - 24 && h.hour <= hour { day.add(h.figures) }
         return day
+    }
+}
+
+extension EnergyAccount: Hashable {
+    /// Equal when their figures are (however they are kept).
+    public static func == (a: EnergyAccount, b: EnergyAccount) -> Bool { a.total == b.total && a.hours == b.hours }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(total)
+        hasher.combine(hours)
     }
 }
 
