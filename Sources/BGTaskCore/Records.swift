@@ -46,6 +46,8 @@ struct Termination: Hashable, Sendable, Codable {
     var phase: Phase
 }
 
+/// Its fields are in an order that leaves little padding (the small ones beside the 9-byte optionals):
+/// 216 bytes, where the order they were written in took 240.
 struct AppRecord: Sendable, Codable {
     var manifest: AppManifest
     var state: AppState = .notRunning
@@ -55,29 +57,29 @@ struct AppRecord: Sendable, Codable {
     var pidIsOwn = false
     var connection: ConnectionID?
     var launchedByDaemon = false
-    @OutOfLine var launch: PendingLaunch? = nil
     var interrupted = false
+    /// The manifest is gone: forget the app once it has exited.
+    var removed = false
+    var termination: Termination?
+    /// The kind and reason of its last decision (all the machine reads of it: a whole `Decision` per app,
+    /// boxed, was ~180 bytes per app; docs/performance.md, "Where the memory at 10,000 apps goes").
+    var lastDecision: LastDecision? = nil
+    @OutOfLine var launch: PendingLaunch? = nil
     /// Where the budget is counted from; set while in the background or suspended.
     var backgroundSince: Instant?
     var grace: Grace = .none
+    /// When the app last left the foreground (for `list --running`).
+    var leftForeground: Instant?
     /// Live assertions in the order they were begun.
     var assertions: [TaskID] = []
     var activities: [ActivityID] = []
     var tasks: [String: TaskRun] = [:]
     /// Scheduled tasks that fell due while the app was in the foreground (SPEC §6): started when it enters the background.
     var waitingTasks: [Work] = []
-    /// When the app last left the foreground (for `list --running`).
-    var leftForeground: Instant?
     @OutOfLine var wake: Wake? = nil
     var notifications = NotificationQueue()
-    var termination: Termination?
-    /// The kind and reason of its last decision (all the machine reads of it: a whole `Decision` per app,
-    /// boxed, was ~180 bytes per app; docs/performance.md, "Where the memory at 10,000 apps goes").
-    var lastDecision: LastDecision? = nil
     /// For memory reclaim: least recently used first.
     var lastUsed: Instant
-    /// The manifest is gone: forget the app once it has exited.
-    var removed = false
     /// Adopted cgroups holding the app's processes (LifecycleMachine+Adoption.swift).
     var instances: [InstanceID] = []
     /// A freeze ordered and not yet confirmed (``Input/freezeConfirmed(_:)``): its `suspend` decision,
