@@ -73,6 +73,8 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
     /// SPEC §13: apps started by others, adopted from their systemd cgroups (DaemonService+Adoption.swift).
     var adoption: AppAdoption?
     /// The uid of each app's `User=`, resolved at (re)registration: shown and journaled (`BGTASKD_UID`).
+    /// Only the uids other than the daemon's own are kept (most apps have no `User=`: 10,000 entries of
+    /// the daemon's uid took 0.3 MiB); ``expectedUID(_:)`` falls back to it.
     var uidByApp: [AppID: UInt32] = [:]
     /// SPEC §11's journal budget (issue 11) as Stats and the tests see it (the core decides).
     var journalBudget: JournalBudgetView {
@@ -155,7 +157,7 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
         var resolved: [Account?: UInt32] = [:]
         var registered: [AppManifest] = []
         registered.reserveCapacity(old == nil ? manifests.count : changedApps.count)
-        if old == nil { uidByApp.reserveCapacity(manifests.count) }
+        let ownUID = getuid()
         // App IDs are ASCII (A-Za-z0-9._-), where the bytes' order is String's `<`. Only the IDs are
         // sorted, by keys made once (`UTF8Order`), each with its index in the dictionary: its manifest is
         // then found without hashing.
@@ -175,12 +177,12 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
                 resolved[user] = uid
                 last = (user, uid)
             }
-            if let old, !changedApps.contains(id), uidByApp[id] == uid,
+            if let old, !changedApps.contains(id), uidByApp[id] ?? ownUID == uid,
                 old.exempt.contains(id) == config.exempt.contains(id)
             {
                 continue
             }
-            uidByApp[id] = uid
+            uidByApp[id] = uid == ownUID ? nil : uid
             order.append((id, index, uid))
         }
         let exempt = config.exempt
