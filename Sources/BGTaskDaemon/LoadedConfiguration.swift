@@ -120,8 +120,9 @@ struct LoadedConfiguration: Sendable {
         let empty = AppManifestFile(id: "", exec: [], path: "")
         apps.manifests.withUnsafeMutableBufferPointer { buffer in
             for i in buffer.indices {
-                let m = buffer.moveElement(from: i)
+                var m = buffer.moveElement(from: i)
                 buffer.initializeElement(at: i, to: empty)
+                m.sharePath(directory: directory)
                 if let id = AppID(m.id) { manifests[id] = consume m }
             }
         }

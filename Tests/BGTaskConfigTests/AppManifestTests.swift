@@ -249,4 +249,36 @@ struct AppManifestTests {
         a.permittedTaskIdentifiers = []
         #expect(a == plain && a.hashValue == plain.hashValue)
     }
+
+    /// A manifest's path in its directory is kept as the directory (one string for all of them): it reads,
+    /// compares and hashes as before; a path elsewhere, of another name, or a directory given with a
+    /// trailing `/` is kept whole; setting the path keeps it whole again.
+    @Test func aPathInItsDirectoryIsKeptAsTheSharedDirectory() {
+        let whole = AppManifestFile(id: "org.example.A", exec: ["/bin/true"], path: "/etc/bgtaskd/apps.d/org.example.A.app")
+        var shared = whole
+        shared.sharePath(directory: "/etc/bgtaskd/apps.d")
+        #expect(shared.path == whole.path && shared == whole && shared.hashValue == whole.hashValue)
+        var again = whole
+        again.sharePath(directory: "/etc/bgtaskd/apps.d")
+        #expect(again == shared)
+        for (path, directory) in [
+            ("/etc/bgtaskd/apps.d/org.example.B.app", "/etc/bgtaskd/apps.d"),  // another app's name
+            ("/etc/bgtaskd/apps.d/org.example.A.app", "/etc/bgtaskd/apps.d/"),  // trailing slash: whole
+            ("/etc/bgtaskd/apps.dx/org.example.A.app", "/etc/bgtaskd/apps.d"),
+            ("/etc/bgtaskd/apps.d/org.example.A.apq", "/etc/bgtaskd/apps.d"),
+            ("/srv/org.example.A.app", "/etc/bgtaskd/apps.d"),
+        ] {
+            var m = AppManifestFile(id: "org.example.A", exec: ["/bin/true"], path: path)
+            m.sharePath(directory: directory)
+            #expect(m.path == path)
+            var other = m
+            other.path = "/elsewhere/org.example.A.app"
+            #expect(other != m)
+        }
+        var moved = shared
+        moved.path = "/srv/org.example.A.app"
+        #expect(moved.path == "/srv/org.example.A.app" && moved != shared)
+        moved.path = whole.path
+        #expect(moved == shared && moved == whole)
+    }
 }
