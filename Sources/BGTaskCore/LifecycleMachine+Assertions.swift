@@ -23,7 +23,7 @@ extension LifecycleMachine {
         // The record's own AppID: its text is shared, not the copy the request carried.
         assertionTable.insert(
             AssertionRecord(id: task, app: records[i].id, connection: connection, name: name, begun: now, warned: false))
-        records[i].assertions.append(task)
+        appendAssertion(task, to: i)
         connections.hold(task, on: connection)
         let left = remaining(i)
         record(
@@ -53,7 +53,7 @@ extension LifecycleMachine {
             AssertionRecord(
                 id: task, app: records[i].id, connection: connection, name: name, begun: now, warned: false,
                 managerHold: true))
-        records[i].assertions.append(task)
+        appendAssertion(task, to: i)
         connections.hold(task, on: connection)
         if let replyTo = currentRequest { holdRequests[task] = replyTo }
         record(
@@ -104,5 +104,13 @@ extension LifecycleMachine {
         if assertion.continued { continuedTaskReleased(task, app: assertion.app) }
         if let i = slots[assertion.app] { records[i].assertions.removeAll { $0 == task } }
         connections.release(task, on: assertion.connection)
+    }
+
+    /// Adds `task` to app `i`'s list, which grows by half, not double: 10,000 apps holding ten assertions
+    /// each kept room for sixteen (0.4 MiB more).
+    mutating func appendAssertion(_ task: TaskID, to i: Int) {
+        let count = records[i].assertions.count
+        if count == records[i].assertions.capacity { records[i].assertions.reserveCapacity(count + count / 2 + 1) }
+        records[i].assertions.append(task)
     }
 }

@@ -70,7 +70,7 @@ extension LifecycleMachine {
             AssertionRecord(
                 id: task, app: records[i].id, connection: connection, name: request.identifier, begun: now, warned: false,
                 continued: true))
-        records[i].assertions.append(task)
+        appendAssertion(task, to: i)
         connections.hold(task, on: connection)
         continuedTasks[task] = ContinuedTask(
             taskID: task, app: records[i].id, identifier: request.identifier, title: request.title,
