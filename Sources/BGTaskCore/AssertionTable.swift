@@ -211,7 +211,8 @@ struct Pool<Value: Hashable & Sendable>: Sendable {
             values[Int(n) - 1] = value
             uses[Int(n) - 1] = 1
         } else {
-            precondition(values.count < 1 << 28, "a pool numbers fewer than 2^28 values")
+            // A name's number shares 32 bits with four bits of flags: at most 2^28 - 1.
+            precondition(values.count < (1 << 28) - 1, "a pool numbers fewer than 2^28 values")
             values.append(value)
             uses.append(1)
             n = UInt32(values.count)
