@@ -17,7 +17,14 @@ public struct EnvironmentVariable: Hashable, Sendable, CustomStringConvertible {
 /// An app manifest, `/etc/bgtaskd/apps.d/<app-id>.app` (SPEC §9).
 public struct AppManifestFile: Sendable {
     /// `ID=`: the app's reverse-DNS identifier; equals the file name without `.app`.
-    public var id: String
+    public var id: String {
+        didSet {
+            // A shared path was the old ID's file: it stays that file.
+            guard pathIsDirectory, id != oldValue else { return }
+            pathStorage = joinPath(pathStorage, oldValue + Self.fileExtension)
+            pathIsDirectory = false
+        }
+    }
     /// `Name=`: display name (default: the ID).
     public var name: String
     /// `Exec=`: the command line split into words, never empty. The first word is an absolute path or a

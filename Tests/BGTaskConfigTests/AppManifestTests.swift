@@ -275,6 +275,9 @@ struct AppManifestTests {
             other.path = "/elsewhere/org.example.A.app"
             #expect(other != m)
         }
+        var renamed = shared
+        renamed.id = "org.example.B"  // the file stays the one it was read from
+        #expect(renamed.path == whole.path)
         var moved = shared
         moved.path = "/srv/org.example.A.app"
         #expect(moved.path == "/srv/org.example.A.app" && moved != shared)
