@@ -26,14 +26,23 @@ extension InputRecorder {
     }
 
     /// `core` in the compact form a checkpoint is kept in.
-    package static func encode(_ core: DaemonCore) throws -> [UInt8] { try JSON.compactEncode(core) }
+    package static func encode(_ core: DaemonCore) throws -> [UInt8] { exact(try JSON.compactEncode(core)) }
 
     /// The core ``encode(_:)`` gave `bytes` for.
     package static func decode(_ bytes: [UInt8]) throws -> DaemonCore { try JSON(compact: bytes).decode(DaemonCore.self) }
 
     /// The entries of a full block that are not packed, in the compact form they are kept in: each app ID,
     /// name and key written once.
-    package static func encode(block entries: [Entry]) throws -> [UInt8] { try JSON.compactEncode(entries) }
+    package static func encode(block entries: [Entry]) throws -> [UInt8] { exact(try JSON.compactEncode(entries)) }
+
+    /// `bytes` in an array of their own size, made where they were encoded (off the queue): an encoder's
+    /// output grows by doubling, and what the ring keeps would otherwise carry up to as much again unused.
+    static func exact(_ bytes: [UInt8]) -> [UInt8] {
+        guard bytes.capacity - bytes.count > 4096 else { return bytes }
+        return [UInt8](unsafeUninitializedCapacity: bytes.count) { buffer, initialized in
+            initialized = buffer.initialize(fromContentsOf: bytes)
+        }
+    }
 
     /// The entries ``encode(block:)`` gave `bytes` for.
     static func decode(block bytes: [UInt8]) throws -> [Entry] { try JSON(compact: bytes).decode([Entry].self) }

@@ -123,6 +123,13 @@ import Testing
         #expect(try JSON.encode(copy).serialized().utf8.count == json.serialized().utf8.count)
         let text = json.serialized().utf8.count
         #expect(bytes.count * 3 < text, "\(bytes.count) compact bytes for \(text) of JSON")
+        // Kept at its size: the encoder's doubling room is not carried (within 4 KiB).
+        #expect(bytes.capacity - bytes.count <= 4096, "\(bytes.capacity) for \(bytes.count)")
+        var grown: [UInt8] = []
+        grown.reserveCapacity(100_000)
+        grown.append(contentsOf: repeatElement(7, count: 10_000))
+        let exact = InputRecorder.exact(grown)
+        #expect(grown.capacity >= 100_000 && exact == grown && exact.capacity - exact.count <= 4096)
         let later = Instant(microseconds: 9_000_000_000)
         #expect(copy.handle(.deadlineReached, now: later) == core.handle(.deadlineReached, now: later))
     }
