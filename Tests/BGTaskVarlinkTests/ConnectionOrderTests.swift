@@ -12,14 +12,19 @@ import Testing
         var interfaceDescriptions: [(name: String, description: String)] {
             [("org.example.echo", "interface org.example.echo\n\nmethod Echo(word: string) -> (word: string)\n")]
         }
+        /// The connection the last call came on (set on the queue).
+        var lastConnection: VarlinkConnection?
         func handle(_ request: VarlinkRequest) {
+            lastConnection = request.connection
             request.reply(["word": request.call.parameters["word"] ?? .null])
         }
         func connectionClosed(_ connection: VarlinkConnection) {}
     }
 
     /// Sends `messages` in one write and reads `count` replies (NUL-terminated JSON objects).
-    static func exchange(_ messages: [String], replies count: Int) throws -> [JSON] {
+    static func exchange(
+        _ messages: [String], replies count: Int, afterwards: ((EchoService) -> Void)? = nil
+    ) throws -> [JSON] {
         let queue = DispatchQueue(label: "bgtaskd.test.order")
         let service = EchoService()
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("varlink-order-\(getpid())-\(UUID().uuidString.prefix(8))").path
@@ -60,6 +65,7 @@ import Testing
             try #require(n > 0, "the server answered \(received.filter { $0 == 0 }.count) of \(count) messages")
             received += buffer[0..<n]
         }
+        if let afterwards { queue.sync { afterwards(service) } }
         return try received.split(separator: 0, omittingEmptySubsequences: true).map { try JSON.parse(Array($0)) }
     }
 
@@ -85,5 +91,20 @@ import Testing
                 #"{"method":"org.example.echo.Echo","parameters":{"word":"two"}}"#,
             ], replies: 2)
         #expect(replies.map { $0["parameters"]?["word"]?.stringValue } == ["one", "two"])
+    }
+
+    /// Once every call pipelined on a connection is taken, the connection keeps none of them (they were
+    /// kept until 64 more came) nor a deep pipeline's room.
+    @Test func aConnectionKeepsNoCallItHasServed() throws {
+        let words = (0..<300).map { "w\($0)" }
+        var pending = -1, capacity = -1
+        let replies = try Self.exchange(
+            words.map { #"{"method":"org.example.echo.Echo","parameters":{"word":"\#($0)"}}"# }, replies: words.count,
+            afterwards: { service in
+                pending = service.lastConnection?.pending.count ?? -1
+                capacity = service.lastConnection?.pending.capacity ?? -1
+            })
+        #expect(replies.map { $0["parameters"]?["word"]?.stringValue } == words)
+        #expect(pending == 0 && capacity <= 16, "\(pending) calls kept, room for \(capacity)")
     }
 }
