@@ -57,7 +57,9 @@ def main():
             line = p.stdout.readline()
             if not line:
                 raise SystemExit("bgtaskd-bench scale failed")
-            json.loads(line)
+            result = json.loads(line)
+            if result.get("launch_s"):
+                print(f"  launch into the foreground: {result['launch_s'] * 1e6 / len(apps):.0f} µs per app")
             rss = B.rss_kib(daemon_pid)
             anon = B.rss_parts(daemon_pid)[0]
             stats = d.call("io.bgtaskd.Manager.Stats")["stats"]
