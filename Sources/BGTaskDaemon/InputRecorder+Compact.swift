@@ -35,10 +35,11 @@ extension InputRecorder {
     /// name and key written once.
     package static func encode(block entries: [Entry]) throws -> [UInt8] { exact(try JSON.compactEncode(entries)) }
 
-    /// `bytes` in an array of their own size, made where they were encoded (off the queue): an encoder's
-    /// output grows by doubling, and what the ring keeps would otherwise carry up to as much again unused.
-    static func exact(_ bytes: [UInt8]) -> [UInt8] {
-        guard bytes.capacity - bytes.count > 4096 else { return bytes }
+    /// `bytes` in an array of their own size when more than `spareAllowed` of its capacity is unused (the
+    /// encodings, made off the queue: an encoder's output grows by doubling, and what the ring keeps would
+    /// otherwise carry up to as much again unused; a block sealed early, ``Block/shrink()``).
+    static func exact(_ bytes: [UInt8], spareAllowed: Int = 4096) -> [UInt8] {
+        guard bytes.capacity - bytes.count > spareAllowed else { return bytes }
         return [UInt8](unsafeUninitializedCapacity: bytes.count) { buffer, initialized in
             initialized = buffer.initialize(fromContentsOf: bytes)
         }

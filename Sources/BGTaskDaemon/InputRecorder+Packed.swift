@@ -66,10 +66,7 @@ extension InputRecorder {
         /// Gives back what the bytes' capacity holds beyond twice their count (a block sealed early).
         mutating func shrink() {
             guard bytes.count < bytes.capacity / 2 else { return }
-            var exact: [UInt8] = []
-            exact.reserveCapacity(bytes.count)
-            exact.append(contentsOf: bytes)
-            bytes = exact
+            bytes = InputRecorder.exact(bytes, spareAllowed: 0)
         }
 
         mutating func compactedOthers(_ encoded: [UInt8]) {
