@@ -54,9 +54,12 @@ final class QuietTimer: @unchecked Sendable {
     }
 
     /// Runs the `fire` given to `start` once, `window` from now (re-arming one not yet expired moves it).
-    func arm() {
-        if source != nil, windowNS > 0, bgtaskd_timerfd_arm(fd, windowNS) == 0 { return }
+    func arm() { arm(afterNS: windowNS) }
+
+    /// The same, `afterNS` nanoseconds from now instead of the window.
+    func arm(afterNS: Int64) {
+        if source != nil, afterNS > 0, bgtaskd_timerfd_arm(fd, afterNS) == 0 { return }
         let fire = self.fire.withLock { $0 }
-        queue.asyncAfter(deadline: .now() + .nanoseconds(Int(windowNS))) { fire?() }
+        queue.asyncAfter(deadline: .now() + .nanoseconds(Int(afterNS))) { fire?() }
     }
 }

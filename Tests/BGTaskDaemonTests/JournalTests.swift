@@ -138,6 +138,45 @@ import Testing
         #expect(!sink.isCongested)
     }
 
+    /// journald behind the writer: 3,000 entries released at once fill its socket's queue (512 datagrams
+    /// here), and a send waits for room. The writer then pauses and sends on in bursts — it does not wait
+    /// again for every entry journald takes — and what was put back for after the pause still goes out
+    /// before the 1,000 entries sent meanwhile: all 4,000 are in the journal, once each, in order.
+    @Test func aWriterThatWaitsForJournaldPausesAndKeepsOrder() throws {
+        try #require(Self.journaldAnswers(), "no journald answers on /run/systemd/journal/socket")
+        let sink = JournalSink(identifier: "bgtaskd-test", destination: .journal, capacity: 8192)
+        let marker = UUID().uuidString.replacingOccurrences(of: "-", with: "")
+        let scope = Self.scope(since: Int(Date().timeIntervalSince1970) - 1)
+        let first = 3000, total = 4000
+        func entry(_ i: Int) {
+            sink.send("pause test \(i)", fields: [JournalField("BGTASKD_TEST_MARKER", marker)!,
+                                                  JournalField("BGTASKD_TEST_SEQ", String(i))!])
+        }
+        sink.holdWakeups()
+        for i in 0..<first { entry(i) }
+        sink.releaseWakeups()
+        for i in first..<total { entry(i) }
+        let deadline = Date().addingTimeInterval(60)
+        while sink.sent < total, Date() < deadline { usleep(2000) }
+        #expect(sink.sent == total)
+        #expect(sink.dropped == 0)
+        // Paused at least once, and sent more than one entry per pause on average (waiting for each entry
+        // journald takes would be ~3,500 waits).
+        #expect(sink.pauses > 0, "the writer never paused: journald kept up with \(total) entries sent at once?")
+        #expect(sink.pauses * 2 <= total, "\(sink.pauses) pauses for \(total) entries")
+
+        _ = try Self.journalctl(["--sync"])
+        let text = try Self.journalctl(["-o", "json", "--no-pager", "--output-fields=BGTASKD_TEST_SEQ"] + scope
+                                       + ["BGTASKD_TEST_MARKER=\(marker)"])
+        let seqs = text.split(separator: "\n").compactMap { line -> Int? in
+            guard let o = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { return nil }
+            return (o["BGTASKD_TEST_SEQ"] as? String).flatMap { Int($0) }
+        }
+        #expect(seqs.count == total, "\(seqs.count) entries read back")
+        let firstOutOfPlace = zip(seqs, 0..<total).first { $0.0 != $0.1 }
+        #expect(firstOutOfPlace == nil, "entry \(firstOutOfPlace?.0 ?? -1) read back where \(firstOutOfPlace?.1 ?? -1) was due")
+    }
+
     @Test func fullQueueDropsAndCounts() {
         // capacity 0: everything is dropped, nothing blocks.
         let sink = JournalSink(identifier: "bgtaskd-test", destination: .stderr, capacity: 0)
