@@ -551,6 +551,7 @@ def rows_calls(t: Table, res: dict, a):
                    for k in targets}
             thr = {k: [] for k in targets}
             thr["bgtaskd_every_entry"] = []
+            every_cpu: dict[str, dict] = {}
             switches = 0
             cpu = {"ns": 0, "calls": 0}
             for i in range(rounds):
@@ -613,6 +614,9 @@ def rows_calls(t: Table, res: dict, a):
             # own: both are bound by journald's pace, which moves most of all. Each round runs the pair
             # twice in mirrored order (A B B A, which one is A alternating by round), and its figure for
             # each is the sum of its two runs: a drift of journald's pace within the round weighs on both.
+            # Each run also reads, over its window, the CPU time of the server, of journald and of the 64
+            # clients: what bounds the pair when both CPUs are busy (bench/README.md, row 2b).
+            server_pid = {"journal_echo": j.proc.pid, "bgtaskd_every_entry": d2.pid}
             for i in range(4 if a.quick else 7):
                 pair = [("journal_echo", targets["journal_echo"]), ("bgtaskd_every_entry", d2.socket)]
                 if i % 2:
@@ -620,13 +624,23 @@ def rows_calls(t: Table, res: dict, a):
                 runs = {k: [] for k, _ in pair}
                 for k, path in pair + pair[::-1]:
                     settle_journald(3)
-                    runs[k].append(tool("throughput", "--socket", path, "--apps", ",".join(apps), "--clients", "64",
-                                        "--seconds", seconds))
+                    watch = [server_pid[k]] + ([jpid] if jpid else [])
+                    r = tool("throughput", "--socket", path, "--apps", ",".join(apps), "--clients", "64",
+                             "--seconds", seconds, "--watch-pids", ",".join(str(x) for x in watch))
+                    runs[k].append(r)
+                    w = every_cpu.setdefault(k, {"server": 0, "journald": 0, "clients": 0, "calls": 0, "seconds": 0.0})
+                    w["server"] += r["cpu_ns"].get(str(server_pid[k]), 0)
+                    w["journald"] += r["cpu_ns"].get(str(jpid), 0) if jpid else 0
+                    w["clients"] += r["cpu_ns"]["clients"]
+                    w["calls"] += r["calls"]
+                    w["seconds"] += float(r["seconds"])
                 for k, rs in runs.items():
                     thr[k].append(one_round(rs))
         res["daemon_context_switches_per_call_64"] = switches / max(1, sum(r["calls"] for r in thr["bgtaskd"]))
         res["journald_cpu_us_per_call_64"] = jcpu["ns"] / max(1, jcpu["calls"]) / 1000 if jcpu["calls"] else None
         res["calls_daemon_rss_kib"] = rss_kib(d.pid)
+        res["every_entry_cpu"] = every_cpu
+        res["every_entry_journald_seen"] = bool(jpid)
         res["daemon_cpu_us_per_call_sequential"] = cpu["ns"] / max(1, cpu["calls"]) / 1000
     shutil.rmtree(work, ignore_errors=True)
     rtt_d, rtt_e, rtt_de, rtt_se, rtt_je, rtt_p = (
@@ -761,10 +775,39 @@ def rows_calls(t: Table, res: dict, a):
     t.add("2b", "throughput, 64 clients, journal budget raised: every grant/end an entry", fmt_rate(d2_rate),
           f"bare echo + one journal entry per call: {fmt_rate(je_rate)}", ratio_of_rounds(every_ratios, percent=True),
           "≥ 90%", verdict(bool(every_ratios) and statistics.median(every_ratios) >= 0.9))
+    every_entry_bound(t, res)
     if thr_d["errors"] or thr_d["denied"]:
         t.notes.append(f"row 2: bgtaskd answered {thr_d['errors']} errors, {thr_d['denied']} denials")
     if thr_d2["errors"] or thr_d2["denied"]:
         t.notes.append(f"row 2b: bgtaskd answered {thr_d2['errors']} errors, {thr_d2['denied']} denials")
+
+
+def every_entry_bound(t: Table, res: dict):
+    """Row 2b's bound: each side's CPU time per call over the runs' windows (server, journald, the 64
+    clients). With both CPUs busy a side's rate can be no more than the CPUs divided by its sum; the two
+    sums' ratio is what the machine allows the pair's ratio to be."""
+    cpu = res.get("every_entry_cpu") or {}
+    ours, base = cpu.get("bgtaskd_every_entry"), cpu.get("journal_echo")
+    if not ours or not base or not ours["calls"] or not base["calls"]:
+        return
+    cpus = len(os.sched_getaffinity(0))
+
+    def per_call(w: dict) -> tuple[float, float, float, float, float]:
+        s, j, c = (w[f] / w["calls"] / 1000 for f in ("server", "journald", "clients"))
+        busy = (w["server"] + w["journald"] + w["clients"]) / 1e9 / w["seconds"]
+        return s, j, c, s + j + c, busy
+
+    so, jo, co, sum_o, busy_o = per_call(ours)
+    sb, jb, cb, sum_b, busy_b = per_call(base)
+    journald = " / journald" if res.get("every_entry_journald_seen") else ""
+    t.add("", f"  CPU time per call, server{journald} / the 64 clients (sum; CPUs busy)",
+          f"{so:.1f} / {jo:.1f} / {co:.1f} µs ({sum_o:.1f}; {busy_o:.2f})",
+          f"journaling echo: {sb:.1f} / {jb:.1f} / {cb:.1f} µs ({sum_b:.1f}; {busy_b:.2f})")
+    bound_o, bound_b = cpus * 1e6 / sum_o, cpus * 1e6 / sum_b
+    res["every_entry_bound"] = {"bgtaskd": bound_o, "journal_echo": bound_b, "ratio": bound_o / bound_b,
+                                "cpus": cpus, "busy": [busy_o, busy_b]}
+    t.add("", f"  {cpus} CPUs ÷ that sum: the rate each side's CPU per call allows", fmt_rate(bound_o),
+          f"journaling echo: {fmt_rate(bound_b)}", f"{100 * bound_o / bound_b:.0f}% (the bound)")
 
 
 def one_round(runs: list[dict]) -> dict:

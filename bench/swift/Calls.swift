@@ -82,10 +82,29 @@ func measurePairs(socket path: String, app: String, pairs: Int, warmup: Int) -> 
 
 /// `clients` threads, each with its own connection, each doing sequential Begin → End pairs; counts the
 /// calls completed in the measuring window (after a warm-up).
-func measureThroughput(socket path: String, apps: [String], clients: Int, warmupMS: Int, seconds: Double) -> [String: JSON] {
+/// `watch`: processes whose CPU time is read at the window's start and end (as is this process's, the clients'),
+/// so that a figure per call is of the same calls the rate counts: `cpu_ns` in the result, by pid and "clients".
+func measureThroughput(socket path: String, apps: [String], clients: Int, warmupMS: Int, seconds: Double,
+                       watch: [Int32] = []) -> [String: JSON] {
     let start = monoNS() + 200_000_000  // every thread connected before
     let windowStart = start + Int64(warmupMS) * 1_000_000
     let windowEnd = windowStart + Int64(seconds * 1e9)
+    let windowCPU = Mutex<[String: Int64]>([:])
+    var watcher: pthread_t?
+    if !watch.isEmpty {
+        watcher = startThread {
+            func sample() -> [String: Int64] {
+                var m = ["clients": clockNS(CLOCK_PROCESS_CPUTIME_ID)]
+                for pid in watch { m[String(pid)] = cpuNS(pid: pid) }
+                return m
+            }
+            sleepUntil(windowStart)
+            let a = sample()
+            sleepUntil(windowEnd)
+            let b = sample()
+            windowCPU.withLock { m in for (k, v) in b { m[k] = v - (a[k] ?? v) } }
+        }
+    }
     let totals = Mutex<(calls: Int, denied: Int, errors: Int, perClient: [Int])>((0, 0, 0, []))
     var threads: [pthread_t] = []
     for k in 0..<clients {
@@ -118,14 +137,19 @@ func measureThroughput(socket path: String, apps: [String], clients: Int, warmup
         })
     }
     for t in threads { joinThread(t) }
+    if let watcher { joinThread(watcher) }
     let t = totals.withLock { $0 }
     let perClient = t.perClient.sorted()
-    return [
+    var result: [String: JSON] = [
         "calls": .int(Int64(t.calls)), "seconds": .double(seconds),
         "calls_per_s": .double(Double(t.calls) / seconds), "denied": .int(Int64(t.denied)),
         "errors": .int(Int64(t.errors)), "clients": .int(Int64(clients)),
         "min_client_calls": .int(Int64(perClient.first ?? 0)), "max_client_calls": .int(Int64(perClient.last ?? 0)),
     ]
+    if !watch.isEmpty {
+        result["cpu_ns"] = .object(windowCPU.withLock { $0 }.mapValues { .int($0) })
+    }
+    return result
 }
 
 /// The baseline server: a single-threaded epoll loop that answers every NUL-terminated message with a

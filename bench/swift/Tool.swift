@@ -27,7 +27,8 @@ enum BenchTool {
         case "throughput":
             emit(measureThroughput(
                 socket: o.string("socket"), apps: o.list("apps"), clients: o.int("clients"), warmupMS: o.int("warmup-ms", 300),
-                seconds: Double(o.string("seconds")) ?? 2))
+                seconds: Double(o.string("seconds")) ?? 2,
+                watch: o.values["watch-pids"].map { $0.split(separator: ",").compactMap { Int32($0) } } ?? []))
         case "deadlines":
             runDeadlineClient(o)
         case "timer-baseline":
