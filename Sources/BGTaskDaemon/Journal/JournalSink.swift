@@ -81,6 +81,9 @@ public final class JournalSink: Sendable {
 
     struct Batch {
         var entries: [Entry] = []
+        /// A batch the writer paused in (`pauseNS`), and where it goes on: written before `entries`.
+        var paused: [Entry] = []
+        var pausedAt = 0
         /// A wake-up of the writer is queued and has not taken the entries yet.
         var wakeQueued = false
         var holding = false
@@ -240,28 +243,43 @@ public final class JournalSink: Sendable {
     /// Waits until every queued entry was written (tests, shutdown).
     public func flush() {
         releaseWakeups()
-        queue.sync { writeBatch(pausing: false) }
+        // A batch paused in first, then what came meanwhile.
+        queue.sync {
+            writeBatch(pausing: false)
+            writeBatch(pausing: false)
+        }
     }
 
     /// Sends of the writer that waited for journald's queue and after which it paused (see `pauseNS`).
     public var pauses: Int { pauseCount.load(ordering: .relaxed) }
 
     private func writeBatch(pausing: Bool = true) {
-        let entries = batch.withLock { b -> [Entry] in
+        let (entries, from, wakeAgain) = batch.withLock { b -> ([Entry], Int, Bool) in
             b.wakeQueued = false
+            if !b.paused.isEmpty {
+                // The batch paused in goes on; what came during the pause (it woke nobody) is next.
+                let resumed = (b.paused, b.pausedAt)
+                b.paused = []
+                let again = !b.entries.isEmpty && !b.holding
+                b.wakeQueued = again
+                return (resumed.0, resumed.1, again)
+            }
             let taken = b.entries
             b.entries.removeAll(keepingCapacity: true)
-            return taken
+            return (taken, 0, false)
         }
-        for (i, e) in entries.enumerated() {
+        if wakeAgain { wakeWriter() }
+        for i in from..<entries.count {
+            let e = entries[i]
             let start = pausing ? Monotonic.nowUSec() : 0
             writeEntry(e)
             written(e)
             if pausing, i + 1 < entries.count, Monotonic.nowUSec() - start > Self.waitedUSec {
-                // The rest goes back in front of what came meanwhile, and the writer comes back for it.
+                // The rest waits, in front of what comes meanwhile, and the writer comes back for it.
                 pauseCount.add(1, ordering: .relaxed)
                 batch.withLock { b in
-                    b.entries.insert(contentsOf: entries[(i + 1)...], at: 0)
+                    b.paused = entries
+                    b.pausedAt = i + 1
                     b.wakeQueued = true
                 }
                 batchTimer.arm(afterNS: Self.pauseNS)
