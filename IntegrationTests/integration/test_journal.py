@@ -139,6 +139,10 @@ def test_a_stalled_journald_does_not_stop_the_daemon(private_journald, daemon):
     assert len(kept) == len(set(kept)), "a grant journaled twice"
     assert set(kept) <= set(ids), "a grant journaled that no reply carried"
     assert 0 < len(kept) <= n and len(kept) + dropped >= n, (len(kept), dropped, n)
+    # The send that found journald's queue full waited for it (Stats counts such sends).
+    with RawClient(d.socket, timeout=10) as c:
+        after = c.call("io.bgtaskd.Manager.Stats")["parameters"]["stats"]
+    assert after["journalWaits"] >= 1, after
 
 
 # MARK: no test signals a journald it did not start

@@ -117,7 +117,7 @@ extension Render {
         ("uptimeUSec", "Uptime"), ("apps", "Apps"), ("connections", "Connections"), ("calls", "Calls"),
         ("decisions", "Decisions"), ("liveAssertions", "Live assertions"), ("journalEntries", "Journal entries"),
         ("journalDropped", "Journal dropped"), ("journalCoalesced", "Journal coalesced"),
-        ("journalSummaries", "Journal summaries"), ("connectionsRefused", "Connections refused"),
+        ("journalSummaries", "Journal summaries"), ("journalWaits", "Journal waits"), ("connectionsRefused", "Connections refused"),
         ("connectionsTimedOut", "Connections timed out"), ("connectionsOversized", "Connections oversized"),
         ("connectionsPaused", "Connections paused"),
         ("freezerBackend", "Freezer"), ("freezerBackendReason", "Freezer because"), ("dryRun", "Dry run"),

@@ -185,6 +185,7 @@ extension DaemonService {
             journalEntries: Int64(journal.sent), journalDropped: Int64(journal.dropped), freezerBackend: freezer.name,
             freezerBackendReason: freezerReason, dryRun: dryRun,
             journalCoalesced: Int64(journalBudget.coalesced), journalSummaries: Int64(journalBudget.summaries),
+            journalWaits: Int64(journal.waits),
             connectionsRefused: Int64(server?.refusedConnections ?? 0), connectionsTimedOut: Int64(server?.timedOutConnections ?? 0),
             connectionsOversized: Int64(server?.oversizedConnections ?? 0), connectionsPaused: Int64(core.pauses),
             systemSleep: sleepStatus.mode, systemSleepReason: sleepStatus.reason, idleInhibited: sleepStatus.idleInhibited,

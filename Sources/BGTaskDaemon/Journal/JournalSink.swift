@@ -108,7 +108,7 @@ public final class JournalSink: Sendable {
     /// Between essential entries crossing `essentialHighWater` and falling back to `essentialLowWater`.
     private let holdingClients = Atomic<Bool>(false)
     private let droppedCount = Atomic<Int>(0)
-    private let pauseCount = Atomic<Int>(0)
+    private let waitCount = Atomic<Int>(0)
     private let sentCount = Atomic<Int>(0)
     /// Between crossing `highWater` and falling back to `lowWater`.
     private let congested = Atomic<Bool>(false)
@@ -250,8 +250,9 @@ public final class JournalSink: Sendable {
         }
     }
 
-    /// Sends of the writer that waited for journald's queue and after which it paused (see `pauseNS`).
-    public var pauses: Int { pauseCount.load(ordering: .relaxed) }
+    /// Sends that waited for room in journald's queue (after each, with more to send, the writer paused:
+    /// `pauseNS`). Counted by the writer's clock: a send that took longer than `waitedUSec`.
+    public var waits: Int { waitCount.load(ordering: .relaxed) }
 
     private func writeBatch(pausing: Bool = true) {
         let (entries, from, wakeAgain) = batch.withLock { b -> ([Entry], Int, Bool) in
@@ -274,9 +275,10 @@ public final class JournalSink: Sendable {
             let start = pausing ? Monotonic.nowUSec() : 0
             writeEntry(e)
             written(e)
-            if pausing, i + 1 < entries.count, Monotonic.nowUSec() - start > Self.waitedUSec {
+            if pausing, Monotonic.nowUSec() - start > Self.waitedUSec {
+                waitCount.add(1, ordering: .relaxed)
+                guard i + 1 < entries.count else { break }
                 // The rest waits, in front of what comes meanwhile, and the writer comes back for it.
-                pauseCount.add(1, ordering: .relaxed)
                 batch.withLock { b in
                     b.paused = entries
                     b.pausedAt = i + 1

@@ -166,7 +166,7 @@ extension ManagerWire {
 
     /// `type DaemonStats`.
     public struct DaemonStats: WireMessage {
-        public static let fields = ["uptimeUSec", "apps", "connections", "calls", "decisions", "liveAssertions", "journalEntries", "journalDropped", "freezerBackend", "freezerBackendReason", "dryRun", "journalCoalesced", "journalSummaries", "connectionsRefused", "connectionsTimedOut", "connectionsOversized", "connectionsPaused", "systemSleep", "systemSleepReason", "idleInhibited", "sleepsSeen"]
+        public static let fields = ["uptimeUSec", "apps", "connections", "calls", "decisions", "liveAssertions", "journalEntries", "journalDropped", "freezerBackend", "freezerBackendReason", "dryRun", "journalCoalesced", "journalSummaries", "journalWaits", "connectionsRefused", "connectionsTimedOut", "connectionsOversized", "connectionsPaused", "systemSleep", "systemSleepReason", "idleInhibited", "sleepsSeen"]
         public var uptimeUSec: Int64
         public var apps: Int64
         public var connections: Int64
@@ -181,6 +181,8 @@ extension ManagerWire {
         /// What the journal budget did (SPEC §11): grant/end decisions counted in a summary instead of journaled one by one, and the coalesced summaries journaled.
         public var journalCoalesced: Int64?
         public var journalSummaries: Int64?
+        /// Entries whose send waited for room in journald's socket (journald behind the daemon); after each the journal writer paused 1 ms and sent on in a burst.
+        public var journalWaits: Int64?
         /// What the connection limits did: connections refused (MaxConnectionsPerUser=, no descriptor left for them), dropped for a message left half-sent (IncompleteMessageTimeoutSec=) or closed for a message over MaxMessageSize.
         public var connectionsRefused: Int64?
         public var connectionsTimedOut: Int64?
@@ -193,7 +195,7 @@ extension ManagerWire {
         public var idleInhibited: Bool?
         public var sleepsSeen: Int64?
 
-        public init(uptimeUSec: Int64, apps: Int64, connections: Int64, calls: Int64, decisions: Int64, liveAssertions: Int64, journalEntries: Int64, journalDropped: Int64, freezerBackend: String? = nil, freezerBackendReason: String? = nil, dryRun: Bool? = nil, journalCoalesced: Int64? = nil, journalSummaries: Int64? = nil, connectionsRefused: Int64? = nil, connectionsTimedOut: Int64? = nil, connectionsOversized: Int64? = nil, connectionsPaused: Int64? = nil, systemSleep: String? = nil, systemSleepReason: String? = nil, idleInhibited: Bool? = nil, sleepsSeen: Int64? = nil) {
+        public init(uptimeUSec: Int64, apps: Int64, connections: Int64, calls: Int64, decisions: Int64, liveAssertions: Int64, journalEntries: Int64, journalDropped: Int64, freezerBackend: String? = nil, freezerBackendReason: String? = nil, dryRun: Bool? = nil, journalCoalesced: Int64? = nil, journalSummaries: Int64? = nil, journalWaits: Int64? = nil, connectionsRefused: Int64? = nil, connectionsTimedOut: Int64? = nil, connectionsOversized: Int64? = nil, connectionsPaused: Int64? = nil, systemSleep: String? = nil, systemSleepReason: String? = nil, idleInhibited: Bool? = nil, sleepsSeen: Int64? = nil) {
             self.uptimeUSec = uptimeUSec
             self.apps = apps
             self.connections = connections
@@ -207,6 +209,7 @@ extension ManagerWire {
             self.dryRun = dryRun
             self.journalCoalesced = journalCoalesced
             self.journalSummaries = journalSummaries
+            self.journalWaits = journalWaits
             self.connectionsRefused = connectionsRefused
             self.connectionsTimedOut = connectionsTimedOut
             self.connectionsOversized = connectionsOversized
@@ -232,6 +235,7 @@ extension ManagerWire {
             dryRun = try r.optionalBool("dryRun")
             journalCoalesced = try r.optionalInt("journalCoalesced")
             journalSummaries = try r.optionalInt("journalSummaries")
+            journalWaits = try r.optionalInt("journalWaits")
             connectionsRefused = try r.optionalInt("connectionsRefused")
             connectionsTimedOut = try r.optionalInt("connectionsTimedOut")
             connectionsOversized = try r.optionalInt("connectionsOversized")
@@ -250,6 +254,7 @@ extension ManagerWire {
             o.put("dryRun", dryRun.map { .bool($0) })
             o.put("journalCoalesced", journalCoalesced.map { .int($0) })
             o.put("journalSummaries", journalSummaries.map { .int($0) })
+            o.put("journalWaits", journalWaits.map { .int($0) })
             o.put("connectionsRefused", connectionsRefused.map { .int($0) })
             o.put("connectionsTimedOut", connectionsTimedOut.map { .int($0) })
             o.put("connectionsOversized", connectionsOversized.map { .int($0) })
@@ -312,6 +317,10 @@ extension ManagerWire {
             JSON.writeInt(journalEntries, into: &out)
             if let v = journalSummaries {
                 out.appendLiteral(#","journalSummaries":"#)
+                JSON.writeInt(v, into: &out)
+            }
+            if let v = journalWaits {
+                out.appendLiteral(#","journalWaits":"#)
                 JSON.writeInt(v, into: &out)
             }
             out.appendLiteral(#","liveAssertions":"#)
