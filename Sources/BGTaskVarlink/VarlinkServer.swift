@@ -15,8 +15,9 @@ import Glibc
 /// connection, and a connection's descriptor is closed as soon as it leaves the set. The queue remains
 /// the only owner of the state; the thread only waits.
 ///
-/// Sockets are non-blocking; writes are buffered per connection and written at the end of the turn
-/// (pipelined replies leave in one write). Calls on one connection are served one at a time in order;
+/// Sockets are non-blocking; writes are buffered per connection and written once the connection's calls of
+/// the turn are served (pipelined replies leave in one write), what others' calls sent it at the end of
+/// the turn. Calls on one connection are served one at a time in order;
 /// a connection whose peer does not read its replies is paused, then dropped, and never holds up another.
 public final class VarlinkServer: @unchecked Sendable {
     // @unchecked: every mutable field is touched only on `queue`.
@@ -242,6 +243,10 @@ public final class VarlinkServer: @unchecked Sendable {
                 let mask = socketThread.masks[i]
                 if let c = connections[token] {
                     c.handleEvents(mask)
+                    // Its replies leave now, while its client is still awake: the read of its request
+                    // woke it (the kernel wakes a reader on freed send space), and a reply written at the
+                    // end of the turn would find it asleep again and wake it a second time.
+                    if c.isDirty { c.flush() }
                 } else if let fd = listeners[token] {
                     ready.append(fd)
                 } else if let handler = readables[token] {

@@ -108,3 +108,109 @@ import Testing
         #expect(pending == 0 && capacity <= 16, "\(pending) calls kept, room for \(capacity)")
     }
 }
+
+/// A connection's replies leave as soon as its calls of the turn are served, not at the end of the turn:
+/// reading a client's request wakes that client (the kernel wakes a reader on the send space freed), and
+/// a reply written later in the turn would find it asleep again and wake it a second time. Two clients
+/// whose calls are served in one turn: the second call's handler already finds the first's reply on its
+/// client's socket. Real sockets; the turn made one by pausing the server while both calls are sent.
+@Suite struct TurnReplyTests {
+    final class PeekService: VarlinkService {
+        var interfaceDescriptions: [(name: String, description: String)] {
+            [("org.example.echo", "interface org.example.echo\n\nmethod Echo(word: string) -> (word: string)\n")]
+        }
+        /// The test's client sockets by word, and what each call's handler saw: the turn it ran in and
+        /// whether the other client's reply was already readable.
+        var clients: [String: Int32] = [:]
+        var turns = 0
+        var seen: [(word: String, turn: Int, otherReplied: Bool)] = []
+        func handle(_ request: VarlinkRequest) {
+            let word = request.call.parameters["word"]?.stringValue ?? ""
+            if let other = clients.first(where: { $0.key != word })?.value {
+                var byte: UInt8 = 0
+                let n = recv(other, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
+                seen.append((word, turns, n > 0))
+            }
+            request.reply(["word": .string(word)])
+        }
+        func connectionClosed(_ connection: VarlinkConnection) {}
+    }
+
+    static func connectClient(_ path: String) throws -> Int32 {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        try #require(fd >= 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (i, b) in path.utf8.enumerated() { raw[i] = b }
+        }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        try #require(connected == 0, "connect: \(String(cString: strerror(errno)))")
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        return fd
+    }
+
+    static func send(_ fd: Int32, _ word: String) throws {
+        let bytes = Array(#"{"method":"org.example.echo.Echo","parameters":{"word":"\#(word)"}}"#.utf8) + [0]
+        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        try #require(written == bytes.count)
+    }
+
+    static func reply(_ fd: Int32) throws -> String? {
+        var received: [UInt8] = []
+        var byte: UInt8 = 0
+        while true {
+            let n = read(fd, &byte, 1)
+            try #require(n == 1, "no reply")
+            if byte == 0 { break }
+            received.append(byte)
+        }
+        return try JSON.parse(received)["parameters"]?["word"]?.stringValue
+    }
+
+    @Test func aRepliedConnectionIsWrittenBeforeTheNextOneIsServed() throws {
+        let queue = DispatchQueue(label: "bgtaskd.test.turn-replies")
+        let service = PeekService()
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("varlink-turn-\(getpid())-\(UUID().uuidString.prefix(8))").path
+        let path = dir + "/socket"
+        let server = queue.sync { VarlinkServer(queue: queue, service: service) }
+        defer {
+            queue.sync { server.shutdown() }
+            unlink(path)
+            rmdir(dir)
+        }
+        let listener = try ListeningSocket.bind(path: path)
+        queue.sync {
+            server.listen(fd: listener)
+            server.beforeTurn = { service.turns += 1 }
+        }
+        let a = try Self.connectClient(path), b = try Self.connectClient(path)
+        defer {
+            close(a)
+            close(b)
+        }
+        // Both connections accepted and served once (one at a time: no other client's reply to peek at).
+        try Self.send(a, "warm-a")
+        #expect(try Self.reply(a) == "warm-a")
+        try Self.send(b, "warm-b")
+        #expect(try Self.reply(b) == "warm-b")
+        queue.sync {
+            service.clients = ["a": a, "b": b]
+            service.seen = []
+            server.pauseIO()
+        }
+        try Self.send(a, "a")
+        try Self.send(b, "b")
+        queue.sync { server.resumeIO() }
+        #expect(try Self.reply(a) == "a")
+        #expect(try Self.reply(b) == "b")
+        let seen = queue.sync { service.seen }
+        try #require(seen.count == 2)
+        #expect(seen[0].turn == seen[1].turn, "the two calls were served in different turns: \(seen)")
+        #expect(!seen[0].otherReplied, "the first call served found a reply before any was written: \(seen)")
+        #expect(seen[1].otherReplied, "the second call served in the turn found no reply to the first yet: \(seen)")
+    }
+}
