@@ -83,7 +83,8 @@ func measurePairs(socket path: String, app: String, pairs: Int, warmup: Int) -> 
 /// `clients` threads, each with its own connection, each doing sequential Begin → End pairs; counts the
 /// calls completed in the measuring window (after a warm-up).
 /// `watch`: processes whose CPU time is read at the window's start and end (as is this process's, the clients'),
-/// so that a figure per call is of the same calls the rate counts: `cpu_ns` in the result, by pid and "clients".
+/// so that a figure per call is of the same calls the rate counts: `cpu_ns` in the result, by pid and "clients"
+/// (and "clients_switches": the clients' context switches, voluntary and not).
 func measureThroughput(socket path: String, apps: [String], clients: Int, warmupMS: Int, seconds: Double,
                        watch: [Int32] = []) -> [String: JSON] {
     let start = monoNS() + 200_000_000  // every thread connected before
@@ -94,7 +95,10 @@ func measureThroughput(socket path: String, apps: [String], clients: Int, warmup
     if !watch.isEmpty {
         watcher = startThread {
             func sample() -> [String: Int64] {
-                var m = ["clients": clockNS(CLOCK_PROCESS_CPUTIME_ID)]
+                var usage = rusage()
+                getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+                var m = ["clients": clockNS(CLOCK_PROCESS_CPUTIME_ID),
+                         "clients_switches": Int64(usage.ru_nvcsw + usage.ru_nivcsw)]
                 for pid in watch { m[String(pid)] = cpuNS(pid: pid) }
                 return m
             }
