@@ -25,48 +25,25 @@ import Testing
     static func exchange(
         _ messages: [String], replies count: Int, afterwards: ((EchoService) -> Void)? = nil
     ) throws -> [JSON] {
-        let queue = DispatchQueue(label: "bgtaskd.test.order")
         let service = EchoService()
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("varlink-order-\(getpid())-\(UUID().uuidString.prefix(8))").path
-        let path = dir + "/socket"
-        let server = queue.sync { VarlinkServer(queue: queue, service: service) }
-        defer {
-            queue.sync { server.shutdown() }
-            unlink(path)
-            rmdir(dir)
-        }
-        let listener = try ListeningSocket.bind(path: path)
-        queue.sync { server.listen(fd: listener) }
+        return try withTestServer(service, label: "order") { queue, _, path in
+            let fd = try connectTestClient(path)
+            defer { close(fd) }
+            var bytes: [UInt8] = []
+            for m in messages { bytes += Array(m.utf8) + [0] }
+            let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            try #require(written == bytes.count)
 
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        try #require(fd >= 0)
-        defer { close(fd) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (i, b) in path.utf8.enumerated() { raw[i] = b }
+            var received: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while received.filter({ $0 == 0 }).count < count {
+                let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+                try #require(n > 0, "the server answered \(received.filter { $0 == 0 }.count) of \(count) messages")
+                received += buffer[0..<n]
+            }
+            if let afterwards { queue.sync { afterwards(service) } }
+            return try received.split(separator: 0, omittingEmptySubsequences: true).map { try JSON.parse(Array($0)) }
         }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        try #require(connected == 0, "connect: \(String(cString: strerror(errno)))")
-
-        var bytes: [UInt8] = []
-        for m in messages { bytes += Array(m.utf8) + [0] }
-        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        try #require(written == bytes.count)
-
-        var timeout = timeval(tv_sec: 10, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var received: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while received.filter({ $0 == 0 }).count < count {
-            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            try #require(n > 0, "the server answered \(received.filter { $0 == 0 }.count) of \(count) messages")
-            received += buffer[0..<n]
-        }
-        if let afterwards { queue.sync { afterwards(service) } }
-        return try received.split(separator: 0, omittingEmptySubsequences: true).map { try JSON.parse(Array($0)) }
     }
 
     @Test func aRefusedMessageIsAnsweredInItsTurnBetweenTheCallsAroundIt() throws {
@@ -136,23 +113,6 @@ import Testing
         func connectionClosed(_ connection: VarlinkConnection) {}
     }
 
-    static func connectClient(_ path: String) throws -> Int32 {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        try #require(fd >= 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (i, b) in path.utf8.enumerated() { raw[i] = b }
-        }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        try #require(connected == 0, "connect: \(String(cString: strerror(errno)))")
-        var timeout = timeval(tv_sec: 10, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        return fd
-    }
-
     static func send(_ fd: Int32, _ word: String) throws {
         let bytes = Array(#"{"method":"org.example.echo.Echo","parameters":{"word":"\#(word)"}}"#.utf8) + [0]
         let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
@@ -172,45 +132,73 @@ import Testing
     }
 
     @Test func aRepliedConnectionIsWrittenBeforeTheNextOneIsServed() throws {
-        let queue = DispatchQueue(label: "bgtaskd.test.turn-replies")
         let service = PeekService()
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("varlink-turn-\(getpid())-\(UUID().uuidString.prefix(8))").path
-        let path = dir + "/socket"
-        let server = queue.sync { VarlinkServer(queue: queue, service: service) }
-        defer {
-            queue.sync { server.shutdown() }
-            unlink(path)
-            rmdir(dir)
+        try withTestServer(service, label: "turn-replies") { queue, server, path in
+            queue.sync { server.beforeTurn = { service.turns += 1 } }
+            let a = try connectTestClient(path), b = try connectTestClient(path)
+            defer {
+                close(a)
+                close(b)
+            }
+            // Both connections accepted and served once (one at a time: no other client's reply to peek at).
+            try Self.send(a, "warm-a")
+            #expect(try Self.reply(a) == "warm-a")
+            try Self.send(b, "warm-b")
+            #expect(try Self.reply(b) == "warm-b")
+            queue.sync {
+                service.clients = ["a": a, "b": b]
+                service.seen = []
+                server.pauseIO()
+            }
+            try Self.send(a, "a")
+            try Self.send(b, "b")
+            queue.sync { server.resumeIO() }
+            #expect(try Self.reply(a) == "a")
+            #expect(try Self.reply(b) == "b")
+            let seen = queue.sync { service.seen }
+            try #require(seen.count == 2)
+            #expect(seen[0].turn == seen[1].turn, "the two calls were served in different turns: \(seen)")
+            #expect(!seen[0].otherReplied, "the first call served found a reply before any was written: \(seen)")
+            #expect(seen[1].otherReplied, "the second call served in the turn found no reply to the first yet: \(seen)")
         }
-        let listener = try ListeningSocket.bind(path: path)
-        queue.sync {
-            server.listen(fd: listener)
-            server.beforeTurn = { service.turns += 1 }
-        }
-        let a = try Self.connectClient(path), b = try Self.connectClient(path)
-        defer {
-            close(a)
-            close(b)
-        }
-        // Both connections accepted and served once (one at a time: no other client's reply to peek at).
-        try Self.send(a, "warm-a")
-        #expect(try Self.reply(a) == "warm-a")
-        try Self.send(b, "warm-b")
-        #expect(try Self.reply(b) == "warm-b")
-        queue.sync {
-            service.clients = ["a": a, "b": b]
-            service.seen = []
-            server.pauseIO()
-        }
-        try Self.send(a, "a")
-        try Self.send(b, "b")
-        queue.sync { server.resumeIO() }
-        #expect(try Self.reply(a) == "a")
-        #expect(try Self.reply(b) == "b")
-        let seen = queue.sync { service.seen }
-        try #require(seen.count == 2)
-        #expect(seen[0].turn == seen[1].turn, "the two calls were served in different turns: \(seen)")
-        #expect(!seen[0].otherReplied, "the first call served found a reply before any was written: \(seen)")
-        #expect(seen[1].otherReplied, "the second call served in the turn found no reply to the first yet: \(seen)")
     }
+}
+
+/// Runs `body` with a server of `service` listening on a fresh socket path (its queue, the server, the
+/// path), then shuts the server down and removes the path.
+func withTestServer<T>(
+    _ service: some VarlinkService, label: String, _ body: (DispatchQueue, VarlinkServer, String) throws -> T
+) throws -> T {
+    let queue = DispatchQueue(label: "bgtaskd.test.\(label)")
+    let dir = FileManager.default.temporaryDirectory
+        .appendingPathComponent("varlink-\(label)-\(getpid())-\(UUID().uuidString.prefix(8))").path
+    let path = dir + "/socket"
+    let server = queue.sync { VarlinkServer(queue: queue, service: service) }
+    defer {
+        queue.sync { server.shutdown() }
+        unlink(path)
+        rmdir(dir)
+    }
+    let listener = try ListeningSocket.bind(path: path)
+    queue.sync { server.listen(fd: listener) }
+    return try body(queue, server, path)
+}
+
+/// A client socket connected to `path`, reads timing out after 10 s.
+func connectTestClient(_ path: String) throws -> Int32 {
+    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+    try #require(fd >= 0)
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    withUnsafeMutableBytes(of: &address.sun_path) { raw in
+        for (i, b) in path.utf8.enumerated() { raw[i] = b }
+    }
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+    }
+    if connected != 0 { close(fd) }
+    try #require(connected == 0, "connect: \(String(cString: strerror(errno)))")
+    var timeout = timeval(tv_sec: 10, tv_usec: 0)
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    return fd
 }
