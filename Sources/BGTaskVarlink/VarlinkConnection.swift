@@ -79,6 +79,8 @@ public final class VarlinkConnection: @unchecked Sendable, Hashable, CustomStrin
     public var currentSerial: UInt64? { current?.serial }
     var readingPaused: Bool { !readPauses.isEmpty }
     var pendingCount: Int { pending.count - pendingHead }
+    /// Every call received is answered: none being served, none waiting, nothing undecoded in the framer.
+    var isAnswered: Bool { current == nil && pendingHead >= pending.count && !isRunnable && !framer.hasCompleteMessage }
 
     /// Held (or released) by the server.
     func setHeld(_ on: Bool) {

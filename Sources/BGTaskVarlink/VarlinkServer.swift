@@ -243,10 +243,12 @@ public final class VarlinkServer: @unchecked Sendable {
                 let mask = socketThread.masks[i]
                 if let c = connections[token] {
                     c.handleEvents(mask)
-                    // Its replies leave now, while its client is still awake: the read of its request
-                    // woke it (the kernel wakes a reader on freed send space), and a reply written at the
-                    // end of the turn would find it asleep again and wake it a second time.
-                    if c.isDirty { c.flush() }
+                    // Every call it sent answered: its replies leave now, while its client is still awake
+                    // (the read of its request woke it: the kernel wakes a reader on freed send space), where
+                    // at the end of the turn they would find it asleep again and wake it a second time. A
+                    // connection still owed an answer (one given later, more pipelined calls) writes at the
+                    // end of the turn, all at once: a pipelining client sends on per batch of replies.
+                    if c.isDirty, c.isAnswered { c.flush() }
                 } else if let fd = listeners[token] {
                     ready.append(fd)
                 } else if let handler = readables[token] {
