@@ -231,8 +231,11 @@ public final class JournalSink: Sendable {
         batchTimer.arm()
     }
 
-    /// A send that took longer than this waited for journald: its socket's queue was full
-    /// (`max_dgram_qlen` datagrams) and the send slept until journald took one. A send with room is a few µs.
+    /// A send that took longer than this may have waited for journald: its socket's queue full
+    /// (`max_dgram_qlen` datagrams), the send slept until journald took one. A send with room is a few µs.
+    /// Only a slow send that also slept (the thread's voluntary context switches went up) counts: on a slow
+    /// machine, or traced, or preempted, a send takes longer without waiting, and pausing after each of
+    /// those would hold the writer to one entry a millisecond.
     static let waitedUSec: Int64 = 25
     /// After such a send the writer stops for this long before the rest of its batch. Sent on at once, each
     /// further entry would wait for journald to take one more — one sleep and one wake-up of the writer per
@@ -270,12 +273,16 @@ public final class JournalSink: Sendable {
             return (taken, 0, false)
         }
         if wakeAgain { wakeWriter() }
+        var sleeps = pausing ? Self.voluntarySwitches() : 0
         for i in from..<entries.count {
             let e = entries[i]
             let start = pausing ? Monotonic.nowUSec() : 0
             writeEntry(e)
             written(e)
             if pausing, Monotonic.nowUSec() - start > Self.waitedUSec {
+                let now = Self.voluntarySwitches()
+                defer { sleeps = now }
+                guard now > sleeps else { continue }
                 waitCount.add(1, ordering: .relaxed)
                 guard i + 1 < entries.count else { break }
                 // The rest waits, in front of what comes meanwhile, and the writer comes back for it.
@@ -288,6 +295,14 @@ public final class JournalSink: Sendable {
                 return
             }
         }
+    }
+
+    /// The calling thread's voluntary context switches so far (each time it slept).
+    static func voluntarySwitches() -> Int {
+        var usage = rusage()
+        // RUSAGE_THREAD (Linux, 1): Glibc's module does not export it without _GNU_SOURCE.
+        guard getrusage(__rusage_who_t(1), &usage) == 0 else { return 0 }
+        return usage.ru_nvcsw
     }
 
     /// Counts one entry written, and relieves the congestion it may end.
