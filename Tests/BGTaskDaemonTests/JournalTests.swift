@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import Synchronization
 import Testing
@@ -152,12 +153,13 @@ import Testing
             sink.send("pause test \(i)", fields: [JournalField("BGTASKD_TEST_MARKER", marker)!,
                                                   JournalField("BGTASKD_TEST_SEQ", String(i))!])
         }
+        let allSent = DispatchSemaphore(value: 0)
+        sink.onBatchWritten { [weak sink] in if sink?.sent == total { allSent.signal() } }
         sink.holdWakeups()
         for i in 0..<first { entry(i) }
         sink.releaseWakeups()
         for i in first..<total { entry(i) }
-        let deadline = Date().addingTimeInterval(60)
-        while sink.sent < total, Date() < deadline { usleep(2000) }
+        _ = allSent.wait(timeout: .now() + 60)
         #expect(sink.sent == total)
         #expect(sink.dropped == 0)
         // Waited (and paused) at least once, and sent more than one entry per wait on average: without the

@@ -109,6 +109,7 @@ public final class JournalSink: Sendable {
     private let holdingClients = Atomic<Bool>(false)
     private let droppedCount = Atomic<Int>(0)
     private let waitCount = Atomic<Int>(0)
+    private let batchWritten = Mutex<(@Sendable () -> Void)?>(nil)
     private let sentCount = Atomic<Int>(0)
     /// Between crossing `highWater` and falling back to `lowWater`.
     private let congested = Atomic<Bool>(false)
@@ -295,6 +296,13 @@ public final class JournalSink: Sendable {
                 return
             }
         }
+        batchWritten.withLock { $0 }?()
+    }
+
+    /// Runs on the writer after each batch it wrote to the end (not one it paused in): tests wait on it
+    /// rather than polling `sent`.
+    func onBatchWritten(_ body: @escaping @Sendable () -> Void) {
+        batchWritten.withLock { $0 = body }
     }
 
     /// The calling thread's voluntary context switches so far (each time it slept).
