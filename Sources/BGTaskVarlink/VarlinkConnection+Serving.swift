@@ -93,8 +93,8 @@ extension VarlinkConnection {
         if !r.continues && phase == .draining && !serving && !server.inTurn { closeIfDrained() }
     }
 
-    /// Writes a reply: once the connection's calls of the turn are served (or at the end of the turn, when
-    /// another connection's call sent it), or at once when it comes from a timer or another source.
+    /// Writes a reply: within a turn, once every call the connection sent is answered (else at the turn's
+    /// end, as what other connections' calls sent it), or at once when it comes from a timer or another source.
     private func emit(_ reply: VarlinkReply, oneway: Bool) {
         if let inMemoryReplies {
             if !oneway { inMemoryReplies(reply) }

@@ -15,9 +15,9 @@ import Glibc
 /// connection, and a connection's descriptor is closed as soon as it leaves the set. The queue remains
 /// the only owner of the state; the thread only waits.
 ///
-/// Sockets are non-blocking; writes are buffered per connection and written once the connection's calls of
-/// the turn are served (pipelined replies leave in one write), what others' calls sent it at the end of
-/// the turn. Calls on one connection are served one at a time in order;
+/// Sockets are non-blocking; writes are buffered per connection and written as soon as every call the
+/// connection sent is answered, else (an answer still owed, what others' calls sent it) at the end of the
+/// turn; pipelined replies leave in one write. Calls on one connection are served one at a time in order;
 /// a connection whose peer does not read its replies is paused, then dropped, and never holds up another.
 public final class VarlinkServer: @unchecked Sendable {
     // @unchecked: every mutable field is touched only on `queue`.

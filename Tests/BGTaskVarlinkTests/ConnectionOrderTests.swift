@@ -86,7 +86,7 @@ import Testing
     }
 }
 
-/// A connection's replies leave as soon as its calls of the turn are served, not at the end of the turn:
+/// A connection whose every call is answered gets its replies at once, not at the end of the turn:
 /// reading a client's request wakes that client (the kernel wakes a reader on the send space freed), and
 /// a reply written later in the turn would find it asleep again and wake it a second time. Two clients
 /// whose calls are served in one turn: the second call's handler already finds the first's reply on its
