@@ -139,16 +139,16 @@ import Testing
         #expect(!sink.isCongested)
     }
 
-    /// journald behind the writer: 3,000 entries released at once fill its socket's queue (512 datagrams
+    /// journald behind the writer: 8,000 entries released at once fill its socket's queue (512 datagrams
     /// here), and a send waits for room. The writer then pauses and sends on in bursts — it does not wait
     /// again for every entry journald takes — and what was put back for after the pause still goes out
-    /// before the 1,000 entries sent meanwhile: all 4,000 are in the journal, once each, in order.
+    /// before the 1,000 entries sent meanwhile: all 9,000 are in the journal, once each, in order.
     @Test func aWriterThatWaitsForJournaldPausesAndKeepsOrder() throws {
         try #require(Self.journaldAnswers(), "no journald answers on /run/systemd/journal/socket")
-        let sink = JournalSink(identifier: "bgtaskd-test", destination: .journal, capacity: 8192)
+        let sink = JournalSink(identifier: "bgtaskd-test", destination: .journal, capacity: 16384)
         let marker = UUID().uuidString.replacingOccurrences(of: "-", with: "")
         let since = Int(Date().timeIntervalSince1970) - 1
-        let first = 3000, total = 4000
+        let first = 8000, total = 9000
         func entry(_ i: Int) {
             sink.send("pause test \(i)", fields: [JournalField("BGTASKD_TEST_MARKER", marker)!,
                                                   JournalField("BGTASKD_TEST_SEQ", String(i))!])
@@ -163,12 +163,12 @@ import Testing
         #expect(sink.sent == total)
         #expect(sink.dropped == 0)
         // Waited (and paused) at least once, and sent more than one entry per wait on average: without the
-        // pause, a send would wait for each entry journald takes (~3,500 waits).
+        // pause, a send would wait for each entry journald takes (~8,500 waits).
         #expect(sink.waits > 0, "no send waited: journald kept up with \(total) entries sent at once?")
         #expect(sink.waits * 2 <= total, "\(sink.waits) waits for \(total) entries")
 
         _ = try Self.journalctl(["--sync"])
-        // The files listed after the entries are in: 4,000 of them can make journald rotate its file (the
+        // The files listed after the entries are in: 9,000 of them can make journald rotate its file (the
         // part written before is then in a renamed file, which a list taken before would miss).
         let scope = Self.scope(since: since)
         let text = try Self.journalctl(["-o", "json", "--no-pager", "--output-fields=BGTASKD_TEST_SEQ"] + scope
