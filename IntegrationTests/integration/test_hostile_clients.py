@@ -5,6 +5,7 @@ again once descriptors are free."""
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import time
@@ -241,3 +242,44 @@ def test_connections_stop_short_of_the_descriptor_limit_root_keeps_room(daemon):
             c.close()
     print(f"\nRLIMIT_NOFILE 128: {cap} client connections at most")
     assert d.alive()
+
+
+def test_a_client_that_leaves_holding_many_assertions_does_not_hold_up_the_others(daemon):
+    """SPEC §3: an assertion lives no longer than its connection. A client holding 30,000 assertions of one
+    app disconnects: the daemon releases them all (each an `end` decision) and still answers another
+    client promptly — the release takes time in proportion to what was held, not its square (one removal
+    from the app's list per assertion took seconds of the daemon's queue at 12,000). Then the app holds
+    none, and a new one is granted."""
+    app = "org.test.Many"
+    conf = ("[Daemon]\nFreezerBackend=none\n[Lifecycle]\nMaxBackgroundTasksPerApp=40000\n")
+    d = daemon(conf=conf, apps={app: f"[App]\nID={app}\nExec=/bin/sleep 1000\nLifecycleAware=no\n"})
+    n = 30000
+    with RawClient(d.socket, timeout=60) as other:
+        assert "error" not in other.call(f"{MANAGER}.Launch", {"appId": app}), d.output()
+        holder = RawClient(d.socket, timeout=60)
+        begin, ids = RawClient.encode("io.bgtaskd.App.BeginBackgroundTask", {"appId": app}), []
+        for _ in range(n // 1000):  # pipelined a thousand at a time: the daemon stops reading a client
+            holder.send(begin * 1000)  # that leaves its replies unread
+            ids += [holder.recv_message(timeout=60)["parameters"]["taskId"] for _ in range(1000)]
+        assert len(set(ids)) == n
+        assert len(other.call(f"{MANAGER}.GetApp", {"appId": app})["parameters"]["app"]["assertions"]) == n
+        holder.close()
+        # The close is served first (the daemon reads it before this call), then this call: promptly.
+        assert_answers(other)
+        reply = other.call(f"{MANAGER}.GetApp", {"appId": app})
+        assert reply["parameters"]["app"]["assertions"] == [], reply
+        granted = other.call("io.bgtaskd.App.BeginBackgroundTask", {"appId": app})
+        assert granted["parameters"]["taskId"] > max(ids), granted
+        # The same when the app's process ends holding them: all forgotten with it, promptly.
+        for _ in range(n // 1000):
+            other.send(begin * 1000)
+            for _ in range(1000):
+                assert "error" not in other.recv_message(timeout=60)
+        pid = other.call(f"{MANAGER}.GetApp", {"appId": app})["parameters"]["app"]["pid"]
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while (state := other.call(f"{MANAGER}.GetApp", {"appId": app})["parameters"]["app"])["state"] != "not-running":
+            assert time.monotonic() < deadline, state["state"]
+            time.sleep(0.02)  # poll interval: the daemon reaps the process within milliseconds
+        assert state["assertions"] == [], state
+        assert_answers(other)

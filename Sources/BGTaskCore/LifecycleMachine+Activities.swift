@@ -57,8 +57,17 @@ extension LifecycleMachine {
     }
 
     mutating func releaseActivity(_ activity: ActivityID) {
-        guard let record = activityTable.remove(activity) else { return }
-        if let i = slots[record.app] { records[i].activities.removeAll { $0 == activity } }
+        guard let record = forgetActivity(activity), let i = slots[record.app],
+            let k = records[i].activities.firstIndex(of: activity)
+        else { return }
+        records[i].activities.remove(at: k)
+    }
+
+    /// Forgets `activity` everywhere but its app's list (see `forgetAssertion`).
+    @discardableResult
+    mutating func forgetActivity(_ activity: ActivityID) -> ActivityRecord? {
+        guard let record = activityTable.remove(activity) else { return nil }
         connections.release(activity, on: record.connection)
+        return record
     }
 }

@@ -46,13 +46,18 @@ extension LifecycleMachine {
     mutating func connectionClosed(_ connection: ConnectionID) {
         var affected: Set<AppID> = []
         if let held = connections.removeHoldings(of: connection) {
+            // Each app's list loses the tasks released in one pass at the end (or before anything reads
+            // it: a hold's end looks at whether the app still holds any).
+            var unlisted: [Int: Set<TaskID>] = [:]
             for task in held.tasks.sorted {
                 guard let assertion = assertionTable[task], let i = slots[assertion.app] else { continue }
-                releaseAssertion(task)
+                forgetAssertion(task)
+                unlisted[i, default: []].insert(task)
                 if assertion.managerHold {
                     record(
                         .end, .managerHold, i, taskID: task, taskName: assertion.name,
                         .holdEndedByDisconnect)
+                    removeAssertions(unlisted.removeValue(forKey: i) ?? [], from: i)
                     holdEnded(i)
                 } else {
                     record(
@@ -61,6 +66,7 @@ extension LifecycleMachine {
                 }
                 affected.insert(assertion.app)
             }
+            for (i, tasks) in unlisted { removeAssertions(tasks, from: i) }
             for activity in held.activities.sorted() {
                 guard let owned = activityTable[activity], let i = slots[owned.app] else { continue }
                 releaseActivity(activity)

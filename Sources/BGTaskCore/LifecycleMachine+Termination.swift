@@ -122,8 +122,9 @@ extension LifecycleMachine {
         cancelAllTimers(i)
         clearGrace(i)
         endWake(i)
-        for task in records[i].assertions { releaseAssertion(task) }
-        for activity in records[i].activities { releaseActivity(activity) }
+        // The lists go with the record (replaced below): each entry is forgotten everywhere else.
+        for task in records[i].assertions { forgetAssertion(task) }
+        for activity in records[i].activities { forgetActivity(activity) }
         if let connection = records[i].connection { _ = connections.removeStream(connection) }
         var fresh = AppRecord(manifest: records[i].manifest, lastUsed: records[i].lastUsed)
         fresh.lastDecision = records[i].lastDecision
