@@ -145,6 +145,70 @@ def test_a_stalled_journald_does_not_stop_the_daemon(private_journald, daemon):
     assert after["journalWaits"] >= 1, after
 
 
+# sendmsg's system call number, by machine (what /proc/PID/task/TID/syscall shows while a thread waits in it).
+SENDMSG = {"x86_64": 46, "aarch64": 211}
+
+
+def blocked_in_sendmsg(pid: int) -> bool:
+    """True when a thread of `pid` waits in sendmsg (the journal writer, on a journald that takes nothing)."""
+    want = SENDMSG[os.uname().machine]
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            line = Path(f"/proc/{pid}/task/{tid}/syscall").read_text().split()
+        except OSError:
+            continue
+        if line and line[0] == str(want):
+            return True
+    return False
+
+
+def test_a_writer_that_waited_for_journald_pauses_and_keeps_order(private_journald, daemon):
+    """SPEC §11: journald behind the daemon. With journald stopped, the journal writer fills journald's
+    socket and waits in a send; when journald continues, that send ends having waited (Stats journalWaits),
+    the writer pauses and sends the rest of its batch on in a burst, before what came meanwhile. Every
+    grant — the 2,000 decided while journald was stopped (fewer than the daemon's journal queue holds, so
+    none is dropped) and the 1,000 decided as it continued — is in the journal once, in the order decided.
+    Deterministic where the unit test (JournalRoundTripTests) depends on journald's pace: here journald
+    surely takes nothing until the test lets it."""
+    from support import RawClient
+
+    pj = private_journald
+    app = "org.test.Paused"
+    d = daemon(conf=BURST_CONF, apps={app: f"[App]\nID={app}\nExec=/bin/sleep 1000\nLifecycleAware=no\n"},
+               prefix=pj.daemon_prefix())
+    held, after = 2000, 1000
+    begin = RawClient.encode("io.bgtaskd.App.BeginBackgroundTask", {"appId": app})
+    with RawClient(d.socket, timeout=60) as c:
+        assert "error" not in c.call("io.bgtaskd.Manager.Launch", {"appId": app}), d.output()
+        before = c.call("io.bgtaskd.Manager.Stats")["parameters"]["stats"]
+        pj.stop()
+        try:
+            c.send(begin * held)
+            ids = [c.recv_message(timeout=30)["parameters"]["taskId"] for _ in range(held)]
+            deadline = time.monotonic() + 30
+            while not blocked_in_sendmsg(d.pid):
+                assert time.monotonic() < deadline, "the journal writer never waited for the stopped journald"
+                time.sleep(0.01)  # poll interval: the writer reaches journald's full queue within milliseconds
+        finally:
+            pj.cont()
+        c.send(begin * after)
+        ids += [c.recv_message(timeout=30)["parameters"]["taskId"] for _ in range(after)]
+        n = held + after
+        assert len(set(ids)) == n and ids == sorted(ids), "replies out of order"
+
+        def grant_ids(entries):
+            return [int(e["BGTASKD_TASK_ID"]) for e in entries if e.get("BGTASKD_DECISION") == "grant"]
+
+        entries = pj.wait_entries(f"_PID={d.pid}", "BGTASKD_DECISION=grant", want=lambda es: len(grant_ids(es)) >= n,
+                                  timeout=60)
+        stats = c.call("io.bgtaskd.Manager.Stats")["parameters"]["stats"]
+    assert stats["journalDropped"] == before["journalDropped"], stats
+    assert stats["journalWaits"] > before.get("journalWaits", 0), stats
+    # Paused and sent on in bursts: far fewer waits than entries (without the pause, nearly one per entry).
+    assert stats["journalWaits"] - before.get("journalWaits", 0) <= n // 2, stats
+    assert grant_ids(entries) == ids, "grants journaled out of order, twice, or missing"
+
+
 # MARK: no test signals a journald it did not start
 
 REPO = Path(__file__).resolve().parents[2]

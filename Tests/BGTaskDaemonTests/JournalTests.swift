@@ -139,10 +139,14 @@ import Testing
         #expect(!sink.isCongested)
     }
 
-    /// journald behind the writer: 8,000 entries released at once fill its socket's queue (512 datagrams
-    /// here), and a send waits for room. The writer then pauses and sends on in bursts — it does not wait
-    /// again for every entry journald takes — and what was put back for after the pause still goes out
-    /// before the 1,000 entries sent meanwhile: all 9,000 are in the journal, once each, in order.
+    /// journald behind the writer: 8,000 entries released at once usually fill its socket's queue (512
+    /// datagrams here), and a send waits for room. The writer then pauses and sends on in bursts — it does
+    /// not wait again for every entry journald takes — and what was put back for after the pause still goes
+    /// out before the 1,000 entries sent meanwhile: all 9,000 are in the journal, once each, in order.
+    /// Whether the machine's journald falls behind depends on its pace (one fresh run saw it keep up with a
+    /// burst of 3,000), so a wait is not required here; `test_journal.py`'s
+    /// `test_a_writer_that_waited_for_journald_pauses_and_keeps_order` stops a journald of its own to make
+    /// the wait certain and checks the same order.
     @Test func aWriterThatWaitsForJournaldPausesAndKeepsOrder() throws {
         try #require(Self.journaldAnswers(), "no journald answers on /run/systemd/journal/socket")
         let sink = JournalSink(identifier: "bgtaskd-test", destination: .journal, capacity: 16384)
@@ -162,9 +166,8 @@ import Testing
         _ = allSent.wait(timeout: .now() + 60)
         #expect(sink.sent == total)
         #expect(sink.dropped == 0)
-        // Waited (and paused) at least once, and sent more than one entry per wait on average: without the
-        // pause, a send would wait for each entry journald takes (~8,500 waits).
-        #expect(sink.waits > 0, "no send waited: journald kept up with \(total) entries sent at once?")
+        // More than one entry sent per wait on average: without the pause, once journald is behind, a send
+        // would wait for each entry it takes (~8,500 waits).
         #expect(sink.waits * 2 <= total, "\(sink.waits) waits for \(total) entries")
 
         _ = try Self.journalctl(["--sync"])
