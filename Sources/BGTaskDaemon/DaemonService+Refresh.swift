@@ -110,7 +110,9 @@ extension DaemonService {
     /// answers the call `id` names, if any, once the state is durable (`state-not-saved` if the write failed).
     func saveRefreshState(answer: SavedAnswer?, to id: RequestID?) {
         let request = id.flatMap { openRequests.removeValue(forKey: $0) }
-        refresh.save(core.refresh.state, soon: answer != nil && request != nil) { [weak self] saved in
+        // The state is read when the write starts, not copied now (StateStore).
+        refresh.save(reading: { [weak self] in self?.core.refresh.state }, soon: answer != nil && request != nil) {
+            [weak self] saved in
             guard let answer, let request else { return }
             guard saved else { return Self.sendRefresh(.failure(.unavailable(RefreshCallError.stateNotSaved)), to: request) }
             switch answer {

@@ -45,6 +45,29 @@ private let app = AppID("org.example.Window")!
         #expect(queue.sync { store.writes } == 1)
     }
 
+    /// A save keeps no copy of the state, only where to read it: the write takes the state as it is when
+    /// the write starts (a copy kept per save made the core's next change copy its tables: O(apps) per launch).
+    @Test func aSaveReadsTheStateWhenItsWriteStarts() throws {
+        let dir = directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let queue = DispatchQueue(label: "test.window")
+        let store = StateStore(directory: dir, queue: queue)
+        final class Box: @unchecked Sendable { var state = RefreshState() }  // used on `queue` only
+        let box = Box()
+        let done = DispatchSemaphore(value: 0)
+        let reads = Mutex(0)
+        queue.sync {
+            box.state.energy.lastUsed[app] = RealtimeInstant(microsecondsSinceEpoch: 1)
+            store.save(reading: { reads.withLock { $0 += 1 }; return box.state }, soon: false) { _ in done.signal() }
+            // Changed after the save, before its window ends (the window's timer runs on this queue, later).
+            box.state.energy.lastUsed[app] = RealtimeInstant(microsecondsSinceEpoch: 2)
+            #expect(reads.withLock { $0 } == 0, "read at the save, not when its write starts")
+        }
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        #expect(onDisk(store)?.energy.lastUsed[app]?.microsecondsSinceEpoch == 2)
+        #expect(reads.withLock { $0 } == 1)
+    }
+
     @Test func aSaveACallWaitsForIsWrittenWithTheWaitingOnes() throws {
         let dir = directory()
         defer { try? FileManager.default.removeItem(atPath: dir) }

@@ -78,10 +78,10 @@ final class RefreshController: @unchecked Sendable {
         logger.info("external power \(onPower ? "connected" : "disconnected") (\(power?.path ?? ""))")
     }
 
-    /// Saves `state`; `completion(false)` if the write failed (said in the log). `soon: false`: no call
-    /// waits for it (``StateStore/save(_:soon:completion:)``).
-    func save(_ state: RefreshState, soon: Bool = true, completion: @escaping (Bool) -> Void) {
-        store.save(state, soon: soon) { [weak self] error in
+    /// Saves the state `read` returns when the write starts; `completion(false)` if the write failed (said
+    /// in the log). `soon: false`: no call waits for it (``StateStore/save(reading:soon:completion:)``).
+    func save(reading read: @escaping () -> RefreshState?, soon: Bool = true, completion: @escaping (Bool) -> Void) {
+        store.save(reading: read, soon: soon) { [weak self] error in
             if let error { self?.logger.error("could not save the refresh state: \(error)") }
             completion(error == nil)
         }

@@ -104,8 +104,10 @@ extension RefreshState {
 /// Saves run on a private queue so that fsync never stalls the daemon's queue; a save's completion runs
 /// on the daemon's queue once a write that includes it is durable. Saves made while a write is under way
 /// are written together by the next one (group commit), so a burst of changes costs two fsyncs, not one each.
-/// A save only keeps the state (a value); the file's bytes are made on the private queue, once per write,
-/// from the latest state saved: with every app's energy in the file, encoding it at each save cost the
+/// A save keeps no copy of the state, only where to read it when its write starts (as ``EnergyStore``):
+/// holding each save's copy made the core's next change copy the state's tables (an app's last use at
+/// each launch: O(apps) per launch, `make bench` row 4's launch). The file's bytes are made on the private
+/// queue, once per write: with every app's energy in the file, encoding it at each save cost the
 /// daemon's queue O(apps) per state change (`make bench` row 3). A save no call waits for (`soon: false`:
 /// an app's last use, its wakes) starts its write `saveWindow` later (a ``QuietTimer``), so a stream of
 /// them is written ten times a second, not back to back; a save a call waits for starts its write at once,
@@ -119,7 +121,8 @@ final class StateStore: @unchecked Sendable {
     private let ioQueue = DispatchQueue(label: "bgtaskd.state-writer")
 
     private var version: UInt64 = 0
-    private var latest: RefreshState?
+    /// Where to read the state of the saves not written yet (nil: none waits).
+    private var latest: (() -> RefreshState?)?
     private var writing = false
     private var waiters: [(version: UInt64, completion: (String?) -> Void)] = []
     /// A save a call waits for is not written yet.
@@ -165,9 +168,17 @@ final class StateStore: @unchecked Sendable {
     /// Saves `state`; `completion(nil)` once it is durable, `completion(error)` if the write failed.
     /// `soon: false`: no call waits for it; its write may start up to `saveWindow` later.
     func save(_ state: RefreshState, soon: Bool = true, completion: @escaping (String?) -> Void = { _ in }) {
+        save(reading: { state }, soon: soon, completion: completion)
+    }
+
+    /// Saves the state `read` returns on the queue when the write starts (the newest then: a write covers
+    /// every save made before it). `read` returning nil (its owner is gone) writes nothing.
+    func save(reading read: @escaping () -> RefreshState?, soon: Bool = true,
+              completion: @escaping (String?) -> Void = { _ in })
+    {
         dispatchPrecondition(condition: .onQueue(queue))
         version += 1
-        latest = state
+        latest = read
         waiters.append((version, completion))
         if soon { urgent = true }
         startOrWait()
@@ -187,8 +198,9 @@ final class StateStore: @unchecked Sendable {
     /// Returns an error text, nil on success.
     func flush() -> String? {
         dispatchPrecondition(condition: .onQueue(queue))
-        guard let state = latest else { return nil }
+        guard let read = latest else { return nil }
         latest = nil
+        guard let state = read() else { return nil }
         let (path, temporaryPath, directory) = (self.path, self.temporaryPath, self.directory)
         // On the writer queue: after the write under way, never beside it (one temporary file).
         return ioQueue.sync {
@@ -198,8 +210,9 @@ final class StateStore: @unchecked Sendable {
 
     private func startWrite() {
         // One write at a time: a completion run by `finished` may already have started the next one.
-        guard !writing, let state = latest else { return }
+        guard !writing, let read = latest else { return }
         latest = nil
+        guard let state = read() else { return }
         urgent = false
         writing = true
         let target = version
