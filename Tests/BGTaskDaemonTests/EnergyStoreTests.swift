@@ -29,6 +29,17 @@ private let mail = AppID("org.example.Mail")!
         #expect(warnings.isEmpty && loaded == accounts)
     }
 
+    /// Every app's account is in each write: the wait before the next one is 20 times a write's own time
+    /// when that is longer than 100 ms, so the writer takes at most a twentieth of a CPU.
+    @Test func theSaveWindowGrowsWithTheCostOfAWrite() {
+        #expect(EnergyStore.window(afterWriteNS: 0) == 100_000_000)
+        #expect(EnergyStore.window(afterWriteNS: 2_000_000) == 100_000_000)
+        #expect(EnergyStore.window(afterWriteNS: 25_000_000) == 500_000_000)
+        for ns: Int64 in [1_000_000, 5_000_000, 25_000_000, 400_000_000] {
+            #expect(ns * EnergyStore.writeShare <= EnergyStore.window(afterWriteNS: ns))
+        }
+    }
+
     @Test func aFileThatCannotBeReadIsSetAside() throws {
         let dir = NSTemporaryDirectory() + "bgtaskd-energy-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)

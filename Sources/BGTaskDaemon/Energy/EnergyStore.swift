@@ -64,7 +64,9 @@ enum EnergyJSON {
 /// the next one. The daemon's exit writes the last accounts at once (``EnergyAccounting/flush()``).
 /// A save keeps no copy of the accounts, only where to read them when its window ends; they are encoded
 /// on the private queue: holding each save's copy made the ledger's next change copy every app's account,
-/// and encoding them on the daemon's queue cost it O(apps) every window (`make bench` row 3).
+/// and encoding them on the daemon's queue cost it O(apps) every window (`make bench` row 3). The window
+/// grows with the cost of a write (``window(afterWriteNS:)``): every app's account is in each write, and
+/// with 10,000 apps launching a write took ~25 ms, a quarter of a CPU at one every 100 ms.
 final class EnergyStore: @unchecked Sendable {
     // @unchecked: the mutable properties are used only on `queue`.
     let directory: String
@@ -80,6 +82,13 @@ final class EnergyStore: @unchecked Sendable {
     private var logFailure: (@Sendable (String) -> Void)?
     private let saveTimer: QuietTimer
     static let saveWindow: DispatchTimeInterval = .milliseconds(100)
+    /// The window after a write that took `ns`: `saveWindow`, or `writeShare` times the write's own time if
+    /// longer, so that the writer spends at most 1/`writeShare` of the time writing (a write of a few dozen
+    /// apps on a quick disk takes well under 5 ms: the window stays 100 ms).
+    static func window(afterWriteNS ns: Int64) -> Int64 { max(100_000_000, writeShare * ns) }
+    static let writeShare: Int64 = 20
+    /// The window the next save waits, from the last write's duration.
+    private var windowNS: Int64 = 100_000_000
     /// Writes done (for tests).
     private(set) var writes = 0
 
@@ -125,7 +134,7 @@ final class EnergyStore: @unchecked Sendable {
         self.logFailure = logFailure
         if !saveArmed {
             saveArmed = true
-            saveTimer.arm()
+            saveTimer.arm(afterNS: windowNS)
         }
     }
 
@@ -135,15 +144,18 @@ final class EnergyStore: @unchecked Sendable {
         writing = true
         let (path, temporaryPath, directory) = (self.path, self.temporaryPath, self.directory)
         ioQueue.async { [weak self] in
+            let started = Monotonic.nowUSec()
             var bytes: [UInt8] = []
             EnergyJSON.encode(accounts).write(into: &bytes)
             bytes.append(UInt8(ascii: "\n"))
             let error = StateStore.writeAtomically(bytes, path: path, temporaryPath: temporaryPath, directory: directory)
             if let error { logFailure(error) }
+            let took = (Monotonic.nowUSec() - started) * 1000
             guard let self else { return }
             self.queue.async {
                 self.writing = false
                 self.writes += 1
+                self.windowNS = Self.window(afterWriteNS: took)
                 self.startWrite(logFailure)
             }
         }
