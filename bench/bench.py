@@ -1199,7 +1199,8 @@ def row_scale(t: Table, res: dict, a):
         per_app = r["launch_s"] * 1e6 / n_apps
         t.add("", f"launch into the foreground, per app (Launch + Foreground, pipelined, {n_apps:,} apps)",
               fmt_us(per_app), f"posix_spawn of /bin/sleep: {fmt_us(res['scale']['spawn_baseline_us'])}",
-              ratio(per_app, res["scale"]["spawn_baseline_us"]))
+              ratio(per_app, res["scale"]["spawn_baseline_us"]), "≤ 1.5×",
+              verdict(per_app <= 1.5 * res["scale"]["spawn_baseline_us"]))
     base_rss = res.get("echo_idle_rss_kib")
     base_text = f"bare echo server (a Swift process at rest): {fmt_kib(base_rss)}" if base_rss else ""
     t.add("", f"daemon RSS, {n_apps:,} apps running, {stats['liveAssertions']:,} assertions, at rest after the calls",
