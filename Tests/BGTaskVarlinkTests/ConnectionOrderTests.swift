@@ -164,6 +164,71 @@ import Testing
     }
 }
 
+/// The other side of the early write: a connection still owed an answer (a pipelined call not served yet,
+/// or one its service answers later, as Launch is answered after its spawn) is not written early, even
+/// when an earlier call of it is already answered: a pipelining client sends on per batch of replies.
+/// Client a pipelines "now" (answered at once) and "later" (kept, answered after the turn); client b's
+/// call, served in the same turn, finds nothing on a's socket yet. Both of a's replies arrive, in order.
+@Suite struct OwedConnectionTests {
+    final class KeepService: VarlinkService {
+        var interfaceDescriptions: [(name: String, description: String)] {
+            [("org.example.echo", "interface org.example.echo\n\nmethod Echo(word: string) -> (word: string)\n")]
+        }
+        var peekAt: Int32 = -1
+        var kept: VarlinkRequest?
+        var seen: [(word: String, otherReadable: Bool)] = []
+        func handle(_ request: VarlinkRequest) {
+            let word = request.call.parameters["word"]?.stringValue ?? ""
+            switch word {
+            case "later":
+                kept = request
+            case "b":
+                var byte: UInt8 = 0
+                let n = recv(peekAt, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
+                seen.append((word, n > 0))
+                request.reply(["word": .string(word)])
+            default:
+                request.reply(["word": .string(word)])
+            }
+        }
+        func connectionClosed(_ connection: VarlinkConnection) {}
+    }
+
+    @Test func aConnectionOwedAnAnswerIsWrittenAtTheEndOfTheTurn() throws {
+        let service = KeepService()
+        try withTestServer(service, label: "owed") { queue, server, path in
+            let a = try connectTestClient(path), b = try connectTestClient(path)
+            defer {
+                close(a)
+                close(b)
+            }
+            try TurnReplyTests.send(a, "warm-a")
+            #expect(try TurnReplyTests.reply(a) == "warm-a")
+            try TurnReplyTests.send(b, "warm-b")
+            #expect(try TurnReplyTests.reply(b) == "warm-b")
+            queue.sync {
+                service.peekAt = a
+                server.pauseIO()
+            }
+            try TurnReplyTests.send(a, "now")
+            try TurnReplyTests.send(a, "later")
+            try TurnReplyTests.send(b, "b")
+            queue.sync { server.resumeIO() }
+            #expect(try TurnReplyTests.reply(b) == "b")
+            // "later" is answered now, after the turn (as a spawn's result comes later).
+            queue.sync {
+                service.kept?.reply(["word": .string("later")])
+                service.kept = nil
+            }
+            #expect(try TurnReplyTests.reply(a) == "now")
+            #expect(try TurnReplyTests.reply(a) == "later")
+            let seen = queue.sync { service.seen }
+            try #require(seen.count == 1)
+            #expect(!seen[0].otherReadable, "a's first reply was written while a was still owed an answer")
+        }
+    }
+}
+
 /// Runs `body` with a server of `service` listening on a fresh socket path (its queue, the server, the
 /// path), then shuts the server down and removes the path.
 func withTestServer<T>(
