@@ -59,7 +59,9 @@ def main():
                 raise SystemExit("bgtaskd-bench scale failed")
             result = json.loads(line)
             if result.get("launch_s"):
-                print(f"  launch into the foreground: {result['launch_s'] * 1e6 / len(apps):.0f} µs per app")
+                print(f"  launch into the foreground: {result['launch_s'] * 1e6 / len(apps):.0f} µs per app"
+                      + (f", daemon CPU {result['launch_daemon_cpu_ns'] / 1000 / len(apps):.0f} µs per app"
+                         if "launch_daemon_cpu_ns" in result else ""))
             rss = B.rss_kib(daemon_pid)
             anon = B.rss_parts(daemon_pid)[0]
             stats = d.call("io.bgtaskd.Manager.Stats")["stats"]

@@ -89,9 +89,13 @@ func runScale(_ o: Options) {
             requests.append(Array(#"{"method":"io.bgtaskd.Manager.Launch","parameters":{"appId":"\#(app)","background":true}}"#.utf8) + [0])
             requests.append(Array(#"{"method":"io.bgtaskd.Manager.Foreground","parameters":{"appId":"\#(app)","exclusive":false}}"#.utf8) + [0])
         }
+        let (daemonCPU, journaldCPU) = (cpuNS(pid: pid), journald > 0 ? cpuNS(pid: journald) : 0)
         let r = pipeline(control, controlReader, requests, batch: 64)
         if r.errors > 0 { fail("\(r.errors) launches failed") }
         out["launch_s"] = .double(Double(monoNS() - t) / 1e9)
+        // What the launches cost the daemon (all its threads: the spawns, the calls, the writers) and journald.
+        out["launch_daemon_cpu_ns"] = .int(cpuNS(pid: pid) - daemonCPU)
+        if journald > 0 { out["launch_journald_cpu_ns"] = .int(cpuNS(pid: journald) - journaldCPU) }
     }
     settleJournal(control, controlReader, journald: journald)
     out["rss_kib_after_launch"] = .int(memoryKiB(pid: pid).rss)
