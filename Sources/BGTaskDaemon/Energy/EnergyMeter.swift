@@ -48,16 +48,34 @@ enum EnergyMeter {
     }
 
     /// The times of a `/proc/PID/stat` line (fields 14–17, counted after the command's closing parenthesis).
+    /// Read in place, byte by byte: splitting the line made an array of its 50 fields at each of the two
+    /// readings of every launch.
     static func statUsage(_ text: String, ticksPerSecond: Int64) -> Int64? {
-        guard let close = text.lastIndex(of: ")"), ticksPerSecond > 0 else { return nil }
-        let fields = text[text.index(after: close)...].split(separator: " ")
-        // fields[0] is field 3 (state): utime is field 14.
-        guard fields.count > 14 else { return nil }
-        var ticks: Int64 = 0
-        for i in 11...14 {
-            guard let n = Int64(fields[i]), n >= 0 else { return nil }
-            ticks += n
+        guard ticksPerSecond > 0 else { return nil }
+        var text = text
+        return text.withUTF8 { bytes -> Int64? in
+            guard let close = bytes.lastIndex(of: UInt8(ascii: ")")) else { return nil }
+            // After ") " comes field 3 (state); utime, stime, cutime, cstime are fields 14–17.
+            var field = 2, i = close + 1, ticks: Int64 = 0
+            while i < bytes.count, field < 17 {
+                while i < bytes.count, bytes[i] == UInt8(ascii: " ") { i += 1 }
+                guard i < bytes.count else { break }
+                field += 1
+                if field >= 14 {
+                    var n: Int64 = 0, digits = 0
+                    while i < bytes.count, bytes[i] >= UInt8(ascii: "0"), bytes[i] <= UInt8(ascii: "9") {
+                        n = n * 10 + Int64(bytes[i] - UInt8(ascii: "0"))
+                        digits += 1
+                        i += 1
+                    }
+                    guard digits > 0, digits <= 18, i == bytes.count || bytes[i] == UInt8(ascii: " ")
+                        || bytes[i] == UInt8(ascii: "\n") else { return nil }
+                    ticks += n
+                } else {
+                    while i < bytes.count, bytes[i] != UInt8(ascii: " ") { i += 1 }
+                }
+            }
+            return field == 17 ? ticks * 1_000_000 / ticksPerSecond : nil
         }
-        return ticks * 1_000_000 / ticksPerSecond
     }
 }
