@@ -57,10 +57,8 @@ extension LifecycleMachine {
     }
 
     mutating func releaseActivity(_ activity: ActivityID) {
-        guard let record = forgetActivity(activity), let i = slots[record.app],
-            let k = records[i].activities.firstIndex(of: activity)
-        else { return }
-        records[i].activities.remove(at: k)
+        guard let record = forgetActivity(activity), let i = slots[record.app] else { return }
+        records[i].activities.removeFirstOccurrence(of: activity)
     }
 
     /// Forgets `activity` everywhere but its app's list (see `forgetAssertion`).

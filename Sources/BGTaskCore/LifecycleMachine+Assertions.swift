@@ -99,10 +99,8 @@ extension LifecycleMachine {
     }
 
     mutating func releaseAssertion(_ task: TaskID) {
-        guard let assertion = forgetAssertion(task), let i = slots[assertion.app],
-            let k = records[i].assertions.firstIndex(of: task)
-        else { return }
-        records[i].assertions.remove(at: k)
+        guard let assertion = forgetAssertion(task), let i = slots[assertion.app] else { return }
+        records[i].assertions.removeFirstOccurrence(of: task)
     }
 
     /// Forgets `task` everywhere but its app's list of assertions. For callers that release many of one
@@ -130,5 +128,13 @@ extension LifecycleMachine {
         let count = records[i].assertions.count
         if count == records[i].assertions.capacity { records[i].assertions.reserveCapacity(count + count / 2 + 1) }
         records[i].assertions.append(task)
+    }
+}
+
+extension Array where Element: Equatable {
+    /// Removes the first element equal to `element`, if any (an app's list holds each id once; the oldest,
+    /// first in the list, usually goes first).
+    mutating func removeFirstOccurrence(of element: Element) {
+        if let k = firstIndex(of: element) { remove(at: k) }
     }
 }

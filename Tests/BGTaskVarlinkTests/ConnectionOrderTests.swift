@@ -119,6 +119,18 @@ import Testing
         try #require(written == bytes.count)
     }
 
+    /// Two clients of the server at `path`, each accepted and served once (one at a time: no other client's
+    /// reply to peek at then).
+    static func twoServedClients(_ path: String) throws -> (Int32, Int32) {
+        let a = try connectTestClient(path), b = try connectTestClient(path)
+        try send(a, "warm-a")
+        let warmA = try reply(a)
+        try send(b, "warm-b")
+        let warmB = try reply(b)
+        try #require(warmA == "warm-a" && warmB == "warm-b")
+        return (a, b)
+    }
+
     static func reply(_ fd: Int32) throws -> String? {
         var received: [UInt8] = []
         var byte: UInt8 = 0
@@ -135,16 +147,11 @@ import Testing
         let service = PeekService()
         try withTestServer(service, label: "turn-replies") { queue, server, path in
             queue.sync { server.beforeTurn = { service.turns += 1 } }
-            let a = try connectTestClient(path), b = try connectTestClient(path)
+            let (a, b) = try Self.twoServedClients(path)
             defer {
                 close(a)
                 close(b)
             }
-            // Both connections accepted and served once (one at a time: no other client's reply to peek at).
-            try Self.send(a, "warm-a")
-            #expect(try Self.reply(a) == "warm-a")
-            try Self.send(b, "warm-b")
-            #expect(try Self.reply(b) == "warm-b")
             queue.sync {
                 service.clients = ["a": a, "b": b]
                 service.seen = []
@@ -197,15 +204,11 @@ import Testing
     @Test func aConnectionOwedAnAnswerIsWrittenAtTheEndOfTheTurn() throws {
         let service = KeepService()
         try withTestServer(service, label: "owed") { queue, server, path in
-            let a = try connectTestClient(path), b = try connectTestClient(path)
+            let (a, b) = try TurnReplyTests.twoServedClients(path)
             defer {
                 close(a)
                 close(b)
             }
-            try TurnReplyTests.send(a, "warm-a")
-            #expect(try TurnReplyTests.reply(a) == "warm-a")
-            try TurnReplyTests.send(b, "warm-b")
-            #expect(try TurnReplyTests.reply(b) == "warm-b")
             queue.sync {
                 service.peekAt = a
                 server.pauseIO()
