@@ -110,6 +110,12 @@ public final class JournalSink: Sendable {
     private let droppedCount = Atomic<Int>(0)
     private let waitCount = Atomic<Int>(0)
     private let batchWritten = Mutex<(@Sendable () -> Void)?>(nil)
+    /// The writer's buffers for an entry's bytes and field ends, kept between entries (used on `queue` only).
+    private final class Scratch: @unchecked Sendable {
+        var bytes: [UInt8] = []
+        var ends: [Int] = []
+    }
+    private let scratch = Scratch()
     private let sentCount = Atomic<Int>(0)
     /// Between crossing `highWater` and falling back to `lowWater`.
     private let congested = Atomic<Bool>(false)
@@ -336,7 +342,10 @@ public final class JournalSink: Sendable {
         let fields = e.allFields
         switch destination {
         case .journal:
-            if JournalSink.sendv(e, fields: fields, identifier: identifier) < 0 {
+            let sent = JournalSink.sendv(e, fields: fields, identifier: identifier, bytes: &scratch.bytes, ends: &scratch.ends)
+            // An entry far larger than the rest does not keep its room.
+            if scratch.bytes.capacity > 1 << 16 { scratch.bytes = [] }
+            if sent < 0 {
                 // The journal went away: keep the line rather than lose it.
                 JournalSink.writeStderr(identifier: identifier, message: e.message, fields: fields)
             }
@@ -346,13 +355,15 @@ public final class JournalSink: Sendable {
     }
 
     /// Lays every `NAME=value` of the entry end to end in one buffer and hands journald iovecs into it:
-    /// one allocation for the bytes, none per field.
-    private static func sendv(_ e: Entry, fields: [JournalField], identifier: String) -> Int32 {
-        var bytes: [UInt8] = []
+    /// `bytes` and `ends` are the writer's, kept from entry to entry (no allocation once they are large enough).
+    private static func sendv(_ e: Entry, fields: [JournalField], identifier: String, bytes: inout [UInt8],
+                              ends: inout [Int]) -> Int32
+    {
+        bytes.removeAll(keepingCapacity: true)
+        ends.removeAll(keepingCapacity: true)
         var size = 160 + e.message.utf8.count + identifier.utf8.count + e.file.utf8.count + e.function.utf8.count
         for f in fields { size += f.name.utf8.count + f.value.utf8.count + 1 }
         bytes.reserveCapacity(size)
-        var ends: [Int] = []
         ends.reserveCapacity(6 + fields.count)
         func field(_ name: String, _ value: String) {
             bytes.append(contentsOf: name.utf8)
