@@ -1203,10 +1203,10 @@ def row_scale(t: Table, res: dict, a):
               verdict(per_app <= 1.5 * res["scale"]["spawn_baseline_us"]))
         if r.get("launch_daemon_cpu_ns") is not None:
             cpu = r["launch_daemon_cpu_ns"] / 1000 / n_apps
-            jcpu = r.get("launch_journald_cpu_ns")
-            res["scale"]["launch_cpu_us"] = {"daemon": cpu, "journald": jcpu / 1000 / n_apps if jcpu is not None else None}
+            jcpu = r["launch_journald_cpu_ns"] / 1000 / n_apps if "launch_journald_cpu_ns" in r else None
+            res["scale"]["launch_cpu_us"] = {"daemon": cpu, "journald": jcpu}
             t.add("", "  CPU time per app during the launches: the daemon (all threads, the spawn included) / journald",
-                  f"{fmt_us(cpu)} / {fmt_us(jcpu / 1000 / n_apps) if jcpu is not None else 'n/a'}")
+                  f"{fmt_us(cpu)} / {fmt_us(jcpu) if jcpu is not None else 'n/a'}")
     base_rss = res.get("echo_idle_rss_kib")
     base_text = f"bare echo server (a Swift process at rest): {fmt_kib(base_rss)}" if base_rss else ""
     t.add("", f"daemon RSS, {n_apps:,} apps running, {stats['liveAssertions']:,} assertions, at rest after the calls",

@@ -81,14 +81,15 @@ final class EnergyStore: @unchecked Sendable {
     private var unsaved: (() -> [AppID: EnergyAccount])?
     private var logFailure: (@Sendable (String) -> Void)?
     private let saveTimer: QuietTimer
-    static let saveWindow: DispatchTimeInterval = .milliseconds(100)
+    static let saveWindowNS: Int64 = 100_000_000
+    static let saveWindow: DispatchTimeInterval = .nanoseconds(Int(saveWindowNS))
     /// The window after a write that took `ns`: `saveWindow`, or `writeShare` times the write's own time if
     /// longer, so that the writer spends at most 1/`writeShare` of the time writing (a write of a few dozen
     /// apps on a quick disk takes well under 5 ms: the window stays 100 ms).
-    static func window(afterWriteNS ns: Int64) -> Int64 { max(100_000_000, writeShare * ns) }
+    static func window(afterWriteNS ns: Int64) -> Int64 { max(saveWindowNS, writeShare * ns) }
     static let writeShare: Int64 = 20
     /// The window the next save waits, from the last write's duration.
-    private var windowNS: Int64 = 100_000_000
+    private var windowNS = EnergyStore.saveWindowNS
     /// Writes done (for tests).
     private(set) var writes = 0
 
