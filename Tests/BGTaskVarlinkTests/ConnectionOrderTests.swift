@@ -101,12 +101,16 @@ import Testing
         var clients: [String: Int32] = [:]
         var turns = 0
         var seen: [(word: String, turn: Int, otherReplied: Bool)] = []
+        /// Signalled once both calls have looked: the test reads no reply before, or a reply it has
+        /// already read would look like one never written.
+        let bothSeen = DispatchSemaphore(value: 0)
         func handle(_ request: VarlinkRequest) {
             let word = request.call.parameters["word"]?.stringValue ?? ""
             if let other = clients.first(where: { $0.key != word })?.value {
                 var byte: UInt8 = 0
                 let n = recv(other, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
                 seen.append((word, turns, n > 0))
+                if seen.count == 2 { bothSeen.signal() }
             }
             request.reply(["word": .string(word)])
         }
@@ -160,6 +164,7 @@ import Testing
             try Self.send(a, "a")
             try Self.send(b, "b")
             queue.sync { server.resumeIO() }
+            try #require(service.bothSeen.wait(timeout: .now() + 10) == .success, "the two calls were not served")
             #expect(try Self.reply(a) == "a")
             #expect(try Self.reply(b) == "b")
             let seen = queue.sync { service.seen }
