@@ -180,8 +180,14 @@ public final class Daemon: @unchecked Sendable {
         let server = VarlinkServer(queue: queue, service: service, limits: limits)
         service.server = server
         (service.freezer as? CgroupFreezer)?.watcher.readOnSocketThread(server)
-        server.beforeTurn = { [journal] in journal.holdWakeups() }
-        server.afterTurn = { [journal] in journal.releaseWakeups() }
+        server.beforeTurn = { [journal, weak service] in
+            journal.holdWakeups()
+            service?.holdTimer()
+        }
+        server.afterTurn = { [journal, weak service] in
+            journal.releaseWakeups()
+            service?.releaseTimer()
+        }
         startupCleanup.arm(server: server, queue: queue)
         // Flow control: while journald cannot keep up, clients wait instead of decisions being lost.
         // Entries mostly come from this queue (decisions), where the pause takes effect before the

@@ -134,17 +134,39 @@ extension DaemonService {
         feed(.stopRequested)
     }
 
+    /// A turn of the Varlink server begins: the timer is set at its end, for the deadline the turn's calls
+    /// left (a call that arms a deadline and the next that cancels it, a background launch and its
+    /// Foreground, would each re-arm libdispatch's timer: a write to its manager's eventfd and a wake-up
+    /// of its thread). Nothing is late for it: the timer's handler runs on this queue, after the turn, and
+    /// every input fires the core's due deadlines first.
+    func holdTimer() { timerHeld = true }
+
+    /// The turn ended: the timer is set for the core's next deadline if a call changed it.
+    func releaseTimer() {
+        timerHeld = false
+        if timerOwed {
+            timerOwed = false
+            armTimer()
+        }
+    }
+
     func armTimer() {
+        if timerHeld {
+            timerOwed = true
+            return
+        }
         // In place (`peekNextDeadline` is mutating): reading the core's deadline from this class would copy
         // the whole machine, twice per call on the hot path (issue 15). The core merges its parts' deadlines.
         guard let deadline = core.peekNextDeadline() else {
             if armedDeadline != nil {
                 timer?.suspend()
                 armedDeadline = nil
+                timerSettings += 1
             }
             return
         }
         if deadline == armedDeadline { return }
+        timerSettings += 1
         let delay = max(0, deadline.microseconds - now().microseconds)
         if timer == nil {
             let t = DispatchSource.makeTimerSource(flags: .strict, queue: queue)

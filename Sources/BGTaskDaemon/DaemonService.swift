@@ -34,6 +34,12 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
     var machine: LifecycleMachine { core.lifecycle }
     var timer: (any DispatchSourceTimer)?
     var armedDeadline: Instant?
+    /// Set for a turn of the Varlink server (`holdTimer()`): the timer is set once, at its end.
+    var timerHeld = false
+    /// A change of the core's deadline waits for the turn's end.
+    var timerOwed = false
+    /// Times the timer was scheduled or suspended (tests).
+    var timerSettings = 0
     /// The one wall-clock timer (the core's wall deadline: DaemonService+Refresh.swift).
     var wallTimer: (any DispatchSourceTimer)?
     var armedWallDeadline: RealtimeInstant?

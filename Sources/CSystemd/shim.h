@@ -223,6 +223,46 @@ static inline int bgtaskd_cgroup_dir_of_procs_fd(int fd) {
 }
 
 
+/* The stack a spawn's child runs on until it execs. One is kept and reused: the spawning thread sleeps until
+ * its child has exec'd or exited (CLONE_VFORK), so the stack is free again when the spawn returns. No mmap and
+ * munmap per launch (the munmap's TLB flush interrupts every CPU the spawner's threads ran on) and no fresh
+ * pages for the child to fault in. A spawn on another thread while the kept one is in use maps its own. */
+struct bgtaskd_spawn_stack_store {
+    pthread_mutex_t lock;
+    void *stack;
+};
+
+static inline struct bgtaskd_spawn_stack_store *bgtaskd_spawn_stack_store(void) {
+    static struct bgtaskd_spawn_stack_store store = { PTHREAD_MUTEX_INITIALIZER, (void *)0 };
+    return &store;
+}
+
+/* A stack for one spawn (NULL if none can be mapped); *kept says it is the kept one. */
+static inline void *bgtaskd_spawn_stack_take(int *kept) {
+    struct bgtaskd_spawn_stack_store *k = bgtaskd_spawn_stack_store();
+    *kept = 0;
+    if (pthread_mutex_trylock(&k->lock) == 0) {
+        if (!k->stack) {
+            void *s = mmap((void *)0, BGTASKD_SPAWN_STACK, PROT_READ | PROT_WRITE,
+                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+            if (s != MAP_FAILED) k->stack = s;
+        }
+        if (k->stack) {
+            *kept = 1;
+            return k->stack;
+        }
+        pthread_mutex_unlock(&k->lock);
+    }
+    void *s = mmap((void *)0, BGTASKD_SPAWN_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    return s == MAP_FAILED ? (void *)0 : s;
+}
+
+/* Gives back what bgtaskd_spawn_stack_take returned: the kept stack stays mapped for the next spawn. */
+static inline void bgtaskd_spawn_stack_give(void *stack, int kept) {
+    if (kept) pthread_mutex_unlock(&bgtaskd_spawn_stack_store()->lock);
+    else munmap(stack, BGTASKD_SPAWN_STACK);
+}
+
 /* Starts path with the app's umask (0022, whatever the spawner's own UMask=), the failing step reported
  * in *stage so that a cgroup failure can be told from an exec failure. In the child: no descriptor but
  * 0-2, default signals and an empty mask, a new session, the app's cgroup (cgroup_procs_fd >= 0: born
@@ -242,8 +282,9 @@ static inline pid_t bgtaskd_spawn_app(const char *path, char *const argv[], char
     pthread_sigmask(SIG_SETMASK, &all, &old);
     long pid = -ENOSYS;
 #if defined(__x86_64__)
-    void *stack = mmap((void *)0, BGTASKD_SPAWN_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-    if (stack != MAP_FAILED) {
+    int kept;
+    void *stack = bgtaskd_spawn_stack_take(&kept);
+    if (stack) {
         struct bgtaskd_clone_args a;
         int dir = cgroup_procs_fd >= 0 ? bgtaskd_cgroup_dir_of_procs_fd(cgroup_procs_fd) : -1;
         memset(&a, 0, sizeof a);
@@ -278,7 +319,7 @@ static inline pid_t bgtaskd_spawn_app(const char *path, char *const argv[], char
             c.started = 0;
             pid = bgtaskd_clone3_run(&a, bgtaskd_spawn_child, &c);
         }
-        munmap(stack, BGTASKD_SPAWN_STACK);
+        bgtaskd_spawn_stack_give(stack, kept);
     }
 #endif
     if (pid == -ENOSYS || pid == -E2BIG) {

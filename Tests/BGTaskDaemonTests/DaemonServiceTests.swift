@@ -96,6 +96,10 @@ private final class FakeLauncher: AppLauncher, @unchecked Sendable {
         running.remove(pid)
         onExit?(pid, 0)
     }
+    /// Every process it started ended.
+    func exitedAll() {
+        for pid in running.sorted() { exited(pid) }
+    }
 }
 
 /// Both clocks, stepped by hand.
@@ -280,6 +284,46 @@ private final class ServiceHarness: @unchecked Sendable {
         let kinds = h.decisions(monitor).map(\.decision)
         #expect(kinds.starts(with: ["launch"]))
         #expect(kinds.contains("suspend") && kinds.contains("resume"))
+    }
+
+    /// In a turn of the Varlink server the timer is set once, at its end, for the deadline the turn's calls
+    /// left: a launch arms its check-in deadline and the check-in cancels it, so a turn holding both sets
+    /// nothing, where the same calls outside a turn set the timer twice (armed, then suspended).
+    @Test func theTimerIsSetOnceATurnForTheDeadlineItsCallsLeft() throws {
+        let h = try ServiceHarness()
+        defer { h.removeStateDirectory() }
+        let ctl = h.connect()
+        func launchAndCheckIn() throws {
+            let before = h.processes.count
+            #expect(h.call(ctl, "io.bgtaskd.Manager.Launch", ["appId": .string(mail.rawValue)]).map(\.error) == [nil])
+            let spawned = try #require(h.processes.dropFirst(before).first { $0.hasPrefix("spawn ") })
+            let pid = try #require(Int32(spawned.split(separator: " ").last ?? ""))
+            let app = h.connect(uid: 0, pid: pid)
+            #expect(!h.call(app, "io.bgtaskd.App.CheckIn", ["appId": .string(mail.rawValue)], more: true).isEmpty)
+            h.call(ctl, "io.bgtaskd.Manager.Terminate", ["appId": .string(mail.rawValue)])
+            h.queue.sync { h.launcher.exitedAll() }
+        }
+        // Outside a turn: armed by the launch, suspended at the check-in.
+        var settings = h.queue.sync { h.service.timerSettings }
+        try launchAndCheckIn()
+        let unheld = h.queue.sync { h.service.timerSettings } - settings
+        #expect(unheld >= 2, "the launch's deadline armed the timer and the check-in suspended it: \(unheld)")
+
+        // In a turn: nothing while it lasts, and nothing at its end (no deadline before, none after).
+        h.queue.sync { h.service.holdTimer() }
+        settings = h.queue.sync { h.service.timerSettings }
+        try launchAndCheckIn()
+        #expect(h.queue.sync { h.service.timerSettings } == settings)
+        h.queue.sync { h.service.releaseTimer() }
+        #expect(h.queue.sync { (h.service.timerSettings, h.service.armedDeadline) } == (settings, nil))
+
+        // A deadline a turn leaves is armed at its end, for the core's next deadline.
+        h.queue.sync { h.service.holdTimer() }
+        #expect(h.call(ctl, "io.bgtaskd.Manager.Launch", ["appId": .string(mail.rawValue)]).map(\.error) == [nil])
+        #expect(h.queue.sync { h.service.armedDeadline } == nil, "not armed inside the turn")
+        h.queue.sync { h.service.releaseTimer() }
+        let (armed, next) = h.queue.sync { (h.service.armedDeadline, h.service.core.peekNextDeadline()) }
+        #expect(armed != nil && armed == next)
     }
 
     /// The resume path: the events a thaw enables are written to the app's stream before the thaw (a frozen

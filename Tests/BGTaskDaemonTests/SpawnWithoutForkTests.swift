@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import BGTaskConfig
 import BGTaskLaunch
 @testable import BGTaskDaemon
 
@@ -82,5 +83,46 @@ extension SpawnDescriptorTests {
             // the spawn must still start the app (round 1).
             #expect(Cgroup.write(dir + "/cgroup.kill", "1") == 0)
         }
+    }
+
+    /// The child runs on a stack the spawner keeps for the next spawn; a spawn on another thread while it is
+    /// in use maps one of its own. Two threads spawning at once, many times: every child runs its own
+    /// command line to its own exit status (children sharing one stack at once would run each other's).
+    @Test func spawnsFromTwoThreadsAtOnceEachRunTheirOwnProgram() throws {
+        nonisolated(unsafe) let results = UnsafeMutablePointer<(pid: Int32, expected: Int32)>.allocate(capacity: 2 * 60)
+        defer { results.deallocate() }
+        DispatchQueue.concurrentPerform(iterations: 2) { thread in
+            for n in 0..<60 {
+                let code = Int32(thread * 60 + n) % 250 + 1
+                let r = AppSpawner.spawn(path: "/bin/sh", argv: ["sh", "-c", "exit \(code)"], environment: [],
+                                         workingDirectory: nil, user: nil, cgroupProcsFD: nil)
+                results[thread * 60 + n] = ((try? r.get()) ?? -1, code)
+            }
+        }
+        for i in 0..<(2 * 60) {
+            let (pid, expected) = results[i]
+            try #require(pid > 0, "spawn \(i) failed")
+            let status = Self.waitExit(pid)
+            #expect(status & 0x7f == 0 && (status >> 8) & 0xff == expected, "spawn \(i): status \(status), not exit \(expected)")
+        }
+    }
+
+    /// The energy account's reading at a launch is skipped for the process the daemon started a moment ago
+    /// (it would read 0 ticks): only that pid, only just after its spawn.
+    @Test func theLauncherTellsAProcessItStartedJustNow() throws {
+        let launcher = Launcher(queue: DispatchQueue(label: "bgtaskd.test.just-now"))
+        let manifest = AppManifestFile(id: "org.example.JustNow", exec: ["/bin/sleep", "5"])
+        let pid = try launcher.spawn(manifest, socketPath: "/nonexistent/socket", cgroupProcsFD: nil).get()
+        defer {
+            kill(pid, SIGKILL)
+            _ = Self.waitExit(pid)
+        }
+        let at = try #require(launcher.spawnedAtNS(pid))
+        let after = Launcher.monotonicNS()
+        #expect(at <= after)
+        #expect(launcher.startedJustNow(pid, nowNS: at + 999_999))
+        #expect(!launcher.startedJustNow(pid, nowNS: at + 1_000_000), "a millisecond later it may have used a tick")
+        #expect(!launcher.startedJustNow(pid + 1, nowNS: at))
+        #expect(!launcher.startedJustNow(getpid(), nowNS: at))
     }
 }

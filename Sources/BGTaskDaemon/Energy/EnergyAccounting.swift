@@ -59,9 +59,20 @@ extension DaemonService {
         let measurement = energy.ledger.observe(d, at: now, unrunSinceResume: unrun)
         if let measurement {
             let layout = (freezer as? CgroupFreezer)?.layout
-            let usage = EnergyMeter.usage(
-                cgroupPath: layout?.appPath(app.rawValue), mount: layout?.mount, pid: d.pid,
-                adopted: adoption?.hasInstances(app) == true ? adoption?.processes(app) ?? [] : [])
+            let adopted = adoption?.hasInstances(app) == true
+            let usage: Int64?
+            if layout == nil, !adopted, let pid = d.pid, launcher.startedJustNow(pid) {
+                // Its process was started a moment ago (an app that does not check in is launched into the
+                // background at its spawn, and may be brought to the foreground by the next call): /proc
+                // would read 0 ticks for it and anything it has forked since. Not read: no /proc walk at
+                // such a launch. (A cgroup's usage is read: the cgroup may be an earlier run's, whose usage
+                // goes on counting.)
+                usage = 0
+            } else {
+                usage = EnergyMeter.usage(
+                    cgroupPath: layout?.appPath(app.rawValue), mount: layout?.mount, pid: d.pid,
+                    adopted: adopted ? adoption?.processes(app) ?? [] : [])
+            }
             used = energy.ledger.measured(app, measurement, usage: usage, at: now)
         }
         let save = measurement == .periodEnds || d.kind == .resume || d.kind == .launch

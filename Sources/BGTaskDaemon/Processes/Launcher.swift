@@ -24,6 +24,13 @@ protocol AppLauncher: AnyObject {
     /// Asks bgtaskd-launcher to start the app; `completion` runs later on the daemon's queue.
     func spawnRemotely(appID: String, socketPath: String, launcherSocket: String, cgroupProcsFD: Int32?,
                        completion: @escaping @Sendable (Result<Int32, Launcher.LaunchError>) -> Void)
+    /// `pid` is the process this daemon started itself less than a millisecond ago (so it has used less than
+    /// one clock tick of CPU time, the unit of /proc's times, unless it ran on more than ten CPUs at once).
+    func startedJustNow(_ pid: Int32) -> Bool
+}
+
+extension AppLauncher {
+    func startedJustNow(_ pid: Int32) -> Bool { false }
 }
 
 /// Starts apps and watches them exit.
@@ -38,6 +45,8 @@ final class Launcher: AppLauncher, @unchecked Sendable {
     /// Apps bgtaskd-launcher started for us, until their pidfd reports the exit.
     private var remoteChildren: Set<Int32> = []
     private var remote: RemoteLauncher?
+    /// The last app started by `spawn` and when (CLOCK_MONOTONIC, ns).
+    private var lastSpawn: (pid: Int32, atNS: Int64)?
 
     init(queue: DispatchQueue) {
         self.queue = queue
@@ -115,10 +124,28 @@ final class Launcher: AppLauncher, @unchecked Sendable {
         {
         case .success(let pid):
             children.insert(pid)
+            lastSpawn = (pid, Self.monotonicNS())
             return .success(pid)
         case .failure(let failure):
             return .failure(LaunchError(description: failure.message))
         }
+    }
+
+    func startedJustNow(_ pid: Int32) -> Bool { startedJustNow(pid, nowNS: Self.monotonicNS()) }
+
+    /// `startedJustNow` at `nowNS` (tests).
+    func startedJustNow(_ pid: Int32, nowNS: Int64) -> Bool {
+        guard let lastSpawn, lastSpawn.pid == pid else { return false }
+        return nowNS - lastSpawn.atNS < 1_000_000
+    }
+
+    /// When the last `spawn` started `pid` (CLOCK_MONOTONIC, ns; tests).
+    func spawnedAtNS(_ pid: Int32) -> Int64? { lastSpawn?.pid == pid ? lastSpawn?.atNS : nil }
+
+    static func monotonicNS() -> Int64 {
+        var t = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &t)
+        return Int64(t.tv_sec) * 1_000_000_000 + Int64(t.tv_nsec)
     }
 
     /// `LauncherSocket=`: bgtaskd-launcher starts the app as its manifest (which the launcher reads
