@@ -13,10 +13,23 @@ extension LifecycleMachine {
     /// completed within `ExpirationWarningSec`, else its app is terminated (`task-not-completed`), as at
     /// the end of its budget. Refresh tasks are left alone; a task already warned keeps its end.
     mutating func yieldProcessingTasks() {
-        // Every app becoming active looks at every app: the test that skips one running no task comes first
-        // (sorting each app's empty table of tasks cost ~100 µs per launch at 10,000 apps).
-        for i in records.indices
-        where !records[i].tasks.isEmpty && records[i].termination == nil && !records[i].state.isForeground {
+        // Only the apps given tasks are looked at, in the records' order (looking at every app cost ~10 µs
+        // per launch at 10,000 apps); those that have none left are dropped from the set here.
+        var candidates: [Int] = []
+        if let given = appsGivenTasks {
+            for app in given {
+                if let i = slots[app], !records[i].tasks.isEmpty {
+                    candidates.append(i)
+                } else {
+                    appsGivenTasks?.remove(app)
+                }
+            }
+            candidates.sort()
+        } else {
+            candidates = records.indices.filter { !records[$0].tasks.isEmpty }
+            appsGivenTasks = Set(candidates.map { records[$0].id })
+        }
+        for i in candidates where records[i].termination == nil && !records[i].state.isForeground {
             let app = records[i].id
             for identifier in records[i].tasks.keys.sorted() {
                 guard let run = records[i].tasks[identifier], run.kind == .processing, !run.warned else { continue }

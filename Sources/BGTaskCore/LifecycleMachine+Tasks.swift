@@ -62,6 +62,7 @@ extension LifecycleMachine {
         let budget = nonNegative(kind == .refresh ? config.refreshTaskBudget : config.processingTaskBudget)
         let end = now + budget
         records[i].tasks[identifier] = TaskRun(kind: kind, started: now, deadline: end, warned: false)
+        appsGivenTasks?.insert(app)
         deliver(i, .performTask, identifier: identifier, deadline: end)
         record(
             .runTask, reason, i, taskName: identifier, remaining: budget,

@@ -53,12 +53,16 @@ public struct LifecycleMachine: Sendable, Codable {
     /// The work of each of ``idleApps`` as last counted, and its sum: derived, so not encoded (`CodingKeys`),
     /// and counted again from the records when it does not match ``idleApps`` (a decoded machine).
     var idleWork = IdleWork()
+    /// The apps that may have running tasks (SPEC §16's yield looks at these only): every app given a task
+    /// since ``yieldProcessingTasks`` last dropped those that have none. Derived, so not encoded
+    /// (`CodingKeys`): `nil` (a new or decoded machine) is counted from the records at the first yield.
+    var appsGivenTasks: Set<AppID>?
     /// SPEC §15: the scene whose change is being handled; decisions taken meanwhile carry it (`BGTASKD_SCENE`).
     var decidingScene: SceneID?
     /// SPEC §16: the live continued tasks (each also an assertion of ``assertionTable``).
     var continuedTasks: [TaskID: ContinuedTask] = [:]
 
-    /// Every stored property but ``idleWork`` (derived from the records).
+    /// Every stored property but ``idleWork`` and ``appsGivenTasks`` (derived from the records).
     enum CodingKeys: String, CodingKey {
         case config, records, slots, assertionTable, activityTable, connections, pendingAcks, deadlines, nextTaskNumber
         case nextEventNumber, clock, now, out, removals, replyTo, spawned, spawnsAwaited, stopping, holdRequests

@@ -1,3 +1,4 @@
+import Foundation
 import BGTaskCore
 import Testing
 
@@ -45,5 +46,26 @@ import Testing
         #expect(active.events(for: music).isEmpty && active.decisions(.expire).isEmpty)
         // It runs to its own budget's warning (RefreshTaskBudgetSec 30 s − ExpirationWarningSec 5 s).
         #expect(r.after(.seconds(25)).events(for: music).map(\.kind) == [.backgroundTaskWillExpire])
+    }
+
+    /// The yield looks only at the apps given tasks (a set kept beside the records, not encoded): an app
+    /// whose task ended is left out, one given a task again is looked at again, and a machine decoded from
+    /// its encoding (the set not yet counted) finds its running task all the same.
+    @Test func theAppsGivenTasksAreFoundAfterTheirTasksEndAndAfterADecode() throws {
+        var h = Self.running(.processing, "p")
+        h.send(.taskCompleted(music, identifier: "p", success: true))
+        // Mail is made active (the set is counted from the records here), then sent back.
+        #expect(h.send(.foregroundRequested(mail, exclusive: true)).decisions(.expire).isEmpty)
+        if let dib = h.background(mail) { h.send(.eventAcknowledged(dib.id)) }
+        // Music is given a task again while it runs in the background.
+        h.send(.taskRunRequested(music, identifier: "q", kind: .processing, reason: .taskScheduled))
+        let copy = h.machine
+        let again = h.send(.foregroundRequested(mail, exclusive: true))
+        #expect(again.decisions(.expire).map(\.app) == [music] && again.events(for: music).first?.identifier == "q")
+
+        // The same moment in a machine decoded from the copy's encoding.
+        h.machine = try JSONDecoder().decode(LifecycleMachine.self, from: JSONEncoder().encode(copy))
+        let decoded = h.send(.foregroundRequested(mail, exclusive: true))
+        #expect(decoded.decisions(.expire).map(\.app) == [music] && decoded.events(for: music).first?.identifier == "q")
     }
 }
