@@ -180,13 +180,15 @@ public final class Daemon: @unchecked Sendable {
         let server = VarlinkServer(queue: queue, service: service, limits: limits)
         service.server = server
         (service.freezer as? CgroupFreezer)?.watcher.readOnSocketThread(server)
-        server.beforeTurn = { [journal, weak service] in
+        let timerHold = service.timerHold
+        server.beforeTurn = { [journal, timerHold] in
             journal.holdWakeups()
-            service?.holdTimer()
+            timerHold.held = true
         }
-        server.afterTurn = { [journal, weak service] in
+        server.afterTurn = { [journal, timerHold, weak service] in
             journal.releaseWakeups()
-            service?.releaseTimer()
+            timerHold.held = false
+            if timerHold.owed { service?.releaseTimer() }
         }
         startupCleanup.arm(server: server, queue: queue)
         // Flow control: while journald cannot keep up, clients wait instead of decisions being lost.

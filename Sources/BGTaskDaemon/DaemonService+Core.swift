@@ -139,20 +139,22 @@ extension DaemonService {
     /// Foreground, would each re-arm libdispatch's timer: a write to its manager's eventfd and a wake-up
     /// of its thread). Nothing is late for it: the timer's handler runs on this queue, after the turn, and
     /// every input fires the core's due deadlines first.
-    func holdTimer() { timerHeld = true }
+    func holdTimer() { timerHold.held = true }
 
     /// The turn ended: the timer is set for the core's next deadline if a call changed it.
     func releaseTimer() {
-        timerHeld = false
-        if timerOwed {
-            timerOwed = false
+        timerHold.held = false
+        if timerHold.owed {
+            timerHold.owed = false
             armTimer()
         }
     }
 
     func armTimer() {
-        if timerHeld {
-            timerOwed = true
+        if timerHold.held {
+            // Owed only when the deadline is not the one armed: a turn of calls that leave it alone (a
+            // foreground app's Begin/End) sets nothing at its end.
+            if core.peekNextDeadline() != armedDeadline { timerHold.owed = true }
             return
         }
         // In place (`peekNextDeadline` is mutating): reading the core's deadline from this class would copy

@@ -34,10 +34,9 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
     var machine: LifecycleMachine { core.lifecycle }
     var timer: (any DispatchSourceTimer)?
     var armedDeadline: Instant?
-    /// Set for a turn of the Varlink server (`holdTimer()`): the timer is set once, at its end.
-    var timerHeld = false
-    /// A change of the core's deadline waits for the turn's end.
-    var timerOwed = false
+    /// Held for a turn of the Varlink server (`holdTimer()`): the timer is set once, at its end. Its own
+    /// object, so that the server's turn hooks reach it without a weak reference to the service per turn.
+    let timerHold = TimerHold()
     /// Times the timer was scheduled or suspended (tests).
     var timerSettings = 0
     /// The one wall-clock timer (the core's wall deadline: DaemonService+Refresh.swift).
@@ -279,4 +278,11 @@ func readFile(_ path: String) -> String? { FileIO.read(path) }
 extension PeerCredentials {
     /// The core's view of a caller.
     var caller: Caller { Caller(pid: pid, uid: uid, gid: gid) }
+}
+
+/// Whether a turn of the Varlink server holds the monotonic timer's setting, and whether the core's next
+/// deadline changed meanwhile (the timer is then set at the turn's end). Used on the daemon's queue only.
+final class TimerHold: @unchecked Sendable {
+    var held = false
+    var owed = false
 }
