@@ -1193,14 +1193,21 @@ def row_scale(t: Table, res: dict, a):
         t.add("", f"  the recording's checkpoint at {levels[-1]:,} assertions, spread over a segment's inputs",
               fmt_us(ck["compact_encode_cpu_ms"] * 1000 / seg),
               f"(off the queue: {ck['compact_encode_cpu_ms']:.0f} ms of CPU every {seg:,} Begin/End inputs)")
-    spawn = tool("spawn-baseline", "--count", "300")
-    res["scale"]["spawn_baseline_us"] = spawn["spawn_ns_per_process"] / 1000
     if r.get("launch_s"):
+        # The launches in parts, each followed by posix_spawns of /bin/sleep taking turns with them: the
+        # judged ratio is the median of the parts' ratios (a baseline measured at another moment of the run
+        # moved the ratio by a quarter: 1.19× and 1.61× in two runs of one build).
+        turns = r["launch_turns"]
         per_app = r["launch_s"] * 1e6 / n_apps
+        spawn_us = statistics.median(sp / 1000 for _, sp in turns)
+        ratios = sorted(la / sp for la, sp in turns)
+        mid = statistics.median(ratios)
+        res["scale"]["spawn_baseline_us"] = spawn_us
+        res["scale"]["launch_turns"] = turns
+        res["scale"]["launch_ratio"] = mid
         t.add("", f"launch into the foreground, per app (Launch + Foreground, pipelined, {n_apps:,} apps)",
-              fmt_us(per_app), f"posix_spawn of /bin/sleep: {fmt_us(res['scale']['spawn_baseline_us'])}",
-              ratio(per_app, res["scale"]["spawn_baseline_us"]), "≤ 1.5×",
-              verdict(per_app <= 1.5 * res["scale"]["spawn_baseline_us"]))
+              fmt_us(per_app), f"posix_spawn of /bin/sleep, taking turns: {fmt_us(spawn_us)}",
+              f"{mid:.2f}× ({ratios[0]:.2f}–{ratios[-1]:.2f}, {len(turns)} parts)", "≤ 1.5×", verdict(mid <= 1.5))
         if r.get("launch_daemon_cpu_ns") is not None:
             cpu = r["launch_daemon_cpu_ns"] / 1000 / n_apps
             jcpu = r["launch_journald_cpu_ns"] / 1000 / n_apps if "launch_journald_cpu_ns" in r else None

@@ -60,7 +60,8 @@ func settleJournal(_ fd: Int32, _ reader: MessageReader, journald: Int32, daemon
 
 /// Row 4: per-call cost as the number of live assertions grows, and the daemon's memory.
 ///
-/// `--launch yes` first launches every app into the foreground (unlimited time, no deadline). Then, for each
+/// `--launch yes` first launches every app into the foreground (unlimited time, no deadline), in
+/// `--launch-chunks` parts (10), each followed by `--spawn-turns` (100) posix_spawns of /bin/sleep (the baseline). Then, for each
 /// level, background tasks are begun (held by `holders` connections, `perApp` per app, apps in order) until
 /// that many are live, and `pairs` sequential Begin → End pairs are timed on a fresh connection on the
 /// first app, beside the daemon's VmRSS. `--pin-cpu N`: the timed rounds on CPU N, the daemon's and this one;
@@ -81,21 +82,54 @@ func runScale(_ o: Options) {
     let control = connectUnix(path)
     let controlReader = MessageReader()
     if o.string("launch", "no") == "yes" {
-        let t = monoNS()
         // Launch is exclusive (it sends the other foreground apps to the background): launch in the
         // background, then a non-exclusive Foreground, so that every app has unlimited time and no deadline.
-        var requests: [[UInt8]] = []
-        for app in apps {
-            requests.append(Array(#"{"method":"io.bgtaskd.Manager.Launch","parameters":{"appId":"\#(app)","background":true}}"#.utf8) + [0])
-            requests.append(Array(#"{"method":"io.bgtaskd.Manager.Foreground","parameters":{"appId":"\#(app)","exclusive":false}}"#.utf8) + [0])
-        }
+        // In `chunks` parts, each followed by `spawnTurns` posix_spawns of /bin/sleep from this process (the
+        // baseline, taking turns with the launches: the host's speed moves within a run by more than the
+        // difference measured, so a baseline measured at another moment moved the ratio by a quarter).
+        let chunks = max(1, o.int("launch-chunks", 10)), spawnTurns = max(1, o.int("spawn-turns", 100))
+        let perChunk = (apps.count + chunks - 1) / chunks
+        var launchNS: Int64 = 0
+        var turns: [JSON] = []
+        var baselinePids: [pid_t] = []
+        let argv: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/sleep"), strdup("600"), nil]
         let (daemonCPU, journaldCPU) = (cpuNS(pid: pid), journald > 0 ? cpuNS(pid: journald) : 0)
-        let r = pipeline(control, controlReader, requests, batch: 64)
-        if r.errors > 0 { fail("\(r.errors) launches failed") }
-        out["launch_s"] = .double(Double(monoNS() - t) / 1e9)
-        // What the launches cost the daemon (all its threads: the spawns, the calls, the writers) and journald.
+        var start = 0
+        while start < apps.count {
+            let part = apps[start..<min(start + perChunk, apps.count)]
+            start += part.count
+            var requests: [[UInt8]] = []
+            for app in part {
+                requests.append(Array(#"{"method":"io.bgtaskd.Manager.Launch","parameters":{"appId":"\#(app)","background":true}}"#.utf8) + [0])
+                requests.append(Array(#"{"method":"io.bgtaskd.Manager.Foreground","parameters":{"appId":"\#(app)","exclusive":false}}"#.utf8) + [0])
+            }
+            let t = monoNS()
+            let r = pipeline(control, controlReader, requests, batch: 64)
+            if r.errors > 0 { fail("\(r.errors) launches failed") }
+            let launched = monoNS() - t
+            launchNS += launched
+            let s0 = monoNS()
+            for _ in 0..<spawnTurns {
+                var child: pid_t = 0
+                let rc = argv.withUnsafeBufferPointer { posix_spawn(&child, "/bin/sleep", nil, nil, $0.baseAddress!, environ) }
+                if rc != 0 { fail("posix_spawn: \(rc)") }
+                baselinePids.append(child)
+            }
+            let spawned = monoNS() - s0
+            turns.append(.array([.int(launched / Int64(part.count)), .int(spawned / Int64(spawnTurns))]))
+        }
+        // What the launches cost the daemon (all its threads: the spawns, the calls, the writers) and journald
+        // (the baseline's spawns are this process's: neither's).
         out["launch_daemon_cpu_ns"] = .int(cpuNS(pid: pid) - daemonCPU)
         if journald > 0 { out["launch_journald_cpu_ns"] = .int(cpuNS(pid: journald) - journaldCPU) }
+        out["launch_s"] = .double(Double(launchNS) / 1e9)
+        // Per part: [launch ns per app, posix_spawn ns per process].
+        out["launch_turns"] = .array(turns)
+        for child in baselinePids { kill(child, SIGKILL) }
+        for child in baselinePids {
+            var status: Int32 = 0
+            while waitpid(child, &status, 0) < 0 && errno == EINTR {}
+        }
     }
     settleJournal(control, controlReader, journald: journald)
     out["rss_kib_after_launch"] = .int(memoryKiB(pid: pid).rss)
