@@ -92,7 +92,6 @@ func runScale(_ o: Options) {
         var launchNS: Int64 = 0
         var turns: [JSON] = []
         var baselinePids: [pid_t] = []
-        let argv: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/sleep"), strdup("600"), nil]
         let (daemonCPU, journaldCPU) = (cpuNS(pid: pid), journald > 0 ? cpuNS(pid: journald) : 0)
         var start = 0
         while start < apps.count {
@@ -108,14 +107,7 @@ func runScale(_ o: Options) {
             if r.errors > 0 { fail("\(r.errors) launches failed") }
             let launched = monoNS() - t
             launchNS += launched
-            let s0 = monoNS()
-            for _ in 0..<spawnTurns {
-                var child: pid_t = 0
-                let rc = argv.withUnsafeBufferPointer { posix_spawn(&child, "/bin/sleep", nil, nil, $0.baseAddress!, environ) }
-                if rc != 0 { fail("posix_spawn: \(rc)") }
-                baselinePids.append(child)
-            }
-            let spawned = monoNS() - s0
+            let spawned = spawnSleeps(spawnTurns, into: &baselinePids)
             turns.append(.array([.int(launched / Int64(part.count)), .int(spawned / Int64(spawnTurns))]))
         }
         // What the launches cost the daemon (all its threads: the spawns, the calls, the writers) and journald
@@ -125,11 +117,7 @@ func runScale(_ o: Options) {
         out["launch_s"] = .double(Double(launchNS) / 1e9)
         // Per part: [launch ns per app, posix_spawn ns per process].
         out["launch_turns"] = .array(turns)
-        for child in baselinePids { kill(child, SIGKILL) }
-        for child in baselinePids {
-            var status: Int32 = 0
-            while waitpid(child, &status, 0) < 0 && errno == EINTR {}
-        }
+        killAndReap(baselinePids)
     }
     settleJournal(control, controlReader, journald: journald)
     out["rss_kib_after_launch"] = .int(memoryKiB(pid: pid).rss)
@@ -236,4 +224,28 @@ private func nanoseconds(_ m: [String: JSON], _ key: String) -> [Int64] {
 private func median(_ values: [Int64]) -> Int64 {
     guard !values.isEmpty else { return 0 }
     return values.sorted()[values.count / 2]
+}
+
+/// posix_spawn of `/bin/sleep 600`, `count` times, one after the other (each returns once its child has
+/// exec'd, as the daemon's launcher does), the pids appended to `pids`; returns the nanoseconds it took.
+func spawnSleeps(_ count: Int, into pids: inout [pid_t]) -> Int64 {
+    let argv: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/sleep"), strdup("600"), nil]
+    defer { for p in argv { free(p) } }
+    let t0 = monoNS()
+    for _ in 0..<count {
+        var child: pid_t = 0
+        let rc = argv.withUnsafeBufferPointer { posix_spawn(&child, "/bin/sleep", nil, nil, $0.baseAddress!, environ) }
+        if rc != 0 { fail("posix_spawn: \(rc)") }
+        pids.append(child)
+    }
+    return monoNS() - t0
+}
+
+/// SIGKILL to every one of `pids`, then each reaped.
+func killAndReap(_ pids: [pid_t]) {
+    for child in pids { kill(child, SIGKILL) }
+    for child in pids {
+        var status: Int32 = 0
+        while waitpid(child, &status, 0) < 0 && errno == EINTR {}
+    }
 }

@@ -54,21 +54,12 @@ enum BenchTool {
         }
     }
 
-    /// The launch baseline: posix_spawn of `/bin/sleep 600`, `count` times (each waited for until it has
-    /// exec'd, as the daemon's launcher does), then every child is killed and reaped.
+    /// The launch baseline alone: posix_spawn of `/bin/sleep 600`, `count` times, then every child is
+    /// killed and reaped (row 4 takes turns with the launches instead: `runScale`).
     static func spawnBaseline(count: Int) {
         var pids: [pid_t] = []
-        let argv: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/sleep"), strdup("600"), nil]
-        let t0 = monoNS()
-        for _ in 0..<count {
-            var pid: pid_t = 0
-            let rc = argv.withUnsafeBufferPointer { posix_spawn(&pid, "/bin/sleep", nil, nil, $0.baseAddress!, environ) }
-            if rc != 0 { fail("posix_spawn: \(rc)") }
-            pids.append(pid)
-        }
-        let elapsed = monoNS() - t0
-        for pid in pids { kill(pid, SIGKILL) }
-        for pid in pids { var st: Int32 = 0; waitpid(pid, &st, 0) }
+        let elapsed = spawnSleeps(count, into: &pids)
+        killAndReap(pids)
         emit(["spawn_ns_per_process": .int(elapsed / Int64(count)), "count": .int(Int64(count))])
     }
 
