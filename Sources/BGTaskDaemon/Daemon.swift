@@ -187,8 +187,7 @@ public final class Daemon: @unchecked Sendable {
         }
         server.afterTurn = { [journal, timerHold, weak service] in
             journal.releaseWakeups()
-            timerHold.held = false
-            if timerHold.owed { service?.releaseTimer() }
+            if timerHold.release() { service?.armTimer() }
         }
         startupCleanup.arm(server: server, queue: queue)
         // Flow control: while journald cannot keep up, clients wait instead of decisions being lost.

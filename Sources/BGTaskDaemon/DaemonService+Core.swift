@@ -143,11 +143,7 @@ extension DaemonService {
 
     /// The turn ended: the timer is set for the core's next deadline if a call changed it.
     func releaseTimer() {
-        timerHold.held = false
-        if timerHold.owed {
-            timerHold.owed = false
-            armTimer()
-        }
+        if timerHold.release() { armTimer() }
     }
 
     func armTimer() {

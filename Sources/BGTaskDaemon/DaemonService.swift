@@ -285,4 +285,11 @@ extension PeerCredentials {
 final class TimerHold: @unchecked Sendable {
     var held = false
     var owed = false
+
+    /// The turn ended: true if the timer is owed its setting now.
+    func release() -> Bool {
+        held = false
+        defer { owed = false }
+        return owed
+    }
 }

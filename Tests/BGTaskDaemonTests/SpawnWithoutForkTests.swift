@@ -117,12 +117,12 @@ extension SpawnDescriptorTests {
             kill(pid, SIGKILL)
             _ = Self.waitExit(pid)
         }
-        let at = try #require(launcher.spawnedAtNS(pid))
-        let after = Launcher.monotonicNS()
+        let at = try #require(launcher.spawnedAtUSec(pid))
+        let after = Monotonic.nowUSec()
         #expect(at <= after)
-        #expect(launcher.startedJustNow(pid, nowNS: at + 999_999))
-        #expect(!launcher.startedJustNow(pid, nowNS: at + 1_000_000), "a millisecond later it may have used a tick")
-        #expect(!launcher.startedJustNow(pid + 1, nowNS: at))
-        #expect(!launcher.startedJustNow(getpid(), nowNS: at))
+        #expect(launcher.startedJustNow(pid, nowUSec: at + 999))
+        #expect(!launcher.startedJustNow(pid, nowUSec: at + 1_000), "a millisecond later it may have used a tick")
+        #expect(!launcher.startedJustNow(pid + 1, nowUSec: at))
+        #expect(!launcher.startedJustNow(getpid(), nowUSec: at))
     }
 }

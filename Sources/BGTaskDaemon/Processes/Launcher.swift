@@ -45,8 +45,8 @@ final class Launcher: AppLauncher, @unchecked Sendable {
     /// Apps bgtaskd-launcher started for us, until their pidfd reports the exit.
     private var remoteChildren: Set<Int32> = []
     private var remote: RemoteLauncher?
-    /// The last app started by `spawn` and when (CLOCK_MONOTONIC, ns).
-    private var lastSpawn: (pid: Int32, atNS: Int64)?
+    /// The last app started by `spawn` and when (CLOCK_MONOTONIC, µs).
+    private var lastSpawn: (pid: Int32, atUSec: Int64)?
 
     init(queue: DispatchQueue) {
         self.queue = queue
@@ -124,29 +124,23 @@ final class Launcher: AppLauncher, @unchecked Sendable {
         {
         case .success(let pid):
             children.insert(pid)
-            lastSpawn = (pid, Self.monotonicNS())
+            lastSpawn = (pid, Monotonic.nowUSec())
             return .success(pid)
         case .failure(let failure):
             return .failure(LaunchError(description: failure.message))
         }
     }
 
-    func startedJustNow(_ pid: Int32) -> Bool { startedJustNow(pid, nowNS: Self.monotonicNS()) }
+    func startedJustNow(_ pid: Int32) -> Bool { startedJustNow(pid, nowUSec: Monotonic.nowUSec()) }
 
-    /// `startedJustNow` at `nowNS` (tests).
-    func startedJustNow(_ pid: Int32, nowNS: Int64) -> Bool {
+    /// `startedJustNow` at `nowUSec` (tests).
+    func startedJustNow(_ pid: Int32, nowUSec: Int64) -> Bool {
         guard let lastSpawn, lastSpawn.pid == pid else { return false }
-        return nowNS - lastSpawn.atNS < 1_000_000
+        return nowUSec - lastSpawn.atUSec < 1_000
     }
 
-    /// When the last `spawn` started `pid` (CLOCK_MONOTONIC, ns; tests).
-    func spawnedAtNS(_ pid: Int32) -> Int64? { lastSpawn?.pid == pid ? lastSpawn?.atNS : nil }
-
-    static func monotonicNS() -> Int64 {
-        var t = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &t)
-        return Int64(t.tv_sec) * 1_000_000_000 + Int64(t.tv_nsec)
-    }
+    /// When the last `spawn` started `pid` (CLOCK_MONOTONIC, µs; tests).
+    func spawnedAtUSec(_ pid: Int32) -> Int64? { lastSpawn?.pid == pid ? lastSpawn?.atUSec : nil }
 
     /// `LauncherSocket=`: bgtaskd-launcher starts the app as its manifest (which the launcher reads
     /// itself) says; it is the app's parent and reaps it. The request names the app, not a command.
