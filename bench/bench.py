@@ -1247,10 +1247,20 @@ def row_freeze(t: Table, res: dict, a):
     if os.geteuid() != 0:
         t.add(5, "freeze latency", "not measured", "needs root (cgroup freezer)")
         return
-    # 300 freezes, interleaved with the raw ones: with 100 two runs' medians differed by 11%.
+    # 300 freezes, interleaved with the raw ones: with 100 two runs' medians differed by 11%. Pinned, the
+    # writers (the daemon, the script) on CPU 0 and both apps on CPU 1: unpinned, whether an app shared its
+    # writer's CPU changed from run to run, and the raw median with it (64 µs in one run, 110 µs in the next).
     count = 40 if a.quick else 300
-    out = subprocess.run([sys.executable, str(script), "--count", str(count)], capture_output=True, text=True,
+    placement = os.environ.get("BENCH_FREEZE_PLACEMENT") or ("two" if {0, 1} <= os.sched_getaffinity(0) else "free")
+    samples_file = tempfile.mktemp(prefix="bgtaskd-bench-freeze-", suffix=".json", dir="/tmp")
+    out = subprocess.run([sys.executable, str(script), "--count", str(count), "--placement", placement,
+                          "--samples", samples_file], capture_output=True, text=True,
                          env=dict(os.environ, BGTASKD_BIN_DIR=str(BIN)), timeout=300)
+    try:
+        samples = json.loads(Path(samples_file).read_text())
+        os.unlink(samples_file)
+    except (OSError, ValueError):
+        samples = {"bgtaskd": [], "notify": [], "busy": []}
     figures = {}
     for line in out.stdout.splitlines():
         m = re.match(r"(.*?)\s+n=(\d+)\s+median\s+(\d+) µs\s+p99\s+(\d+) µs\s+max\s+(\d+) µs", line)
@@ -1268,12 +1278,26 @@ def row_freeze(t: Table, res: dict, a):
     def show(v):
         return f"{fmt_us(v[1])} / {fmt_us(v[2])}"
 
-    t.add(5, f"freeze, decision → frozen confirmed, median / p99 (n={ours[0]})", show(ours),
+    # Each freeze is followed by the two raw ones moments later: rounds of 10 such trios, the ratio of each
+    # round's medians, and the median of those (a burst of load lands in one round, not in the figure).
+    def rounds(base: str) -> list[float]:
+        m, b = samples["bgtaskd"], samples[base]
+        return [statistics.median(m[i:i + 10]) / statistics.median(b[i:i + 10])
+                for i in range(0, min(len(m), len(b)) - 9, 10)]
+
+    res["freeze"]["round_ratios"] = {base: rounds(base) for base in ("notify", "busy")}
+
+    def judged(base: str, v) -> str:
+        return ratio_of_rounds(rounds(base)) if rounds(base) else ratio(ours[1], v[1])
+
+    where = "the daemon on CPU 0, the app on CPU 1" if placement == "two" else "unpinned"
+    unjudged = "" if placement == "two" else "(placement)"
+    t.add(5, f"freeze, decision → frozen confirmed, {where}, median / p99 (n={ours[0]})", show(ours),
           f"raw cgroup.freeze write → confirmed (inotify): {show(raw_notify)}" if raw_notify else "",
-          ratio(ours[1], raw_notify[1]) if raw_notify else "")
+          judged("notify", raw_notify) if raw_notify else "", unjudged)
     if raw_busy:
         t.add("", "", show(ours), f"raw cgroup.freeze write → frozen (busy re-read): {show(raw_busy)}",
-              ratio(ours[1], raw_busy[1]))
+              judged("busy", raw_busy), unjudged)
     if "warning" in out.stderr:
         t.notes.append("row 5: " + out.stderr.strip().splitlines()[-1])
 

@@ -4,26 +4,33 @@
 - bgtaskd: decision → frozen confirmed, as the daemon logs it (`BGTASKD_FREEZE_LATENCY_USEC`: from the
   moment it performs the core's `freeze` action — microseconds after the grace-window decision, in the
   same turn of its queue — until `cgroup.events` says `frozen 1`).
-- raw (same method): this script writes `1` to cgroup.freeze, re-reads cgroup.events at once, and if
-  it is not frozen yet waits for inotify IN_MODIFY — what the daemon does, without the daemon.
+- raw (same method): `bgtaskd-bench freeze-baseline` writes `1` to cgroup.freeze, re-reads cgroup.events
+  at once, and if it is not frozen yet waits for inotify IN_MODIFY — what the daemon does, without the
+  daemon.
 - raw (busy re-read): write, then re-read cgroup.events in a busy loop: when the kernel finished, the
   floor under both figures (a notification can only come later).
 
 Each app is an idle `python3 -m http.server` (sleeping in select, as most suspended apps are).
+
+A freeze wakes the app so that it enters the frozen state, so its time depends on where the app runs:
+on the writer's CPU it runs as soon as the writer sleeps (~30–40 µs here); on another, idle CPU it waits
+for that CPU to wake (~120–140 µs on this VM). Unpinned, the scheduler keeps each process where it last
+ran, and which CPU that is changes from run to run (the raw median read 64 µs in one run, 110 µs in the
+next, while the daemon's did not move). So every process is pinned (`--placement`):
+- `one`: the writer (this script, or the daemon and this script), and both apps, on CPU 0;
+- `two`: the writers on CPU 0, both apps on CPU 1 (the daemon's app is moved there after its launch);
+- `free`: nothing pinned (what a device does; not comparable between runs).
 Needs root, a cgroup2 mount, journald, and the binaries (BGTASKD_BIN_DIR, default .build/release).
-Usage: sudo python3 bench/freeze_latency.py [--count 200]
+Usage: sudo python3 bench/freeze_latency.py [--count 200] [--placement one|two|free] [--samples FILE]
 """
 
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
 import os
-import select
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -39,14 +46,11 @@ from freezer_support import (  # noqa: E402
 )
 from support import RawClient  # noqa: E402
 
-IN_MODIFY = 0x2
 # The kernel sends at most one cgroup.events notification per 10 ms rounded up to whole ticks (12 ms at
 # HZ=250) and delays the next one to the end of that interval. Real freezes come a grace window (seconds)
 # after the thaw's notification; keep every freeze here at least this far from the previous notification
 # so that the figures show the freeze, not the rate limit (the daemon's grace window is set to it too).
 SPACING_MS = 30
-IN_NONBLOCK = os.O_NONBLOCK
-IN_CLOEXEC = os.O_CLOEXEC
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -95,65 +99,68 @@ def start_daemon_with(bin_dir: Path, root: Path, config_text: str, manifests: di
         time.sleep(0.01)
 
 
+PLACEMENTS = {"one": ({0}, {0}), "two": ({0}, {1}), "free": (None, None)}
+
+
+def pin(pids, cpus: set[int] | None):
+    """Every thread of these processes on these CPUs (None: leave them where they are)."""
+    if cpus is None:
+        return
+    for pid in pids:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            os.sched_setaffinity(int(tid), cpus)
+
+
+def cgroup_pids(cgroup: str) -> list[int]:
+    with open(os.path.join(cgroup, "cgroup.procs")) as f:
+        return [int(line) for line in f if line.strip()]
+
+
 def daemon_step(manager: Manager, app_id: str, app_cgroup: str):
     """One foreground/background cycle; the daemon freezes the app a grace window after Background."""
     manager.call("Foreground", appId=app_id)
     manager.call("Background", appId=app_id)
+    # Asleep while the daemon freezes the app a grace window from now: a poll of ours during its freeze
+    # would share its CPU.
+    time.sleep((SPACING_MS + 10) / 1000)
     wait_for(lambda: read_events(app_cgroup).get("frozen") == 1, 5, "frozen", interval=0.0005)
     wait_for(lambda: manager.state(app_id) == "suspended", 5, "suspended", interval=0.0005)
     time.sleep(SPACING_MS / 1000)
 
 
 class RawFreezer:
-    """cgroup.freeze written by hand on a cgroup of its own."""
+    """cgroup.freeze written by hand on a cgroup of its own, by `bgtaskd-bench freeze-baseline` (compiled
+    like the daemon, so that the baseline is the kernel's time and not this interpreter's): one freeze
+    per request, its time back, the cgroup thawed, then the same spacing as the daemon's freezes."""
 
-    def __init__(self, cgroup: str):
-        libc = ctypes.CDLL(None, use_errno=True)
-        self.inotify = libc.inotify_init1(IN_NONBLOCK | IN_CLOEXEC)
-        if self.inotify < 0 or libc.inotify_add_watch(self.inotify, f"{cgroup}/cgroup.events".encode(), IN_MODIFY) < 0:
-            raise SystemExit("inotify failed")
-        self.events = os.open(f"{cgroup}/cgroup.events", os.O_RDONLY)
-        self.freeze = f"{cgroup}/cgroup.freeze"
+    def __init__(self, bin_dir: Path, cgroup: str):
+        self.proc = subprocess.Popen([str(bin_dir / "bgtaskd-bench"), "freeze-baseline", "--cgroup", cgroup],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
         self.notified: list[float] = []
         self.busy: list[float] = []
 
-    def frozen(self) -> bool:
-        return b"frozen 1" in os.pread(self.events, 64, 0)
-
-    def write(self, v: str):
-        fd = os.open(self.freeze, os.O_WRONLY)
-        os.write(fd, v.encode())
-        os.close(fd)
-
-    def drain(self):
-        try:
-            os.read(self.inotify, 4096)
-        except BlockingIOError:
-            pass
-
     def step(self, method: str):
-        self.drain()
-        t0 = time.perf_counter_ns()
-        self.write("1")
-        if method == "busy":
-            while not self.frozen():
-                pass
-        elif not self.frozen():
-            while True:
-                select.select([self.inotify], [], [], 2)
-                self.drain()
-                if self.frozen():
-                    break
-        t1 = time.perf_counter_ns()
-        (self.busy if method == "busy" else self.notified).append((t1 - t0) / 1000)
-        self.write("0")
+        self.proc.stdin.write(method + "\n")
+        answer = self.proc.stdout.readline()
+        if not answer:
+            raise SystemExit(f"bgtaskd-bench freeze-baseline ended (status {self.proc.wait()})")
+        (self.busy if method == "busy" else self.notified).append(int(answer) / 1000)
         time.sleep(SPACING_MS / 1000)
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait(5)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--count", type=int, default=200)
+    parser.add_argument("--placement", choices=sorted(PLACEMENTS), default="free")
+    parser.add_argument("--samples", help="also write the three lists of samples (µs, in the order taken) as JSON here")
     args = parser.parse_args()
+    writers, apps = PLACEMENTS[args.placement]
+    if writers is not None and not (writers | apps) <= os.sched_getaffinity(0):
+        raise SystemExit(f"--placement {args.placement} needs CPUs {sorted(writers | apps)}")
     if os.geteuid() != 0:
         raise SystemExit("needs root (cgroups)")
     bin_dir = Path(os.environ.get("BGTASKD_BIN_DIR", REPO / ".build" / "release"))
@@ -174,13 +181,17 @@ def main():
             manager = Manager(str(root / "runtime" / "io.bgtaskd"))
             manager.launch(app_id)
             wait_for(lambda: http_answers(port, 0.5) and http_answers(raw_port, 0.5), 10, "both servers")
+            pin([os.getpid(), daemon.pid], writers)
+            pin([raw.pid] + cgroup_pids(cg.app(app_id)), apps)
             since = time.time()
-            raw_freezer = RawFreezer(raw_cg)
+            raw_freezer = RawFreezer(bin_dir, raw_cg)
+            pin([raw_freezer.proc.pid], writers)
             # Interleaved, so that all three see the same machine.
             for _ in range(args.count):
                 daemon_step(manager, app_id, cg.app(app_id))
                 raw_freezer.step("notify")
                 raw_freezer.step("busy")
+            raw_freezer.close()
             notified, busy = raw_freezer.notified, raw_freezer.busy
             time.sleep(1)
             out = subprocess.run(
@@ -198,10 +209,14 @@ def main():
             raw.kill()
             raw.wait()
         shutil.rmtree(root, ignore_errors=True)
-    print(f"freeze latency, idle python3 -m http.server, {os.cpu_count()} CPUs, kernel {os.uname().release}")
+    where = {"one": "writers and apps on CPU 0", "two": "writers on CPU 0, apps on CPU 1",
+             "free": "unpinned"}[args.placement]
+    print(f"freeze latency, idle python3 -m http.server, {os.cpu_count()} CPUs, {where}, kernel {os.uname().release}")
     print(describe("bgtaskd: decision → frozen confirmed", latencies))
     print(describe("raw cgroup.freeze: write → confirmed (inotify)", notified))
     print(describe("raw cgroup.freeze: write → frozen (busy re-read)", busy))
+    if args.samples:
+        Path(args.samples).write_text(json.dumps({"bgtaskd": latencies, "notify": notified, "busy": busy}))
 
 
 if __name__ == "__main__":

@@ -41,6 +41,8 @@ enum BenchTool {
             notifyReady()
         case "wake-discipline":
             wakeDiscipline(apps: o.int("apps", 50), hours: o.int("hours", 24), alignment: Int64(o.int("alignment", 300)))
+        case "freeze-baseline":
+            freezeBaseline(cgroup: o.string("cgroup"))
         case "proc-locks":
             procLocks(count: o.int("count"), rounds: o.int("rounds", 200), path: o.string("path"))
         case "checkpoint":
