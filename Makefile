@@ -13,6 +13,7 @@ deps:
 	@scripts/install-deps.sh
 
 build: deps
+	@scripts/c-headers-guard.sh
 	$(SWIFT) build
 
 # Starts the daemon on the repo's config/ with a local runtime and state directory. Works without
@@ -31,6 +32,7 @@ journald:
 # Everything: dependencies, journald, build, unit tests, integration tests, unit-file checks, the units
 # under a real systemd, the documentation against the code, and the Debian package installed and checked.
 test: deps journald
+	@scripts/c-headers-guard.sh
 	scripts/build-warning-free.sh $(SWIFT)
 	$(MAKE) --no-print-directory test-unit test-units test-docs test-dependency test-integration test-systemd-run test-fuzz test-package
 
@@ -55,6 +57,7 @@ test-units:
 # issue 11 at full length: 200 kill -9s in the crash loop and a 20 s journald stall (`make test` runs them
 # with 30 kills and a 5 s stall).
 soak: deps journald
+	@scripts/c-headers-guard.sh
 	$(SWIFT) build
 	BGTASKD_BIN_DIR=$(BIN) BGTASKD_KILLS=200 BGTASKD_STALL_SEC=20 $(PYTHON) -m pytest -q -s -p no:cacheprovider \
 		IntegrationTests/integration/test_crash_loop.py IntegrationTests/integration/test_journal_budget.py
@@ -74,6 +77,7 @@ fuzz: deps
 # `test` runs it on the build it has just made; alone, it builds the three programs it needs first.
 SYSTEMD_CHECK_PRODUCTS := bgtaskd bgtaskd-launcher bgtaskctl
 test-systemd: deps
+	@scripts/c-headers-guard.sh
 	for p in $(SYSTEMD_CHECK_PRODUCTS); do $(SWIFT) build --product $$p || exit 1; done
 	IntegrationTests/systemd-in-namespace.sh $(BIN)
 
@@ -86,11 +90,13 @@ test-systemd-run:
 
 # Row 8 measures the package: `deb` first (incremental in .build-deb/).
 bench: deps journald deb
+	@scripts/c-headers-guard.sh
 	BGTASKD_EXTRAS=1 $(SWIFT) build -c release
 	BGTASKD_BIN_DIR=$(RELEASEBIN) $(PYTHON) bench/bench.py
 
 # The example apps (Examples/), outside the default build.
 examples: deps
+	@scripts/c-headers-guard.sh
 	BGTASKD_EXTRAS=1 $(SWIFT) build --product mail-sync
 	BGTASKD_EXTRAS=1 $(SWIFT) build --product notes
 
@@ -128,6 +134,7 @@ man/build/%: man/%.scd
 # The programs a device runs, with the Swift runtime linked in (no toolchain needed there).
 release: deps release-build
 release-build:
+	@scripts/c-headers-guard.sh
 	$(SWIFT) build $(RELEASEFLAGS) --product bgtaskd
 	for p in $(SIZEPRODUCTS); do \
 		$(SWIFT) build $(RELEASEFLAGS) -Xswiftc -Osize --product $$p || exit 1; done

@@ -21,6 +21,7 @@ git ls-files -co --exclude-standard -z >"$listing"
 done
 tar -C "$root" --null -T "$listing" -cf - | tar -C "$src" -xf -
 
+"$src/scripts/c-headers-guard.sh"
 rm -f "$out"/*.deb "$out"/*.buildinfo "$out"/*.changes
 ( cd "$src" && SWIFT="${SWIFT:-swift}" dpkg-buildpackage -b -us -uc --no-sign )
 deb=$(ls "$out"/bgtaskd_*.deb)
