@@ -74,10 +74,16 @@ private final class FakeLauncher: AppLauncher, @unchecked Sendable {
     func watch(pid: Int32) {}
     func spawn(_ manifest: AppManifestFile, socketPath: String, cgroupProcsFD: Int32?) -> Result<Int32, Launcher.LaunchError> {
         nextPid += 1
-        running.insert(nextPid)
-        recorder.processes.append("spawn \(manifest.id) \(nextPid)")
-        return .success(nextPid)
+        let pid = pidToGive ?? nextPid
+        running.insert(pid)
+        recorder.processes.append("spawn \(manifest.id) \(pid)")
+        return .success(pid)
     }
+    /// The pid the next spawns report (a real process the test started), instead of a made-up one.
+    var pidToGive: Int32?
+    /// The pids `startedJustNow` names.
+    var justStarted: Set<Int32> = []
+    func startedJustNow(_ pid: Int32) -> Bool { justStarted.contains(pid) }
     /// Remote launches whose answer the test gives (`answerRemote`), in order.
     var remoteAnswers: [@Sendable (Result<Int32, Launcher.LaunchError>) -> Void] = []
     func spawnRemotely(appID: String, socketPath: String, launcherSocket: String, cgroupProcsFD: Int32?,
@@ -324,6 +330,52 @@ private final class ServiceHarness: @unchecked Sendable {
         h.queue.sync { h.service.releaseTimer() }
         let (armed, next) = h.queue.sync { (h.service.armedDeadline, h.service.core.peekNextDeadline()) }
         #expect(armed != nil && armed == next)
+    }
+
+    /// SPEC §16: a process the launcher says it started just now is not read at its launch (its /proc times
+    /// would read 0 ticks): the period the launch begins is charged from 0. Here the app is a plain program
+    /// (`LifecycleAware=no`: in the background at its spawn, the period begins with the pid known) whose
+    /// "process" is a real one that has already used CPU time (a shell's busy loop, then `sleep`), so the
+    /// two ways differ: with the launcher's word the period its termination ends is charged that whole time;
+    /// without it, the reading at the launch is that time too and the period is charged about nothing.
+    @Test func aProcessStartedJustNowIsNotReadAtItsLaunch() throws {
+        let plain = AppManifestFile(id: "org.example.Plain", exec: ["/bin/true"], lifecycleAware: false)
+        let plainID = AppID(plain.id)!
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: "/bin/sh")
+        child.arguments = ["-c", "i=0; while [ $i -lt 400000 ]; do i=$((i+1)); done; exec sleep 60"]
+        try child.run()
+        let pid = child.processIdentifier
+        // SIGKILL: the test process ignores SIGTERM (the daemon's signal sources), and so does its child.
+        defer { kill(pid, SIGKILL); child.waitUntilExit() }
+        let deadline = Date().addingTimeInterval(30)
+        while (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)) != "sleep\n" {
+            #expect(Date() < deadline, "the shell's loop did not end")
+            if Date() >= deadline { return }
+            usleep(10_000)
+        }
+        let used = try #require(EnergyMeter.usage(cgroupPath: nil, mount: nil, pid: pid, adopted: []))
+        #expect(used >= 50_000, "the loop used \(used) µs of CPU: too little to tell the two ways apart")
+
+        func charged(launcherSaysJustStarted: Bool) throws -> Int64 {
+            let h = try ServiceHarness(others: [plain])
+            defer { h.removeStateDirectory() }
+            let ctl = h.connect()
+            h.queue.sync {
+                h.launcher.pidToGive = pid
+                h.launcher.justStarted = launcherSaysJustStarted ? [pid] : []
+            }
+            let launch = h.call(ctl, "io.bgtaskd.Manager.Launch", ["appId": .string(plainID.rawValue), "background": .bool(true)])
+            #expect(launch.map(\.error) == [nil])
+            #expect(h.processes.contains("spawn \(plainID) \(pid)"))
+            h.queue.sync { h.launcher.justStarted = [] }
+            #expect(h.call(ctl, "io.bgtaskd.Manager.Terminate", ["appId": .string(plainID.rawValue)]).map(\.error) == [nil])
+            return h.queue.sync { h.service.appEnergy(plainID).total.backgroundCPUUSec }
+        }
+        let fromZero = try charged(launcherSaysJustStarted: true)
+        let read = try charged(launcherSaysJustStarted: false)
+        #expect(fromZero >= used, "charged \(fromZero) µs; the process had used \(used) before its launch")
+        #expect(read < 20_000, "read at its launch, the period is charged only what the process used since: \(read) µs")
     }
 
     /// The resume path: the events a thaw enables are written to the app's stream before the thaw (a frozen
