@@ -107,15 +107,18 @@ func runScale(_ o: Options) {
             if r.errors > 0 { fail("\(r.errors) launches failed") }
             let launched = monoNS() - t
             launchNS += launched
-            let spawned = spawnSleeps(spawnTurns, into: &baselinePids)
-            turns.append(.array([.int(launched / Int64(part.count)), .int(spawned / Int64(spawnTurns))]))
+            var each: [Int64] = []
+            let spawned = spawnSleeps(spawnTurns, into: &baselinePids, each: &each)
+            each.sort()
+            turns.append(.array([.int(launched / Int64(part.count)), .int(spawned / Int64(spawnTurns)),
+                                 .int(each[each.count / 2])]))
         }
         // What the launches cost the daemon (all its threads: the spawns, the calls, the writers) and journald
         // (the baseline's spawns are this process's: neither's).
         out["launch_daemon_cpu_ns"] = .int(cpuNS(pid: pid) - daemonCPU)
         if journald > 0 { out["launch_journald_cpu_ns"] = .int(cpuNS(pid: journald) - journaldCPU) }
         out["launch_s"] = .double(Double(launchNS) / 1e9)
-        // Per part: [launch ns per app, posix_spawn ns per process].
+        // Per part: [launch ns per app, posix_spawn ns per process (mean, median)].
         out["launch_turns"] = .array(turns)
         killAndReap(baselinePids)
     }
@@ -229,16 +232,26 @@ private func median(_ values: [Int64]) -> Int64 {
 /// posix_spawn of `/bin/sleep 600`, `count` times, one after the other (each returns once its child has
 /// exec'd, as the daemon's launcher does), the pids appended to `pids`; returns the nanoseconds it took.
 func spawnSleeps(_ count: Int, into pids: inout [pid_t]) -> Int64 {
+    var each: [Int64] = []
+    return spawnSleeps(count, into: &pids, each: &each)
+}
+
+/// The same, each spawn's nanoseconds appended to `each`.
+func spawnSleeps(_ count: Int, into pids: inout [pid_t], each: inout [Int64]) -> Int64 {
     let argv: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/sleep"), strdup("600"), nil]
     defer { for p in argv { free(p) } }
     let t0 = monoNS()
+    var last = t0
     for _ in 0..<count {
         var child: pid_t = 0
         let rc = argv.withUnsafeBufferPointer { posix_spawn(&child, "/bin/sleep", nil, nil, $0.baseAddress!, environ) }
         if rc != 0 { fail("posix_spawn: \(rc)") }
         pids.append(child)
+        let now = monoNS()
+        each.append(now - last)
+        last = now
     }
-    return monoNS() - t0
+    return last - t0
 }
 
 /// SIGKILL to every one of `pids`, then each reaped.
