@@ -20,7 +20,8 @@ next, while the daemon's did not move). So every process is pinned (`--placement
 - `one`: the writer (this script, or the daemon and this script), and both apps, on CPU 0;
 - `two`: the writers on CPU 0, both apps on CPU 1 (the daemon's app is moved there after its launch);
 - `free`: nothing pinned (what a device does; not comparable between runs).
-Needs root, a cgroup2 mount, journald, and the binaries (BGTASKD_BIN_DIR, default .build/release).
+Needs root, a cgroup2 mount, journald, and the binaries bgtaskd and bgtaskd-bench (BGTASKD_BIN_DIR, default
+.build/release: `BGTASKD_EXTRAS=1 swift build -c release`).
 Usage: sudo python3 bench/freeze_latency.py [--count 200] [--placement one|two|free] [--samples FILE]
 """
 
