@@ -1300,8 +1300,9 @@ def row_freeze(t: Table, res: dict, a):
     def judged(base: str, v) -> str:
         return ratio_of_rounds(rounds(base)) if rounds(base) else ratio(ours[1], v[1])
 
-    where = "the daemon on CPU 0, the app on CPU 1" if placement == "two" else "unpinned"
-    unjudged = "" if placement == "two" else "(placement)"
+    where = {"two": "the daemon on CPU 0, the app on CPU 1", "one": "the daemon and the app on CPU 0"}.get(
+        placement, "unpinned")
+    unjudged = "" if placement in ("one", "two") else "(placement)"
     t.add(5, f"freeze, decision → frozen confirmed, {where}, median / p99 (n={ours[0]})", show(ours),
           f"raw cgroup.freeze write → confirmed (inotify): {show(raw_notify)}" if raw_notify else "",
           judged("notify", raw_notify) if raw_notify else "", unjudged)
