@@ -1205,11 +1205,12 @@ def row_scale(t: Table, res: dict, a):
         # moved the ratio by a quarter: 1.19× and 1.61× in two runs of one build).
         turns = r["launch_turns"]
         per_app = r["launch_s"] * 1e6 / n_apps
-        spawn_us = statistics.median(t[1] / 1000 for t in turns)
-        ratios = sorted(t[0] / t[1] for t in turns)
+        spawn_us = statistics.median(part[1] / 1000 for part in turns)
+        ratios = sorted(part[0] / part[1] for part in turns)
         # A single spawn's time is bimodal here (most ~150–300 µs, some several ms): the baseline is the
         # mean per process of each part, as the launches' figure is; the median spawn is shown beside it.
-        median_spawn_us = statistics.median(t[2] / 1000 for t in turns) if all(len(t) > 2 for t in turns) else None
+        median_spawn_us = (statistics.median(part[2] / 1000 for part in turns)
+                           if all(len(part) > 2 for part in turns) else None)
         mid = statistics.median(ratios)
         res["scale"]["spawn_baseline_us"] = spawn_us
         res["scale"]["launch_turns"] = turns
