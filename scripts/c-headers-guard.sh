@@ -8,7 +8,7 @@ set -eu
 cd "$(dirname "$0")/.."
 sum=$(find Sources -path 'Sources/C*' -type f \( -name '*.h' -o -name '*.modulemap' \) \
       | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -d' ' -f1)
-[ -d .build ] || exit 0
+mkdir -p .build  # a first build: the stamp says which headers it is built against
 stamp=.build/c-sources.sha256
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" != "$sum" ]; then
     echo "c-headers-guard: Sources/C* changed since the last build: the Swift modules are built again"
