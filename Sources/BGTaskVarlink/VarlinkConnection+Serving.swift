@@ -101,6 +101,7 @@ extension VarlinkConnection {
             return
         }
         guard !oneway else { return }
+        newestReplyStart = outBuffer.count
         reply.append(to: &outBuffer)
         if server.inTurn {
             server.markDirty(self)
@@ -130,6 +131,7 @@ extension VarlinkConnection {
         if buffered == 0 {
             outBuffer.removeAll(keepingCapacity: outBuffer.capacity <= 65536)
             outStart = 0
+            newestReplyStart = 0
             updateInterest()
             if phase == .draining {
                 closeIfDrained()
@@ -140,10 +142,11 @@ extension VarlinkConnection {
         }
         if outStart > 65536 && outStart * 2 > outBuffer.count {
             outBuffer.removeFirst(outStart)
+            newestReplyStart = max(0, newestReplyStart - outStart)
             outStart = 0
         }
-        if buffered > server.limits.maxBufferedBytes {
-            // The client does not read what it asked for.
+        if newestReplyStart - outStart > server.limits.maxBufferedBytes {
+            // The client does not read what it asked for: replies before the newest are still unread.
             close()
             return
         }

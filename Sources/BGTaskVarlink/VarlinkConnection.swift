@@ -55,6 +55,8 @@ public final class VarlinkConnection: @unchecked Sendable, Hashable, CustomStrin
     var registered: UInt32?
     var outBuffer: [UInt8] = []
     var outStart = 0
+    /// Where the newest reply begins in `outBuffer` (what is before it and after `outStart` is older replies).
+    var newestReplyStart = 0
     var pending: [Inbound] = []
     var pendingHead = 0
     /// The call being served; nil when idle.

@@ -240,13 +240,14 @@ import Testing
 /// Runs `body` with a server of `service` listening on a fresh socket path (its queue, the server, the
 /// path), then shuts the server down and removes the path.
 func withTestServer<T>(
-    _ service: some VarlinkService, label: String, _ body: (DispatchQueue, VarlinkServer, String) throws -> T
+    _ service: some VarlinkService, label: String, limits: VarlinkLimits = VarlinkLimits(),
+    _ body: (DispatchQueue, VarlinkServer, String) throws -> T
 ) throws -> T {
     let queue = DispatchQueue(label: "bgtaskd.test.\(label)")
     let dir = FileManager.default.temporaryDirectory
         .appendingPathComponent("varlink-\(label)-\(getpid())-\(UUID().uuidString.prefix(8))").path
     let path = dir + "/socket"
-    let server = queue.sync { VarlinkServer(queue: queue, service: service) }
+    let server = queue.sync { VarlinkServer(queue: queue, service: service, limits: limits) }
     defer {
         queue.sync { server.shutdown() }
         unlink(path)

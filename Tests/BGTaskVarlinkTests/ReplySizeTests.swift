@@ -1,0 +1,73 @@
+import BGTaskProtocol
+import Dispatch
+import Foundation
+import Testing
+@testable import BGTaskVarlink
+
+/// A client that does not read its replies is disconnected once the replies it has not taken, the newest
+/// aside, pass `maxBufferedBytes`; one reply larger than that (a `Record` under load) is what the client
+/// asked for, and it gets it whole. Real sockets, the limit made small.
+@Suite struct ReplySizeTests {
+    final class BigService: VarlinkService {
+        var interfaceDescriptions: [(name: String, description: String)] {
+            [("org.example.big", "interface org.example.big\n\nmethod Big(size: int) -> (text: string)\n")]
+        }
+        func handle(_ request: VarlinkRequest) {
+            let size = Int(request.call.parameters["size"]?.intValue ?? 0)
+            request.reply(["text": .string(String(repeating: "x", count: size))])
+        }
+        func connectionClosed(_ connection: VarlinkConnection) {}
+    }
+
+    static var smallLimit: VarlinkLimits {
+        var limits = VarlinkLimits()
+        limits.maxBufferedBytes = 64 * 1024
+        return limits
+    }
+
+    /// Sends `calls` Big calls of `size` in one write, waits `pause`, then reads until EOF or `want` replies.
+    static func replies(calls: Int, size: Int, want: Int, pause: TimeInterval) throws -> (replies: [Int], eof: Bool) {
+        try withTestServer(BigService(), label: "big", limits: smallLimit) { _, _, path in
+            let fd = try connectTestClient(path)
+            defer { close(fd) }
+            var bytes: [UInt8] = []
+            for _ in 0..<calls {
+                bytes += Array(#"{"method":"org.example.big.Big","parameters":{"size":\#(size)}}"#.utf8) + [0]
+            }
+            try #require(bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } == bytes.count)
+            Thread.sleep(forTimeInterval: pause)
+            var received: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 1 << 16)
+            var eof = false
+            while received.filter({ $0 == 0 }).count < want {
+                let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+                if n <= 0 {
+                    eof = true
+                    break
+                }
+                received += buffer[0..<n]
+            }
+            // Whole messages only (a closed connection may leave one cut short).
+            var whole = received.split(separator: 0, omittingEmptySubsequences: false).dropLast()
+            whole.removeAll { $0.isEmpty }
+            let sizes = try whole.compactMap {
+                try JSON.parse(Array($0))["parameters"]?["text"]?.stringValue?.utf8.count
+            }
+            return (sizes, eof)
+        }
+    }
+
+    @Test func oneReplyLargerThanTheLimitIsWrittenWhole() throws {
+        // 2 MB against a 64 KiB limit: the socket takes a few hundred KB, the rest waits for the client.
+        let (sizes, eof) = try Self.replies(calls: 1, size: 2_000_000, want: 1, pause: 0.3)
+        #expect(!eof, "the connection was closed before its one reply was read")
+        #expect(sizes == [2_000_000])
+    }
+
+    @Test func repliesLeftUnreadBehindANewerOneCloseTheConnection() throws {
+        // Three replies of 400 KB asked for at once and not read: the second finds the first's rest unread.
+        let (sizes, eof) = try Self.replies(calls: 3, size: 400_000, want: 3, pause: 0.3)
+        #expect(eof, "a client that does not read its replies is disconnected")
+        #expect(sizes.count < 3, "got \(sizes.count) replies")
+    }
+}
