@@ -25,9 +25,12 @@ import Testing
         return limits
     }
 
-    /// Sends `calls` Big calls of `size` in one write, waits `pause`, then reads until EOF or `want` replies.
-    static func replies(calls: Int, size: Int, want: Int, pause: TimeInterval) throws -> (replies: [Int], eof: Bool) {
-        try withTestServer(BigService(), label: "big", limits: smallLimit) { _, _, path in
+    /// Sends `calls` Big calls of `size` in one write, waits until `until` holds for the server's connections
+    /// (looked at on its queue), then reads until EOF or `want` replies.
+    static func replies(
+        calls: Int, size: Int, want: Int, until: @escaping ([VarlinkConnection]) -> Bool
+    ) throws -> (replies: [Int], eof: Bool) {
+        try withTestServer(BigService(), label: "big", limits: smallLimit) { queue, server, path in
             let fd = try connectTestClient(path)
             defer { close(fd) }
             var bytes: [UInt8] = []
@@ -35,7 +38,11 @@ import Testing
                 bytes += Array(#"{"method":"org.example.big.Big","parameters":{"size":\#(size)}}"#.utf8) + [0]
             }
             try #require(bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } == bytes.count)
-            Thread.sleep(forTimeInterval: pause)
+            let deadline = Date().addingTimeInterval(10)
+            while !queue.sync(execute: { until(Array(server.connections.values)) }) {
+                try #require(Date() < deadline, "the server did not get there")
+                usleep(1_000)
+            }
             var received: [UInt8] = []
             var buffer = [UInt8](repeating: 0, count: 1 << 16)
             var eof = false
@@ -59,14 +66,19 @@ import Testing
 
     @Test func oneReplyLargerThanTheLimitIsWrittenWhole() throws {
         // 2 MB against a 64 KiB limit: the socket takes a few hundred KB, the rest waits for the client.
-        let (sizes, eof) = try Self.replies(calls: 1, size: 2_000_000, want: 1, pause: 0.3)
+        let (sizes, eof) = try Self.replies(calls: 1, size: 2_000_000, want: 1) { connections in
+            // Past the limit, unread: where the connection used to be closed (or already closed).
+            connections.isEmpty || connections.contains { $0.bufferedReplyBytes > Self.smallLimit.maxBufferedBytes }
+        }
         #expect(!eof, "the connection was closed before its one reply was read")
         #expect(sizes == [2_000_000])
     }
 
     @Test func repliesLeftUnreadBehindANewerOneCloseTheConnection() throws {
         // Three replies of 400 KB asked for at once and not read: the second finds the first's rest unread.
-        let (sizes, eof) = try Self.replies(calls: 3, size: 400_000, want: 3, pause: 0.3)
+        let (sizes, eof) = try Self.replies(calls: 3, size: 400_000, want: 3) { connections in
+            connections.isEmpty || connections.contains { $0.bufferedReplyBytes > 2 * 400_000 }
+        }
         #expect(eof, "a client that does not read its replies is disconnected")
         #expect(sizes.count < 3, "got \(sizes.count) replies")
     }
