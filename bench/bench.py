@@ -343,9 +343,14 @@ _thread_cpu: dict[tuple[int, str], int] = {}
 
 
 def cpu_ns(pid: int) -> int:
-    """CPU time of every thread of `pid` so far, ns (/proc/PID/task/TID/schedstat), threads that ended
-    since an earlier call included with what they had then: libdispatch retires idle workers, and a
-    plain sum over the living threads would shrink (a negative CPU time per call)."""
+    """CPU time of every thread `pid` ever had, ns: the process's CPU-time clock (clock_getcpuclockid(3):
+    the kernel's own sum, threads that ended included). Where that clock cannot be read (the process is
+    gone), the sum over its threads' /proc/PID/task/TID/schedstat seen so far, each thread with what it
+    had when last seen (a thread that ended between two looks is short of its last part)."""
+    try:
+        return time.clock_gettime_ns(((~pid) << 3) | 2)  # CPUCLOCK_SCHED of the whole process
+    except OSError:
+        pass
     try:
         tids = os.listdir(f"/proc/{pid}/task")
     except OSError:

@@ -87,10 +87,10 @@ def main():
     finally:
         d.stop()
     print(f"bgtaskd {B.DAEMON}: reply {size:,} B; load {os.getloadavg()[0]:.1f}")
-    print(f"  CPU (schedstat, all threads) ms: median {statistics.median(cpu):.1f}  " + " ".join(f"{v:.0f}" for v in cpu))
-    print(f"  CPU (/proc/PID/stat)        ms: median {statistics.median(cpu_stat):.1f}  " + " ".join(f"{v:.0f}" for v in cpu_stat))
-    print(f"  minor faults                  : median {statistics.median(faults):,.0f}  " + " ".join(f"{v}" for v in faults))
-    print(f"  wall                        ms: median {statistics.median(wall):.1f}  " + " ".join(f"{v:.0f}" for v in wall))
+    print(f"  CPU (process clock, all threads) ms: median {statistics.median(cpu):.1f}  " + " ".join(f"{v:.0f}" for v in cpu))
+    print(f"  CPU (/proc/PID/stat)            ms: median {statistics.median(cpu_stat):.1f}  " + " ".join(f"{v:.0f}" for v in cpu_stat))
+    print(f"  minor faults                      : median {statistics.median(faults):,.0f}  " + " ".join(f"{v}" for v in faults))
+    print(f"  wall                            ms: median {statistics.median(wall):.1f}  " + " ".join(f"{v:.0f}" for v in wall))
 
 
 if __name__ == "__main__":

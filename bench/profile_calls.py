@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Row 1's call path under a profiler: a release bgtaskd (as bench.py starts it, FreezerBackend=none,
 4 foreground apps), `bgtaskd-bench rtt` for --pairs sequential Begin/End pairs, and the daemon's CPU time
-per call over them (every thread, /proc/PID/task/*/schedstat). With --perf FILE, `perf record -e cpu-clock
+per call over them (every thread: the process's CPU-time clock). With --perf FILE, `perf record -e cpu-clock
 -g` runs on the daemon meanwhile (report: `perf report -i FILE --no-children --sort sym`).
 
 With --one-cpu the daemon and the client run on CPU 0 only (row 1 pinned to one CPU); --no-record runs the

@@ -109,6 +109,18 @@ public struct AppManifestFile: Sendable {
         pathIsDirectory = true
     }
 
+    /// Sets ``path`` to the file `fileName` in `directory`: as ``sharePath(directory:)`` leaves it when
+    /// the name is `<id>.app`, without making the whole path first.
+    mutating func setPath(directory: String, fileName: String) {
+        let ext = Self.fileExtension.utf8, name = fileName.utf8, id = id.utf8
+        if !directory.hasSuffix("/"), name.count == id.count + ext.count, name.starts(with: id), name.suffix(ext.count).elementsEqual(ext) {
+            pathStorage = directory
+            pathIsDirectory = true
+        } else {
+            path = joinPath(directory, fileName)
+        }
+    }
+
     private mutating func change(_ body: (inout Settings) -> Void) {
         var new = settings ?? Settings()
         body(&new)

@@ -94,6 +94,11 @@ func readTextFile(_ path: String) -> FileRead {
 /// bytewise by name like systemd. Hidden files are skipped; a missing directory is empty, one that cannot
 /// be listed is an error.
 func listDirectory(_ directory: String, suffix: String) -> Result<[String], ConfigError> {
+    listDirectoryNames(directory, suffix: suffix).map { names in names.map { joinPath(directory, $0) } }
+}
+
+/// The names `listDirectory` gives the paths of, in the same order.
+func listDirectoryNames(_ directory: String, suffix: String) -> Result<[String], ConfigError> {
     guard fileStatus(directory) != nil else {
         return .success([])
     }
@@ -121,6 +126,5 @@ func listDirectory(_ directory: String, suffix: String) -> Result<[String], Conf
         names.append(name)
     }
     // Bytewise, as `utf8.lexicographicallyPrecedes` and strcmp, by keys made once (`UTF8Order`).
-    let paths = UTF8Order.sortedIndices(names).map { joinPath(directory, names[$0]) }
-    return .success(paths)
+    return .success(UTF8Order.sortedIndices(names).map { names[$0] })
 }

@@ -44,6 +44,7 @@ struct ManifestCacheTests {
 
         let second = cached(apps, cachePath, now: later)
         #expect(second.fromCache == 2)
+        #expect(!second.listed)  // the directory unchanged: its listing from the cache
         #expect(second.updatedCache == nil)  // still exact: nothing to write
         #expect(second.manifests == AppManifestFile.loadAll(appsDirectory: apps).manifests)
         #expect(second.manifests == first.manifests)
@@ -148,5 +149,96 @@ struct ManifestCacheTests {
             #expect(load.fromCache == 0)
             #expect(load.updatedCache?.count == 1)  // written anew
         }
+    }
+
+    /// The directory's listing comes from the cache while the directory is unchanged; a manifest added
+    /// (written and renamed in, as a package manager does), removed, or edited in place is still seen.
+    @Test func theListingIsKeptUntilTheDirectoryChanges() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let apps = directory.path + "/apps.d"
+        let cachePath = directory.path + "/manifest-cache"
+        try directory.write("apps.d/org.example.A.app", "[App]\nName=A\nExec=/bin/true\n")
+        try directory.write("apps.d/org.example.B.app", "[App]\nName=B\nExec=/bin/true\n")
+        try directory.write("apps.d/org.example.Bad.app", "[App]\nExec=/bin/true\nLifecycleAware=perhaps\n")
+        var load = AppManifestFile.loadAll(appsDirectory: apps, cache: nil, now: later)
+        #expect(load.listed)
+        #expect(try #require(load.updatedCache).write(to: cachePath))
+
+        // Unchanged: not listed, every good manifest from the cache, the bad one read and reported again.
+        load = cached(apps, cachePath, now: later)
+        #expect(!load.listed)
+        #expect(load.fromCache == 2)
+        #expect(load.manifests.map(\.name) == ["A", "B"])
+        #expect(load.errors.count == 1)
+        #expect(load.updatedCache == nil)
+
+        // Edited in place: the directory is unchanged (not listed), the file's own stamp is not.
+        try directory.write("apps.d/org.example.A.app", "[App]\nName=A2\nExec=/bin/true\n")
+        load = cached(apps, cachePath, now: later)
+        #expect(!load.listed)
+        #expect(load.manifests.map(\.name) == ["A2", "B"])
+        #expect(load.fromCache == 1)
+        #expect(try #require(load.updatedCache).write(to: cachePath))
+
+        // Added by a rename into the directory: listed again, the new manifest served, the rest cached.
+        try directory.write("staged", "[App]\nName=C\nExec=/bin/true\n")
+        #expect(rename(directory.path + "/staged", apps + "/org.example.C.app") == 0)
+        load = cached(apps, cachePath, now: later)
+        #expect(load.listed)
+        #expect(load.manifests.map(\.name) == ["A2", "B", "C"])
+        #expect(load.fromCache == 2)
+        #expect(load.manifests == AppManifestFile.loadAll(appsDirectory: apps).manifests)
+        #expect(try #require(load.updatedCache).write(to: cachePath))
+        #expect(!cached(apps, cachePath, now: later).listed)
+
+        // Removed: listed again, not served.
+        #expect(unlink(apps + "/org.example.B.app") == 0)
+        load = cached(apps, cachePath, now: later)
+        #expect(load.listed)
+        #expect(load.manifests.map(\.name) == ["A2", "C"])
+        #expect(load.fromCache == 2)
+    }
+
+    /// A directory changed within the settling time of the load is listed again next time: a second
+    /// change within one tick of the file system's clock could leave its stamp as it was.
+    @Test func aJustChangedDirectoryIsListedAgain() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let apps = directory.path + "/apps.d"
+        let cachePath = directory.path + "/manifest-cache"
+        try directory.write("apps.d/org.example.A.app", "[App]\nExec=/bin/true\n")
+        // `now` within the settling time of the directory's last change.
+        var st = stat()
+        #expect(stat(apps, &st) == 0)
+        let directoryChanged = Int64(st.st_ctim.tv_sec) * 1_000_000_000 + Int64(st.st_ctim.tv_nsec)
+        let now = directoryChanged + 1_000_000_000
+        let first = AppManifestFile.loadAll(appsDirectory: apps, cache: nil, now: now)
+        #expect(try #require(first.updatedCache).write(to: cachePath))
+        let second = cached(apps, cachePath, now: later)
+        #expect(second.listed)
+        #expect(second.updatedCache != nil)  // now with the settled directory's stamp
+        #expect(try #require(second.updatedCache).write(to: cachePath))
+        #expect(!cached(apps, cachePath, now: later).listed)
+    }
+
+    /// Many manifests: the cache's parts (checked and decoded in parallel) give back every one, in order.
+    @Test func aLargeDirectoryRoundTripsThroughTheCache() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let apps = directory.path + "/apps.d"
+        let cachePath = directory.path + "/manifest-cache"
+        for i in 0..<3000 {
+            try directory.write("apps.d/org.example.N\(i).app", "[App]\nName=N\(i)\nExec=/bin/n \(i)\nEnvironment=K=\(i)\n")
+        }
+        let first = AppManifestFile.loadAll(appsDirectory: apps, cache: nil, now: later)
+        #expect(try #require(first.updatedCache).write(to: cachePath))
+        let read = try #require(ManifestCache.read(path: cachePath, appsDirectory: apps))
+        #expect(read.count == 3000)
+        let second = cached(apps, cachePath, now: later)
+        #expect(second.fromCache == 3000)
+        #expect(!second.listed)
+        #expect(second.manifests == first.manifests)
+        #expect(second.manifests.map(\.path) == first.manifests.map(\.path))
     }
 }
