@@ -7,8 +7,11 @@ column (`2.27×`, `42%`, `p99 +6608 µs`, `0.060x`). Two figures agree when they
 (10% by default) of the larger; a row whose ratio is a difference (row 3's `p99 +… µs`) is compared the
 same way. Rows marked `(placement)` in the target column (row 1 unpinned: which CPU each end lands on) and
 `(baselines)` (a baseline against another baseline, no daemon in it) and `(reference)` (the Python server,
-whose own round trip pinned to one CPU is bimodal by connection: ~60 or ~125 µs) are printed as information
-but not judged; every other ratio with the daemon in it is. Exit status: 0 when every judged ratio agrees, 1 otherwise.
+whose own round trip pinned to one CPU is bimodal by connection: ~60 or ~125 µs) and `(floor)` (row 5
+against the kernel's own freeze, busy-polled: that floor is mostly the wake of the app's halted vCPU, which
+the host decides — 43 µs in one run, 60 µs in the next — while the daemon's figure and its ratio to the raw
+freeze of the same method agree) are printed as information but not judged; every other ratio with the
+daemon in it is. Exit status: 0 when every judged ratio agrees, 1 otherwise.
 
 Usage: python3 bench/agree.py RUN1.json RUN2.json [--within 0.10]
 """
@@ -54,7 +57,7 @@ def main() -> int:
             continue
         bigger = max(abs(v1), abs(v2))
         diff = abs(v1 - v2) / bigger if bigger else 0.0
-        unjudged = any(m in r1[5] for m in ("(placement)", "(baselines)", "(reference)"))
+        unjudged = any(m in r1[5] for m in ("(placement)", "(baselines)", "(reference)", "(floor)"))
         verdict = "not judged" if unjudged else ("agree" if diff <= a.within else "DIFFER")
         if not unjudged:
             judged += 1

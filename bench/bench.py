@@ -1313,8 +1313,12 @@ def row_freeze(t: Table, res: dict, a):
           f"raw cgroup.freeze write → confirmed (inotify): {show(raw_notify)}" if raw_notify else "",
           judged("notify", raw_notify) if raw_notify else "", unjudged)
     if raw_busy:
+        # The kernel's floor under both figures: mostly the wake of the app's halted vCPU (the guest's
+        # haltpoll idle driver stops polling after ~30 ms idle), which the host decides — 43 µs in one
+        # run, 60 in the next, while the daemon's figure and its ratio to the same method agree. Shown,
+        # marked "(floor)", not judged by bench/agree.py.
         t.add("", "", show(ours), f"raw cgroup.freeze write → frozen (busy re-read): {show(raw_busy)}",
-              judged("busy", raw_busy), unjudged)
+              judged("busy", raw_busy), unjudged or "(floor)")
     if "warning" in out.stderr:
         t.notes.append("row 5: " + out.stderr.strip().splitlines()[-1])
 
