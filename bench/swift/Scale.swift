@@ -61,7 +61,7 @@ func settleJournal(_ fd: Int32, _ reader: MessageReader, journald: Int32, daemon
 /// Row 4: per-call cost as the number of live assertions grows, and the daemon's memory.
 ///
 /// `--launch yes` first launches every app into the foreground (unlimited time, no deadline), in
-/// `--launch-chunks` parts (10), each followed by `--spawn-turns` (100) posix_spawns of /bin/sleep (the baseline). Then, for each
+/// `--launch-chunks` parts (20), each followed by `--spawn-turns` (150) posix_spawns of /bin/sleep (the baseline). Then, for each
 /// level, background tasks are begun (held by `holders` connections, `perApp` per app, apps in order) until
 /// that many are live, and `pairs` sequential Begin → End pairs are timed on a fresh connection on the
 /// first app, beside the daemon's VmRSS. `--pin-cpu N`: the timed rounds on CPU N, the daemon's and this one;
@@ -87,7 +87,10 @@ func runScale(_ o: Options) {
         // In `chunks` parts, each followed by `spawnTurns` posix_spawns of /bin/sleep from this process (the
         // baseline, taking turns with the launches: the host's speed moves within a run by more than the
         // difference measured, so a baseline measured at another moment moved the ratio by a quarter).
-        let chunks = max(1, o.int("launch-chunks", 10)), spawnTurns = max(1, o.int("spawn-turns", 100))
+        // 20 parts of 150 spawns (10 of 100 before): a part's mean spawn is what moved its ratio (a few
+        // spawns of several ms among ~150–300 µs ones), and the median of 10 parts' ratios read 1.22× and
+        // 1.43× in two runs of one build.
+        let chunks = max(1, o.int("launch-chunks", 20)), spawnTurns = max(1, o.int("spawn-turns", 150))
         let perChunk = (apps.count + chunks - 1) / chunks
         var launchNS: Int64 = 0
         var turns: [JSON] = []
