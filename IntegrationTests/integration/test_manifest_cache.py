@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -61,3 +62,43 @@ def test_a_restart_takes_unchanged_manifests_from_the_cache_and_never_a_changed_
         assert names(d)[APP] == "Mail", d.output()
         d.stop()
         assert APP.encode() in cache.read_bytes(), "the cache was not written anew"
+
+
+def wait_settled(path: Path, seconds: float = 2.2):
+    """Returns once `path` last changed more than `seconds` ago: the cache keeps a directory's listing
+    only then (its 2 s settling time)."""
+    left = os.stat(path).st_ctime + seconds - time.time()
+    if left > 0:
+        time.sleep(left)
+
+
+def test_a_manifest_added_or_removed_while_stopped_is_seen_when_the_listing_was_kept(daemon):
+    """The cache keeps apps.d's listing with the directory's stamp, and a start whose directory is unchanged
+    does not list it again: a manifest renamed in (as a package manager installs one) or removed changes the
+    directory, and the next start sees it."""
+    d = daemon()
+    d.stop()
+    apps = d.root / "config" / "apps.d"
+    wait_settled(apps)
+    d = daemon(root=d.root)
+    listed = names(d)
+    d.stop()  # the cache now holds the settled directory's listing
+    d = daemon(root=d.root)
+    assert names(d) == listed  # from the kept listing
+    d.stop()
+
+    staged = d.root / "config" / "staged"
+    staged.write_text("[App]\nID=org.example.Added\nName=Added\nExec=/bin/sleep 600\n")
+    os.rename(staged, apps / "org.example.Added.app")
+    d = daemon(root=d.root)
+    assert names(d) == {**listed, "org.example.Added": "Added"}, d.output()
+    d.stop()
+
+    wait_settled(apps)
+    d = daemon(root=d.root)
+    assert names(d) == {**listed, "org.example.Added": "Added"}
+    d.stop()  # the listing with the added manifest kept
+    os.unlink(apps / "org.example.Added.app")
+    d = daemon(root=d.root)
+    assert names(d) == listed, d.output()
+    d.stop()

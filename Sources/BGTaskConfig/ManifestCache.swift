@@ -24,24 +24,6 @@ struct FileStamp: Hashable, Sendable {
                   mtime: Int64(st.st_mtim.tv_sec) &* 1_000_000_000 &+ Int64(st.st_mtim.tv_nsec),
                   ctime: Int64(st.st_ctim.tv_sec) &* 1_000_000_000 &+ Int64(st.st_ctim.tv_nsec))
     }
-
-    /// The stamp of `path`'s last component in the directory open as `directory` (one `fstatat`, no walk
-    /// of the whole path), or of `path` itself when `directory` is negative; nil when it does not resolve.
-    static func of(_ path: String, in directory: Int32) -> FileStamp? {
-        var st = stat()
-        guard directory >= 0 else { return stat(path, &st) == 0 ? FileStamp(st) : nil }
-        var path = path
-        return path.withUTF8 { bytes -> FileStamp? in
-            let start = (bytes.lastIndex(of: UInt8(ascii: "/")) ?? -1) + 1
-            let count = bytes.count - start
-            return withUnsafeTemporaryAllocation(of: CChar.self, capacity: count + 1) { name -> FileStamp? in
-                for i in 0..<count { name[i] = CChar(bitPattern: bytes[start + i]) }
-                name[count] = 0
-                guard let base = name.baseAddress else { return nil }
-                return fstatat(directory, base, &st, 0) == 0 ? FileStamp(st) : nil
-            }
-        }
-    }
 }
 
 /// The manifests of `apps.d` as parsed at an earlier start, each with the stamp its file had then

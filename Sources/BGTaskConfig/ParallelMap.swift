@@ -60,18 +60,6 @@ public func parallelMap<Item: Sendable, T: Sendable>(_ items: [Item], minimumPer
 /// The CPUs online (at least 1): how many threads `parallelMap` spreads work over.
 public func onlineCPUs() -> Int { max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
 
-/// `(a(), b())`, `b` on a thread of its own (on this one if none can be made).
-func concurrently<A: Sendable, B: Sendable>(_ a: @escaping @Sendable () -> A, _ b: @escaping @Sendable () -> B) -> (A, B) {
-    let both = parallelMap([false, true], minimumPerThread: 1) { second -> Either<A, B> in second ? .second(b()) : .first(a()) }
-    guard both.count == 2, case .first(let x) = both[0], case .second(let y) = both[1] else { return (a(), b()) }
-    return (x, y)
-}
-
-private enum Either<A: Sendable, B: Sendable>: Sendable {
-    case first(A)
-    case second(B)
-}
-
 private final class ChunkJob: @unchecked Sendable {
     let body: @Sendable () -> Void
     init(_ body: @escaping @Sendable () -> Void) { self.body = body }
