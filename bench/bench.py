@@ -1431,6 +1431,10 @@ def row_startup(t: Table, res: dict, a):
     # the bare echo's; rounds spread wider meet more phases, and two runs' medians differ less.
     answer_rounds = first_answer(t, res, a)
     for i in range(rounds):
+        # Not right after a first-answer round: a 10,000-app daemon had just exited (1.39–1.56× in two runs
+        # that ran this round at once, 1.24–1.37× before the two took turns).
+        if i and not a.quick:
+            time.sleep(0.5)
         settle_journald(3)
         got = {"bgtaskd": [], "base": []}
         for j, k in enumerate(abba(i, "bgtaskd", "base")):
