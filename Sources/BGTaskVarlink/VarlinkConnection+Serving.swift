@@ -82,6 +82,15 @@ extension VarlinkConnection {
 
     // MARK: replying
 
+    /// Runs `body`, whose replies are the parts of one document sent at once: for the unread-replies
+    /// limit they are one reply (the client is reading them), not older replies left behind a newer one.
+    func sendingParts(_ body: () -> Void) {
+        let outer = partsBegun
+        partsBegun = false
+        defer { partsBegun = outer }
+        body()
+    }
+
     /// Sends a reply to the call `serial`. A final reply (continues == false) lets the next call run.
     func send(_ reply: VarlinkReply, serial: UInt64) {
         guard !isClosed, let current, current.serial == serial else { return }
@@ -101,7 +110,8 @@ extension VarlinkConnection {
             return
         }
         guard !oneway else { return }
-        newestReplyStart = outBuffer.count
+        if partsBegun != true { newestReplyStart = outBuffer.count }
+        if partsBegun == false { partsBegun = true }
         reply.append(to: &outBuffer)
         if server.inTurn {
             server.markDirty(self)

@@ -56,7 +56,10 @@ public final class VarlinkConnection: @unchecked Sendable, Hashable, CustomStrin
     var outBuffer: [UInt8] = []
     var outStart = 0
     /// Where the newest reply begins in `outBuffer` (what is before it and after `outStart` is older replies).
+    /// The parts of one document sent at once (`VarlinkRequest.replyInParts`) count as one reply.
     var newestReplyStart = 0
+    /// While a document's parts are sent: whether its first part was (`newestReplyStart` stays at it).
+    var partsBegun: Bool?
     var pending: [Inbound] = []
     var pendingHead = 0
     /// The call being served; nil when idle.

@@ -13,6 +13,11 @@ public struct VarlinkRequest: Sendable {
     public let connection: VarlinkConnection
     let serial: UInt64
 
+    /// Runs `body`, which sends one document as several replies at once (`continues`): they count as one
+    /// reply for `VarlinkLimits.maxBufferedBytes`, so a client reading them at its own pace is not
+    /// disconnected for the parts it has not read yet. Replies sent later (a stream's events) count apart.
+    public func replyInParts(_ body: () -> Void) { connection.sendingParts(body) }
+
     /// Sends a reply; for a `more` call, `continues: true` keeps the call open.
     public func reply(_ reply: VarlinkReply) { connection.send(reply, serial: serial) }
     public func reply(_ parameters: [String: JSON] = [:], continues: Bool = false) {

@@ -10,11 +10,21 @@ import Testing
 @Suite struct ReplySizeTests {
     final class BigService: VarlinkService {
         var interfaceDescriptions: [(name: String, description: String)] {
-            [("org.example.big", "interface org.example.big\n\nmethod Big(size: int) -> (text: string)\n")]
+            [("org.example.big", "interface org.example.big\n\nmethod Big(size: int) -> (text: string)\n"
+                + "method Parts(size: int, parts: int) -> (text: string)\n")]
         }
         func handle(_ request: VarlinkRequest) {
             let size = Int(request.call.parameters["size"]?.intValue ?? 0)
-            request.reply(["text": .string(String(repeating: "x", count: size))])
+            guard request.call.method.hasSuffix(".Parts") else {
+                return request.reply(["text": .string(String(repeating: "x", count: size))])
+            }
+            // One document in `parts` replies sent at once (as the daemon sends a recording).
+            let parts = Int(request.call.parameters["parts"]?.intValue ?? 1)
+            request.replyInParts {
+                for i in 0..<parts {
+                    request.reply(["text": .string(String(repeating: "x", count: size))], continues: i < parts - 1)
+                }
+            }
         }
         func connectionClosed(_ connection: VarlinkConnection) {}
     }
@@ -28,14 +38,18 @@ import Testing
     /// Sends `calls` Big calls of `size` in one write, waits until `until` holds for the server's connections
     /// (looked at on its queue), then reads until EOF or `want` replies.
     static func replies(
-        calls: Int, size: Int, want: Int, until: @escaping ([VarlinkConnection]) -> Bool
+        calls: Int, size: Int, parts: Int? = nil, want: Int, until: @escaping ([VarlinkConnection]) -> Bool
     ) throws -> (replies: [Int], eof: Bool) {
         try withTestServer(BigService(), label: "big", limits: smallLimit) { queue, server, path in
             let fd = try connectTestClient(path)
             defer { close(fd) }
             var bytes: [UInt8] = []
             for _ in 0..<calls {
-                bytes += Array(#"{"method":"org.example.big.Big","parameters":{"size":\#(size)}}"#.utf8) + [0]
+                if let parts {
+                    bytes += Array(#"{"method":"org.example.big.Parts","parameters":{"size":\#(size),"parts":\#(parts)},"more":true}"#.utf8) + [0]
+                } else {
+                    bytes += Array(#"{"method":"org.example.big.Big","parameters":{"size":\#(size)}}"#.utf8) + [0]
+                }
             }
             try #require(bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } == bytes.count)
             let deadline = Date().addingTimeInterval(10)
@@ -72,6 +86,15 @@ import Testing
         }
         #expect(!eof, "the connection was closed before its one reply was read")
         #expect(sizes == [2_000_000])
+    }
+
+    @Test func oneDocumentInPartsLargerThanTheLimitIsWrittenWhole() throws {
+        // Ten parts of 200 KB sent at once against a 64 KiB limit: the client reads them all.
+        let (sizes, eof) = try Self.replies(calls: 1, size: 200_000, parts: 10, want: 10) { connections in
+            connections.isEmpty || connections.contains { $0.bufferedReplyBytes > 5 * 200_000 }
+        }
+        #expect(!eof, "the connection was closed before the document's parts were read")
+        #expect(sizes == Array(repeating: 200_000, count: 10))
     }
 
     @Test func repliesLeftUnreadBehindANewerOneCloseTheConnection() throws {

@@ -22,8 +22,12 @@ extension DaemonService {
             queue.async { @Sendable in
                 switch parts {
                 case .success(let parts):
-                    for (i, part) in parts.enumerated() {
-                        request.reply(ManagerWire.GetRecordingReply(part: part), continues: i < parts.count - 1)
+                    // One document: a recording of 9 MB under load is read at the client's pace, not
+                    // cut off at the unread-replies limit (8 MiB) behind its last part.
+                    request.replyInParts {
+                        for (i, part) in parts.enumerated() {
+                            request.reply(ManagerWire.GetRecordingReply(part: part), continues: i < parts.count - 1)
+                        }
                     }
                 case .failure(let error):
                     request.fail(ManagerError.unavailable(reason: "recording-not-encoded: \(error.description)"))
