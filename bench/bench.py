@@ -1431,8 +1431,9 @@ def row_startup(t: Table, res: dict, a):
     # the bare echo's; rounds spread wider meet more phases, and two runs' medians differ less.
     answer_rounds = first_answer(t, res, a)
     for i in range(rounds):
-        # Not right after a first-answer round: a 10,000-app daemon had just exited (1.39–1.56× in two runs
-        # that ran this round at once, 1.24–1.37× before the two took turns).
+        # Not right after a first-answer round, whose 10,000-app daemon has just exited (1.39× / 1.56× in
+        # two runs that ran this round at once, 1.24–1.37× before the two took turns; with the wait, 1.49× /
+        # 1.46×: not what raised it, but the two runs agree).
         if i and not a.quick:
             time.sleep(0.5)
         settle_journald(3)
