@@ -25,8 +25,9 @@ public struct VarlinkLimits: Sendable {
     /// Reading from a client pauses while this many bytes of replies wait to be written to it.
     public var pauseReadingAboveBufferedBytes = 256 * 1024
     /// A client whose unread replies, the newest one aside, exceed this is disconnected (a stream it does not
-    /// read). The newest reply is not counted: one reply larger than this (a `Record` under load: 6–9 MB) is
-    /// what the client asked for, and it reads it.
+    /// read). The newest reply is not counted, nor are the parts of one document sent with it at once
+    /// (`VarlinkRequest.replyInParts`): a recording under load (6–10 MB, in parts of 1 MiB) is what the client
+    /// asked for, and it reads it.
     public var maxBufferedBytes = 8 * 1024 * 1024
     /// Reading pauses while this many calls wait behind the one being served.
     public var maxPendingCalls = 256
