@@ -55,7 +55,7 @@ private let mail = AppID("org.example.Mail")!
         state.energy.closedByUser = [mail]
         state.energy.lastUsed[mail] = RealtimeInstant(microsecondsSinceEpoch: 42)
         state.energy.wakes[mail] = [RealtimeInstant(microsecondsSinceEpoch: 7), RealtimeInstant(microsecondsSinceEpoch: 9)]
-        let decoded = try #require(RefreshState.decode(try JSON.parse(state.json().serialized())))
+        let decoded = try #require(RefreshState.decode(try JSON.parse(state.bytes())))
         #expect(decoded.warnings.isEmpty && decoded.state == state)
     }
 }

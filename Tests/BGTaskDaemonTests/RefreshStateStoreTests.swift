@@ -35,19 +35,19 @@ private func sampleState() -> RefreshState {
 @Suite struct RefreshStateStoreTests {
     @Test func theStateRoundTripsThroughItsJSON() throws {
         let state = sampleState()
-        let text = state.json().serialized()
+        let text = String(decoding: state.bytes(), as: UTF8.self)
         let decoded = try #require(RefreshState.decode(try JSON.parse(text)))
         #expect(decoded.warnings.isEmpty)
         #expect(decoded.state == state)
         // Submission order is kept.
         #expect(decoded.state.schedule.requests(for: appA).map(\.identifier) == ["r", "p2", "p1"])
         // Equal states give equal bytes.
-        #expect(decoded.state.json().serialized() == text)
+        #expect(String(decoding: decoded.state.bytes(), as: UTF8.self) == text)
     }
 
     @Test func anEmptyStateIsSmallAndLoadsAsTheDefaults() throws {
-        let text = RefreshState().json().serialized()
-        #expect(text == #"{"apps":{},"lowPowerMode":false,"version":1}"#)
+        let text = String(decoding: RefreshState().bytes(), as: UTF8.self)
+        #expect(text == #"{"apps":{},"lowPowerMode":false,"version":1}"# + "\n")
         #expect(try RefreshState.decode(JSON.parse("{}"))?.state == RefreshState())
     }
 

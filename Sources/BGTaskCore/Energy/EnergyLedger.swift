@@ -61,6 +61,9 @@ public struct EnergyFigures: Hashable, Sendable {
     /// Every wake, whatever its cause.
     public var totalWakes: Int64 { WakeCause.allCases.reduce(0) { $0 + counts[$1] } }
 
+    /// The wakes of one cause (0 if never counted), without the dictionary ``wakes`` makes.
+    public func wakeCount(_ cause: WakeCause) -> Int64 { counts[cause] }
+
     /// Counts one wake of `cause`.
     mutating func countWake(_ cause: WakeCause) { counts[cause] += 1 }
 
@@ -126,6 +129,12 @@ public struct EnergyAccount: Sendable {
             return Dictionary(hourList.map { ($0.hour, $0.figures) }, uniquingKeysWith: { _, last in last })
         }
         set { set(hours: newValue) }
+    }
+
+    /// Calls `body` with each hour kept and its figures, oldest first, without the dictionary ``hours`` makes.
+    public func forEachHour(_ body: (Int64, EnergyFigures) -> Void) {
+        if soleHour != .min { return body(soleHour, total) }
+        for h in hourList { body(h.hour, h.figures) }
     }
 
     /// Kept as one hour, without a list (for tests).

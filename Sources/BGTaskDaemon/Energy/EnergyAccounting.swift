@@ -31,17 +31,10 @@ final class EnergyAccounting: @unchecked Sendable {
         store?.save(reading: { [self] in ledger.accounts }) { error in logger.warning("cannot save the energy accounts: \(error)") }
     }
 
-    /// The last accounts, written before the daemon exits (its writer queue would not get to run).
+    /// The last accounts, written before the daemon exits (a save's window would not end in time).
     func flush() {
         guard let store else { return }
-        var bytes: [UInt8] = []
-        EnergyJSON.encode(ledger.accounts).write(into: &bytes)
-        bytes.append(UInt8(ascii: "\n"))
-        if let error = StateStore.writeAtomically(
-            bytes, path: store.path, temporaryPath: store.temporaryPath, directory: store.directory)
-        {
-            logger.warning("cannot save the energy accounts: \(error)")
-        }
+        if let error = store.flush(ledger.accounts) { logger.warning("cannot save the energy accounts: \(error)") }
     }
 }
 

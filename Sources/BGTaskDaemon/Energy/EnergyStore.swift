@@ -11,12 +11,6 @@ import Glibc
 enum EnergyJSON {
     static let formatVersion: Int64 = 1
 
-    static func figures(_ f: EnergyFigures) -> JSON {
-        var wakes: [String: JSON] = [:]
-        for (cause, n) in f.wakes { wakes[cause.rawValue] = .int(n) }
-        return .object(["backgroundCPUUSec": .int(f.backgroundCPUUSec), "wakes": .object(wakes)])
-    }
-
     static func figures(from json: JSON?) -> EnergyFigures? {
         guard let o = json?.objectValue, let cpu = o["backgroundCPUUSec"]?.intValue, cpu >= 0 else { return nil }
         var f = EnergyFigures(backgroundCPUUSec: cpu)
@@ -26,14 +20,69 @@ enum EnergyJSON {
         return f
     }
 
-    static func encode(_ accounts: [AppID: EnergyAccount]) -> JSON {
-        var apps: [String: JSON] = [:]
-        for (app, account) in accounts {
-            var hours: [String: JSON] = [:]
-            for (hour, f) in account.hours { hours[String(hour)] = figures(f) }
-            apps[app.rawValue] = .object(["total": figures(account.total), "hours": .object(hours)])
+    /// The file's bytes: its JSON and a newline. Written member by member in sorted key order (the bytes
+    /// the JSON tree of the accounts would write), with no tree: see ``JSONTextWriter``.
+    static func bytes(of accounts: [AppID: EnergyAccount]) -> [UInt8] {
+        var w = JSONTextWriter(capacity: 64 + 160 * accounts.count)
+        var hours: [(hour: Int64, figures: EnergyFigures)] = []
+        w.beginObject()
+        w.key("apps")
+        w.beginObject()
+        for app in accounts.keys.sorted() {
+            guard let account = accounts[app] else { continue }
+            w.key(app.rawValue)
+            w.beginObject()
+            w.key("hours")
+            w.beginObject()
+            hours.removeAll(keepingCapacity: true)
+            account.forEachHour { hours.append(($0, $1)) }
+            sortAsKeys(&hours)
+            for (hour, figures) in hours {
+                w.key(String(hour))
+                write(figures, into: &w)
+            }
+            w.endObject()
+            w.key("total")
+            write(account.total, into: &w)
+            w.endObject()
         }
-        return .object(["version": .int(formatVersion), "apps": .object(apps)])
+        w.endObject()
+        w.key("version")
+        w.int(formatVersion)
+        w.endObject()
+        w.bytes.append(UInt8(ascii: "\n"))
+        return w.bytes
+    }
+
+    /// The wake causes in the order of their keys.
+    static let causesByKey = WakeCause.allCases.sorted { $0.rawValue < $1.rawValue }
+
+    static func write(_ f: EnergyFigures, into w: inout JSONTextWriter) {
+        w.beginObject()
+        w.key("backgroundCPUUSec")
+        w.int(f.backgroundCPUUSec)
+        w.key("wakes")
+        w.beginObject()
+        for cause in causesByKey {
+            let n = f.wakeCount(cause)
+            if n != 0 {
+                w.key(cause.rawValue)
+                w.int(n)
+            }
+        }
+        w.endObject()
+        w.endObject()
+    }
+
+    /// Hours in the order of their keys' text ("10" before "9"), as an object's keys are written. Kept
+    /// oldest first, they are already in that order when all have as many digits (every hour since 1970
+    /// until the year 2084 has six): then nothing is sorted.
+    static func sortAsKeys(_ hours: inout [(hour: Int64, figures: EnergyFigures)]) {
+        guard hours.count > 1 else { return }
+        let digits = { (h: Int64) in h < 0 ? -1 : String(h).utf8.count }
+        let d0 = digits(hours[0].hour)
+        if hours.allSatisfy({ digits($0.hour) == d0 }) && d0 > 0 { return }
+        hours.sort { String($0.hour) < String($1.hour) }
     }
 
     /// Entries that make no sense are skipped and reported; `nil` only for a file that is not an object.
@@ -61,10 +110,13 @@ enum EnergyJSON {
 /// on a private queue, so that no fsync stalls the daemon's queue. A save starts its write `saveWindow`
 /// later (a ``QuietTimer``: the save itself wakes no thread, so a resume's save does not compete with the
 /// resumed app for a CPU); saves made meanwhile, or while a write is under way, are written together by
-/// the next one. The daemon's exit writes the last accounts at once (``EnergyAccounting/flush()``).
+/// the next one. The daemon's exit writes the last accounts at once, after the write under way
+/// (``flush(_:)``).
 /// A save keeps no copy of the accounts, only where to read them when its window ends; they are encoded
 /// on the private queue: holding each save's copy made the ledger's next change copy every app's account,
-/// and encoding them on the daemon's queue cost it O(apps) every window (`make bench` row 3). The window
+/// and encoding them on the daemon's queue cost it O(apps) every window (`make bench` row 3). They are
+/// written member by member (``EnergyJSON/bytes(of:)``), with no JSON tree to allocate and free beside
+/// the daemon's queue (``StateStore``). The window
 /// grows with the cost of a write (``window(afterWriteNS:)``): every app's account is in each write, and
 /// with 10,000 apps launching a write took ~25 ms, a quarter of a CPU at one every 100 ms.
 final class EnergyStore: @unchecked Sendable {
@@ -139,6 +191,15 @@ final class EnergyStore: @unchecked Sendable {
         }
     }
 
+    /// The daemon's exit: `accounts` written now, on the writer queue after the write under way (never beside
+    /// it: both use one temporary file). Returns an error text, nil on success.
+    func flush(_ accounts: [AppID: EnergyAccount]) -> String? {
+        let (path, temporaryPath, directory) = (self.path, self.temporaryPath, self.directory)
+        return ioQueue.sync {
+            StateStore.writeAtomically(EnergyJSON.bytes(of: accounts), path: path, temporaryPath: temporaryPath, directory: directory)
+        }
+    }
+
     private func startWrite(_ logFailure: @escaping @Sendable (String) -> Void) {
         guard !writing, let accounts = latest else { return }
         latest = nil
@@ -146,10 +207,7 @@ final class EnergyStore: @unchecked Sendable {
         let (path, temporaryPath, directory) = (self.path, self.temporaryPath, self.directory)
         ioQueue.async { [weak self] in
             let started = Monotonic.nowUSec()
-            var bytes: [UInt8] = []
-            EnergyJSON.encode(accounts).write(into: &bytes)
-            bytes.append(UInt8(ascii: "\n"))
-            let error = StateStore.writeAtomically(bytes, path: path, temporaryPath: temporaryPath, directory: directory)
+            let error = StateStore.writeAtomically(EnergyJSON.bytes(of: accounts), path: path, temporaryPath: temporaryPath, directory: directory)
             if let error { logFailure(error) }
             let took = (Monotonic.nowUSec() - started) * 1000
             guard let self else { return }

@@ -10,37 +10,112 @@ import Glibc
 extension RefreshState {
     static let formatVersion: Int64 = 1
 
-    /// The file's JSON. Keys are written sorted, so equal states give equal bytes.
-    func json() -> JSON {
-        var root: [String: JSON] = ["version": .int(Self.formatVersion), "lowPowerMode": .bool(lowPowerMode)]
-        if let mode { root["backgroundAppRefresh"] = .string(mode.rawValue) }
-        var conditions: [String: JSON] = [:]
-        if let onExternalPower { conditions["onExternalPower"] = .bool(onExternalPower) }
-        if let network { conditions["network"] = .string(network.rawValue) }
-        if !conditions.isEmpty { root["conditions"] = .object(conditions) }
-        var apps: [String: JSON] = [:]
-        let ids = Set(appSettings.keys).union(schedule.pending.keys).union(schedule.lastRefresh.keys).union(energyApps)
-        for id in ids.sorted() {
-            var entry: [String: JSON] = [:]
-            if let enabled = appSettings[id] { entry["refresh"] = .bool(enabled) }
-            if let last = schedule.lastRefresh[id] { entry["lastRefreshRealtimeUSec"] = .int(last.microsecondsSinceEpoch) }
-            let requests = schedule.requests(for: id)
-            if !requests.isEmpty { entry["requests"] = .array(requests.map(Self.requestJSON)) }
-            addEnergy(of: id, to: &entry)
-            apps[id.rawValue] = .object(entry)
+    /// The file's bytes: its JSON (keys sorted, so equal states give equal bytes) and a newline. Written
+    /// member by member in key order, with no JSON tree in between (``JSONTextWriter``).
+    func bytes() -> [UInt8] {
+        var ids: [AppID] = []
+        ids.reserveCapacity(appSettings.count + schedule.pending.count + energy.lastUsed.count)
+        ids.append(contentsOf: appSettings.keys)
+        ids.append(contentsOf: schedule.pending.keys)
+        ids.append(contentsOf: schedule.lastRefresh.keys)
+        ids.append(contentsOf: energy.closedByUser)
+        ids.append(contentsOf: energy.lastUsed.keys)
+        ids.append(contentsOf: energy.wakes.keys)
+        ids.sort()
+        var w = JSONTextWriter(capacity: 128 + 64 * ids.count)
+        w.beginObject()
+        w.key("apps")
+        w.beginObject()
+        var previous: AppID?
+        for id in ids where id != previous {
+            previous = id
+            w.key(id.rawValue)
+            writeEntry(of: id, into: &w)
         }
-        root["apps"] = .object(apps)
-        return .object(root)
+        w.endObject()
+        if let mode {
+            w.key("backgroundAppRefresh")
+            w.string(mode.rawValue)
+        }
+        if onExternalPower != nil || network != nil {
+            w.key("conditions")
+            w.beginObject()
+            if let network {
+                w.key("network")
+                w.string(network.rawValue)
+            }
+            if let onExternalPower {
+                w.key("onExternalPower")
+                w.bool(onExternalPower)
+            }
+            w.endObject()
+        }
+        w.key("lowPowerMode")
+        w.bool(lowPowerMode)
+        w.key("version")
+        w.int(Self.formatVersion)
+        w.endObject()
+        w.bytes.append(UInt8(ascii: "\n"))
+        return w.bytes
+    }
+
+    /// One app's entry, its keys in order (its energy fields are SPEC §16's, StateStore+Energy.swift).
+    private func writeEntry(of id: AppID, into w: inout JSONTextWriter) {
+        w.beginObject()
+        if energy.closedByUser.contains(id) {
+            w.key("closedByUser")
+            w.bool(true)
+        }
+        if let last = schedule.lastRefresh[id] {
+            w.key("lastRefreshRealtimeUSec")
+            w.int(last.microsecondsSinceEpoch)
+        }
+        if let used = energy.lastUsed[id] {
+            w.key("lastUsedRealtimeUSec")
+            w.int(used.microsecondsSinceEpoch)
+        }
+        if let enabled = appSettings[id] {
+            w.key("refresh")
+            w.bool(enabled)
+        }
+        let requests = schedule.requests(for: id)
+        if !requests.isEmpty {
+            w.key("requests")
+            w.beginArray()
+            for r in requests {
+                w.element()
+                Self.write(r, into: &w)
+            }
+            w.endArray()
+        }
+        if let wakes = energy.wakes[id], !wakes.isEmpty {
+            w.key("wakesRealtimeUSec")
+            w.beginArray()
+            for t in wakes {
+                w.element()
+                w.int(t.microsecondsSinceEpoch)
+            }
+            w.endArray()
+        }
+        w.endObject()
     }
 
     /// A request as on the wire (`type TaskRequest`), `earliestBeginUSec` left out when there is none.
-    static func requestJSON(_ r: TaskRequest) -> JSON {
-        var o: [String: JSON] = [
-            "identifier": .string(r.identifier), "kind": .string(r.kind.rawValue),
-            "requiresNetwork": .bool(r.requiresNetwork), "requiresExternalPower": .bool(r.requiresExternalPower),
-        ]
-        if let begin = r.earliestBegin { o["earliestBeginUSec"] = .int(begin.microsecondsSinceEpoch) }
-        return .object(o)
+    static func write(_ r: TaskRequest, into w: inout JSONTextWriter) {
+        w.beginObject()
+        if let begin = r.earliestBegin {
+            w.key("earliestBeginUSec")
+            w.int(begin.microsecondsSinceEpoch)
+        }
+        w.key("identifier")
+        w.string(r.identifier)
+        w.key("kind")
+        w.string(r.kind.rawValue)
+        w.key("requiresExternalPower")
+        w.bool(r.requiresExternalPower)
+        w.key("requiresNetwork")
+        w.bool(r.requiresNetwork)
+        w.endObject()
     }
 
     /// Reads a saved state. Entries that make no sense are skipped and reported; only a file that is not a
@@ -108,7 +183,9 @@ extension RefreshState {
 /// holding each save's copy made the core's next change copy the state's tables (an app's last use at
 /// each launch: O(apps) per launch, `make bench` row 4's launch). The file's bytes are made on the private
 /// queue, once per write: with every app's energy in the file, encoding it at each save cost the
-/// daemon's queue O(apps) per state change (`make bench` row 3). A save no call waits for (`soon: false`:
+/// daemon's queue O(apps) per state change (`make bench` row 3). They are written member by member
+/// (``RefreshState/bytes()``), not through a JSON tree: the tree's allocations on the writer's thread
+/// held the process's one malloc arena against the daemon's queue, which made deadlines late. A save no call waits for (`soon: false`:
 /// an app's last use, its wakes) starts its write `saveWindow` later (a ``QuietTimer``), so a stream of
 /// them is written ten times a second, not back to back; a save a call waits for starts its write at once,
 /// and takes the waiting ones with it. The daemon's exit writes what is still waiting (``flush()``).
@@ -238,13 +315,8 @@ final class StateStore: @unchecked Sendable {
         startOrWait()
     }
 
-    /// The file's bytes for `state`: its JSON and a newline.
-    static func bytes(of state: RefreshState) -> [UInt8] {
-        var bytes: [UInt8] = []
-        state.json().write(into: &bytes)
-        bytes.append(UInt8(ascii: "\n"))
-        return bytes
-    }
+    /// The file's bytes for `state`.
+    static func bytes(of state: RefreshState) -> [UInt8] { state.bytes() }
 
     /// The newest version known to be on disk.
     private(set) var durableVersion: UInt64 = 0
