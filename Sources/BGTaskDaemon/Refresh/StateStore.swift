@@ -185,10 +185,10 @@ extension RefreshState {
 /// queue, once per write: with every app's energy in the file, encoding it at each save cost the
 /// daemon's queue O(apps) per state change (`make bench` row 3). They are written member by member
 /// (``RefreshState/bytes()``), not through a JSON tree: the tree's allocations on the writer's thread
-/// held the process's one malloc arena against the daemon's queue, which made deadlines late. A save no call waits for (`soon: false`:
-/// an app's last use, its wakes) starts its write `saveWindow` later (a ``QuietTimer``), so a stream of
-/// them is written ten times a second, not back to back; a save a call waits for starts its write at once,
-/// and takes the waiting ones with it. The daemon's exit writes what is still waiting (``flush()``).
+/// held the process's one malloc arena against the daemon's queue, which made deadlines late. A save no
+/// call waits for (`soon: false`: an app's last use, its wakes) starts its write `saveWindow` later (a
+/// ``QuietTimer``), so a stream of them is written ten times a second, not back to back; a save a call
+/// waits for starts its write at once, and takes the waiting ones with it. The daemon's exit writes what is still waiting (``flush()``).
 final class StateStore: @unchecked Sendable {
     // @unchecked: the mutable properties are used only on `queue`; `ioQueue` gets values, never `self`'s state.
     let directory: String
