@@ -68,8 +68,13 @@ import Testing
 
     /// A state with `n` apps, each with a different mix of the fields (none, some, all), ids chosen so that
     /// their order as text differs from their order as numbers.
+    /// Varied bits for item `i` (a multiplicative hash: the same every run, so a failure repeats).
+    static func bits(_ i: Int, seed: UInt64) -> UInt64 {
+        let h = (UInt64(i) &+ seed &* 1_000_003) &* 0x9E37_79B9_7F4A_7C15
+        return h ^ (h >> 29)
+    }
+
     static func state(apps n: Int, seed: UInt64) -> RefreshState {
-        var rng = SplitMix(seed)
         var s = RefreshState()
         s.mode = .unmetered
         s.lowPowerMode = true
@@ -77,7 +82,7 @@ import Testing
         s.network = .unmetered
         for i in 0..<n {
             let id = AppID("org.example.app\(i)")!
-            let mix = rng.next()
+            let mix = bits(i, seed: seed)
             if mix & 1 != 0 { s.appSettings[id] = mix & 2 != 0 }
             if mix & 4 != 0 { s.schedule.setLastRefresh(RealtimeInstant(microsecondsSinceEpoch: Int64(mix >> 20)), for: id) }
             if mix & 8 != 0 {
@@ -126,10 +131,9 @@ import Testing
 
     @Test func energyJSONIsTheTreesBytes() throws {
         #expect(Self.difference(EnergyJSON.bytes(of: [:]), Self.referenceBytes([:])) == nil)
-        var rng = SplitMix(7)
         var accounts: [AppID: EnergyAccount] = [:]
         for i in 0..<500 {
-            let mix = rng.next()
+            let mix = Self.bits(i, seed: 7)
             var wakes: [WakeCause: Int64] = [:]
             for (k, cause) in WakeCause.allCases.enumerated() where mix >> UInt64(k) & 1 != 0 { wakes[cause] = Int64(k + i) }
             let total = EnergyFigures(backgroundCPUUSec: Int64(mix >> 40), wakes: wakes)
@@ -148,18 +152,5 @@ import Testing
         #expect(Self.difference(bytes, Self.referenceBytes(accounts)) == nil)
         let decoded = try #require(EnergyJSON.decode(try JSON.parse(bytes)))
         #expect(decoded.warnings.isEmpty && decoded.accounts == accounts)
-    }
-}
-
-/// A small seeded generator (SplitMix64), so that a failure repeats.
-private struct SplitMix {
-    var state: UInt64
-    init(_ seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
