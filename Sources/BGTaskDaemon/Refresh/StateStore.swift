@@ -281,7 +281,7 @@ final class StateStore: @unchecked Sendable {
         let (path, temporaryPath, directory) = (self.path, self.temporaryPath, self.directory)
         // On the writer queue: after the write under way, never beside it (one temporary file).
         return ioQueue.sync {
-            Self.writeAtomically(Self.bytes(of: state), path: path, temporaryPath: temporaryPath, directory: directory)
+            Self.writeAtomically(state.bytes(), path: path, temporaryPath: temporaryPath, directory: directory)
         }
     }
 
@@ -295,7 +295,7 @@ final class StateStore: @unchecked Sendable {
         let target = version
         let (path, temporaryPath, directory) = (self.path, self.temporaryPath, self.directory)
         ioQueue.async { [weak self] in
-            let error = Self.writeAtomically(Self.bytes(of: state), path: path, temporaryPath: temporaryPath, directory: directory)
+            let error = Self.writeAtomically(state.bytes(), path: path, temporaryPath: temporaryPath, directory: directory)
             guard let self else { return }
             self.queue.async { self.finished(target, error: error) }
         }
@@ -314,9 +314,6 @@ final class StateStore: @unchecked Sendable {
         for w in done { w.completion(error) }
         startOrWait()
     }
-
-    /// The file's bytes for `state`.
-    static func bytes(of state: RefreshState) -> [UInt8] { state.bytes() }
 
     /// The newest version known to be on disk.
     private(set) var durableVersion: UInt64 = 0
