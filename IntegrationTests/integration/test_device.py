@@ -248,6 +248,10 @@ def test_apps_started_by_others_are_adopted(daemon, ctl, data_dirs, hierarchy):
         for path in (unknown, unknown2):
             os.mkdir(path)
             procs.append(start_in(path, "sleep", "1000"))
+        # Each process joins its scope itself (a shell's echo): wait until it has, so the check below
+        # sees what the daemon did, not how far a shell had got.
+        for path in (unknown, unknown2):
+            wait_for(lambda path=path: read_events(path).get("populated") == 1, 10, f"a process in {path}")
         # Terminate the early app: its cgroup is killed through cgroup.kill (SIGTERM first).
         assert run(ctl, d, "terminate", "org.example.My-App").returncode == 0
         wait_journal(since, f"_PID={d.pid}", "BGTASKD_APP=org.example.My-App", "BGTASKD_DECISION=terminate", count=2, timeout=10)
