@@ -80,6 +80,43 @@ func measurePairs(socket path: String, app: String, pairs: Int, warmup: Int) -> 
     ]
 }
 
+/// Sequential round trips on several servers in turn, one Begin → End pair each (A B C, then C B A, …): a
+/// server's samples are taken microseconds from the others', so a drift of the host's cross-CPU wake-up
+/// (which moves over milliseconds to seconds on a VM) weighs on every server alike. Per server, in the
+/// order of `sockets`: the per-call latencies (ns) and the counts `measurePairs` gives.
+func measureInterleavedPairs(sockets: [String], app: String, pairs: Int, warmup: Int, block: Int = 1) -> [String: JSON] {
+    let fds = sockets.map { connectUnix($0) }
+    defer { fds.forEach { close($0) } }
+    let readers = sockets.map { _ in MessageReader() }
+    let shapes = CallShapes(app: app)
+    for _ in 0..<warmup {
+        for j in fds.indices { _ = onePair(fds[j], readers[j], shapes) }
+    }
+    var begin = [[Int64]](repeating: [], count: fds.count)
+    var end = [[Int64]](repeating: [], count: fds.count)
+    var denied = [Int](repeating: 0, count: fds.count)
+    var errors = [Int](repeating: 0, count: fds.count)
+    for j in fds.indices {
+        begin[j].reserveCapacity(pairs)
+        end[j].reserveCapacity(pairs)
+    }
+    for (n, first) in stride(from: 0, to: pairs, by: max(1, block)).enumerated() {
+        for j in (n % 2 == 0 ? Array(fds.indices) : fds.indices.reversed()) {
+            for _ in first..<min(pairs, first + max(1, block)) {
+                let r = onePair(fds[j], readers[j], shapes)
+                begin[j].append(r.begin)
+                end[j].append(r.end)
+                if !r.granted { denied[j] += 1 }
+                if r.error { errors[j] += 1 }
+            }
+        }
+    }
+    return ["servers": .array(fds.indices.map { j in
+        .object(["begin_ns": ints(begin[j]), "end_ns": ints(end[j]), "denied": .int(Int64(denied[j])),
+                 "errors": .int(Int64(errors[j]))])
+    })]
+}
+
 /// `clients` threads, each with its own connection, each doing sequential Begin → End pairs; counts the
 /// calls completed in the measuring window (after a warm-up).
 /// `watch`: processes whose CPU time is read at the window's start and end (as is this process's, the clients'),

@@ -24,6 +24,10 @@ enum BenchTool {
                 socket: o.string("socket"), replySizes: o.list("reply-sizes").compactMap { Int($0) }, syncLoop: true)
         case "rtt":
             emit(measurePairs(socket: o.string("socket"), app: o.string("app"), pairs: o.int("pairs"), warmup: o.int("warmup", 200)))
+        case "rtt-interleaved":
+            emit(measureInterleavedPairs(
+                sockets: o.list("sockets"), app: o.string("app"), pairs: o.int("pairs"), warmup: o.int("warmup", 200),
+                block: o.int("block", 1)))
         case "throughput":
             emit(measureThroughput(
                 socket: o.string("socket"), apps: o.list("apps"), clients: o.int("clients"), warmupMS: o.int("warmup-ms", 300),
