@@ -846,7 +846,7 @@ def pinned_rounds(res: dict, d: Daemon, servers: dict, app: str, a):
     Two CPUs: bgtaskd beside the bare echo, one client taking them in turn pair by pair (`rtt-interleaved`:
     A B, B A, …). The cross-CPU round trip is the wake-up of the server's idle vCPU, which the host decides
     and which drifts within milliseconds: run by run, the rounds' ratios spread 0.54–1.50 (standard
-    deviation 0.16–0.24 over 20 rounds) and two runs' medians 0.82× and 0.92×; pair by pair, both sides
+    deviation 0.14–0.24 over 20 rounds) and two runs' medians 0.82× and 0.92×; pair by pair, both sides
     meet the same moment (0.99–1.00×, deviation 0.02–0.04; docs/performance.md, "Row 1 across two CPUs").
 
     A ratio is the median of the per-round ratios: a round's figures share their moment, a drift within it
