@@ -32,23 +32,20 @@ public struct JSONTextWriter: Sendable {
     /// The next element of an array.
     public mutating func element() { separator() }
 
-    public mutating func beginObject() {
-        bytes.append(UInt8(ascii: "{"))
+    public mutating func beginObject() { open(UInt8(ascii: "{")) }
+    public mutating func endObject() { close(UInt8(ascii: "}")) }
+    public mutating func beginArray() { open(UInt8(ascii: "[")) }
+    public mutating func endArray() { close(UInt8(ascii: "]")) }
+
+    /// A container opened: its first member takes no comma.
+    private mutating func open(_ bracket: UInt8) {
+        bytes.append(bracket)
         first = true
     }
 
-    public mutating func endObject() {
-        bytes.append(UInt8(ascii: "}"))
-        first = false
-    }
-
-    public mutating func beginArray() {
-        bytes.append(UInt8(ascii: "["))
-        first = true
-    }
-
-    public mutating func endArray() {
-        bytes.append(UInt8(ascii: "]"))
+    /// A container closed: it is a member of the one around it, so the next member there takes a comma.
+    private mutating func close(_ bracket: UInt8) {
+        bytes.append(bracket)
         first = false
     }
 

@@ -188,7 +188,8 @@ extension RefreshState {
 /// held the process's one malloc arena against the daemon's queue, which made deadlines late. A save no
 /// call waits for (`soon: false`: an app's last use, its wakes) starts its write `saveWindow` later (a
 /// ``QuietTimer``), so a stream of them is written ten times a second, not back to back; a save a call
-/// waits for starts its write at once, and takes the waiting ones with it. The daemon's exit writes what is still waiting (``flush()``).
+/// waits for starts its write at once, and takes the waiting ones with it. The daemon's exit writes what
+/// is still waiting (``flush()``).
 final class StateStore: @unchecked Sendable {
     // @unchecked: the mutable properties are used only on `queue`; `ioQueue` gets values, never `self`'s state.
     let directory: String
