@@ -1291,7 +1291,11 @@ def row_freeze(t: Table, res: dict, a):
     if os.geteuid() != 0:
         t.add(5, "freeze latency", "not measured", "needs root (cgroup freezer)")
         return
-    # 300 freezes, interleaved with the raw ones: with 100 two runs' medians differed by 11%. Pinned, the
+    # 1,200 freezes, interleaved with the raw ones. The daemon's confirmations spread wide (40–200 µs: the
+    # kernel sometimes finishes while the daemon's CPU is still awake with the rest of its turn, sometimes
+    # after it halted), so a median of few is loose: at 300 a bootstrap put the ratio's own error at ±3–6%
+    # and two runs in seven pairs differed by more than 10%; at 1,200 the error is ±1–2% and four runs in a
+    # row gave 0.97–1.03× while the host moved the raw freeze's median from 106 to 138 µs. Pinned, the
     # writers (the daemon, the script) on CPU 0 and both apps on CPU 1: unpinned, whether an app shared its
     # writer's CPU changed from run to run, and the raw median with it (64 µs in one run, 110 µs in the next).
     # `BENCH_FREEZE_IDLE=poll`: idle CPUs poll rather than halt meanwhile (a PM QoS request,
@@ -1299,13 +1303,13 @@ def row_freeze(t: Table, res: dict, a):
     # between runs) and most of both figures; without it the daemon took 26–35 µs and the raw freeze
     # 30–48 µs, but five runs' ratios spread as widely (0.75–0.85×) as with halts (0.85–1.05× in seven), so
     # the row measures what the machine does by default.
-    count = 40 if a.quick else 300
+    count = 40 if a.quick else 1200
     placement = os.environ.get("BENCH_FREEZE_PLACEMENT") or ("two" if {0, 1} <= os.sched_getaffinity(0) else "free")
     no_halt = os.environ.get("BENCH_FREEZE_IDLE") == "poll"
     samples_file = tempfile.mktemp(prefix="bgtaskd-bench-freeze-", suffix=".json", dir="/tmp")
     out = subprocess.run([sys.executable, str(script), "--count", str(count), "--placement", placement,
                           "--samples", samples_file] + (["--no-idle-halt"] if no_halt else []),
-                         capture_output=True, text=True, env=dict(os.environ, BGTASKD_BIN_DIR=str(BIN)), timeout=300)
+                         capture_output=True, text=True, env=dict(os.environ, BGTASKD_BIN_DIR=str(BIN)), timeout=900)
     try:
         samples = json.loads(Path(samples_file).read_text())
         os.unlink(samples_file)
