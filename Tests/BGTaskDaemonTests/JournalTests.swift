@@ -139,8 +139,8 @@ import Testing
         #expect(!sink.isCongested)
     }
 
-    /// journald behind the writer: 8,000 entries released at once usually fill its socket's queue (512
-    /// datagrams here), and a send waits for room. The writer then pauses and sends on in bursts — it does
+    /// journald behind the writer: 8,000 entries released at once usually fill its socket's queue
+    /// (`net.unix.max_dgram_qlen` datagrams: 512 under systemd, 10 without), and a send waits for room. The writer then pauses and sends on in bursts — it does
     /// not wait again for every entry journald takes — and what was put back for after the pause still goes
     /// out before the 1,000 entries sent meanwhile: all 9,000 are in the journal, once each, in order.
     /// Whether the machine's journald falls behind depends on its pace (one fresh run saw it keep up with a
@@ -192,6 +192,47 @@ import Testing
         sink.flush()
         #expect(sink.dropped == 100)
         #expect(sink.sent == 0)
+    }
+}
+
+/// The writer's pause after a send that waited for journald, sized by journald's socket queue.
+@Suite struct JournalPauseTests {
+    /// journald's queue holds `net.unix.max_dgram_qlen` datagrams and journald takes 17–22 µs an entry here:
+    /// the pause is at most half of what the queue holds (10 µs a datagram), so journald does not idle
+    /// waiting for the writer, and at most 1 ms.
+    @Test(arguments: [1, 2, 10, 16, 64, 128, 199, 200, 201, 512, 4096, 1_000_000])
+    func thePauseEndsBeforeJournaldCouldHaveEmptiedItsQueue(queueLength: Int) {
+        let pause = JournalSink.pauseNS(queueLength: queueLength)
+        #expect(pause > 0)
+        #expect(pause <= Int64(queueLength) * 10_000)
+        #expect(pause <= 1_000_000)
+    }
+
+    @Test func theKernelsDefaultQueueAndSystemdsGiveAHundredMicrosecondsAndOneMillisecond() {
+        #expect(JournalSink.pauseNS(queueLength: 10) == 100_000)
+        #expect(JournalSink.pauseNS(queueLength: 512) == 1_000_000)
+        #expect(JournalSink.pauseNS(queueLength: 0) == 10_000)
+    }
+
+    @Test func theQueueLengthIsReadFromItsFileAndDefaultsTo512() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("bgtaskd-qlen-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = dir.appendingPathComponent("max_dgram_qlen")
+        for (text, expected) in [("10\n", 10), ("512\n", 512), ("  64  ", 64), ("0\n", 512), ("-3\n", 512),
+                                 ("ten\n", 512), ("", 512)] {
+            try text.write(to: file, atomically: true, encoding: .utf8)
+            #expect(JournalSink.datagramQueueLength(path: file.path) == expected, "file says \(text.debugDescription)")
+        }
+        #expect(JournalSink.datagramQueueLength(path: dir.appendingPathComponent("missing").path) == 512)
+    }
+
+    /// The sink sizes its pause by this machine's setting (10 where no systemd raised it, as here).
+    @Test func aSinkPausesForTheMachinesQueue() throws {
+        let text = try String(contentsOfFile: "/proc/sys/net/unix/max_dgram_qlen", encoding: .utf8)
+        let qlen = try #require(Int(text.trimmingCharacters(in: .whitespacesAndNewlines)))
+        let sink = JournalSink(identifier: "bgtaskd-test", destination: .stderr)
+        #expect(sink.pauseNS == min(1_000_000, Int64(qlen) * 10_000))
     }
 }
 

@@ -133,6 +133,7 @@ public final class JournalSink: Sendable {
         self.capacity = capacity
         self.essentialCapacity = essentialCapacity
         batchTimer = QuietTimer(queue: queue, window: Self.batchWindow)
+        pauseNS = Self.pauseNS(queueLength: Self.datagramQueueLength())
         if let destination {
             self.destination = destination
         } else {
@@ -244,11 +245,30 @@ public final class JournalSink: Sendable {
     /// machine, or traced, or preempted, a send takes longer without waiting, and pausing after each of
     /// those would hold the writer to one entry a millisecond.
     static let waitedUSec: Int64 = 25
-    /// After such a send the writer stops for this long before the rest of its batch. Sent on at once, each
+    /// After such a send the writer stops for `pauseNS` before the rest of its batch. Sent on at once, each
     /// further entry would wait for journald to take one more — one sleep and one wake-up of the writer per
-    /// entry, CPU that journald and the daemon's replies need — while journald still holds a full queue: a
-    /// journald taking 20 µs an entry has work for 10 ms in its 512 datagrams, and takes ~50 in 1 ms.
-    static let pauseNS: Int64 = 1_000_000
+    /// entry, CPU that journald and the daemon's replies need — while journald still holds a full queue.
+    /// The pause must end before journald has emptied that queue, or journald idles: its queue holds
+    /// `net.unix.max_dgram_qlen` datagrams (512 where systemd is PID 1, which raises it at boot; the
+    /// kernel's own default, 10, in a container or on a machine booted without systemd). So the pause is
+    /// half the time journald takes to empty that queue — 10 µs per datagram, journald taking 17–22 µs an
+    /// entry here — and at most 1 ms: 1 ms with 512 (work for ~10 ms queued; journald takes ~50 entries in
+    /// the pause), 100 µs with 10 (a fixed 1 ms pause left journald idle four fifths of the time there, and
+    /// a daemon journaling every call answered 21% of the calls a journaling echo did).
+    static func pauseNS(queueLength: Int) -> Int64 {
+        min(1_000_000, Int64(max(1, queueLength)) * 10_000)
+    }
+
+    /// `net.unix.max_dgram_qlen`: how many datagrams a Unix datagram socket made now (journald's, made
+    /// when it started) queues before a sender blocks; 512 when the file cannot be read or parsed.
+    static func datagramQueueLength(path: String = "/proc/sys/net/unix/max_dgram_qlen") -> Int {
+        guard let word = readFile(path)?.split(whereSeparator: \.isWhitespace).first, let n = Int(word), n > 0
+        else { return 512 }
+        return n
+    }
+
+    /// This sink's pause (`pauseNS(queueLength:)` of the queue length read when it was made).
+    let pauseNS: Int64
 
     /// Waits until every queued entry was written (tests, shutdown).
     public func flush() {
@@ -298,7 +318,7 @@ public final class JournalSink: Sendable {
                     b.pausedAt = i + 1
                     b.wakeQueued = true
                 }
-                batchTimer.arm(afterNS: Self.pauseNS)
+                batchTimer.arm(afterNS: pauseNS)
                 return
             }
         }
