@@ -10,7 +10,8 @@
 # and /var as an overlay whose writes go to that private /run (journald, StateDirectory=, systemd's
 # own files), and every unit that sysinit.target would start is masked (systemd-tmpfiles-setup would
 # empty /tmp, systemd-sysctl and systemd-timesyncd would change the kernel's settings and clock, udev
-# would replay uevents); only journald, the two sockets and what they activate run. The binaries and
+# would replay uevents); only journald, the two sockets and what they activate run. /proc/sys is
+# read-only inside and the hostname private (UTS namespace): systemd as PID 1 sets both at boot. The binaries and
 # the check's files are bind-mounted at /run/bgtaskd-check inside the namespace, so the clone may be
 # anywhere (under /tmp too, which the namespace and the units' PrivateTmp= hide). It creates the system
 # user `bgtaskd` (systemd-sysusers) if it does not exist and cgroups below the hierarchies' roots, and
@@ -91,6 +92,10 @@ mount -t overlay overlay -o lowerdir=/var,upperdir=$inside/var-upper,workdir=$in
     || mount -t tmpfs tmpfs /var
 for d in /tmp /var/tmp; do mount -t tmpfs tmpfs \$d; done
 chmod 1777 /tmp /var/tmp
+# The kernel's settings stay the machine's: systemd as PID 1 writes some at boot (net.unix.max_dgram_qlen
+# 512, fs.file-max, fs.nr_open), and most are not namespaced. Read-only here, as a container has them.
+mount --bind /proc/sys /proc/sys
+mount -o remount,bind,ro /proc/sys
 mkdir -p /run/systemd/system
 cp -r $inside/work/units/. /run/systemd/system/
 # Mask everything sysinit.target (which every service requires) would start, except journald.
@@ -103,7 +108,7 @@ done
 exec /lib/systemd/systemd --system --unit=bgtaskd-check.target --log-target=console --log-level=notice
 EOF
 chmod +x "$work/boot.sh"
-setsid unshare --pid --fork --mount --mount-proc "$work/boot.sh" > "$work/systemd.log" 2>&1 < /dev/null &
+setsid unshare --pid --fork --mount --mount-proc --uts "$work/boot.sh" > "$work/systemd.log" 2>&1 < /dev/null &
 unshare_pid=$!
 
 pid1=""
