@@ -11,8 +11,8 @@
 # own files), and every unit that sysinit.target would start is masked (systemd-tmpfiles-setup would
 # empty /tmp, systemd-sysctl and systemd-timesyncd would change the kernel's settings and clock, udev
 # would replay uevents); only journald, the two sockets and what they activate run. /proc/sys is
-# read-only inside and the hostname private (UTS namespace): systemd as PID 1 sets both at boot. The binaries and
-# the check's files are bind-mounted at /run/bgtaskd-check inside the namespace, so the clone may be
+# read-only inside and the hostname private (UTS namespace): systemd as PID 1 sets both at boot. The
+# binaries and the check's files are bind-mounted at /run/bgtaskd-check inside the namespace, so the clone may be
 # anywhere (under /tmp too, which the namespace and the units' PrivateTmp= hide). It creates the system
 # user `bgtaskd` (systemd-sysusers) if it does not exist and cgroups below the hierarchies' roots, and
 # on exit, failed or not, kills the namespace's processes and removes those cgroups and that user.

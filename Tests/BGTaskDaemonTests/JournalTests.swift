@@ -140,7 +140,8 @@ import Testing
     }
 
     /// journald behind the writer: 8,000 entries released at once usually fill its socket's queue
-    /// (`net.unix.max_dgram_qlen` datagrams: 512 under systemd, 10 without), and a send waits for room. The writer then pauses and sends on in bursts — it does
+    /// (`net.unix.max_dgram_qlen` datagrams: 512 under systemd, 10 without), and a send waits for room.
+    /// The writer then pauses and sends on in bursts — it does
     /// not wait again for every entry journald takes — and what was put back for after the pause still goes
     /// out before the 1,000 entries sent meanwhile: all 9,000 are in the journal, once each, in order.
     /// Whether the machine's journald falls behind depends on its pace (one fresh run saw it keep up with a
