@@ -488,6 +488,10 @@ class Server:
 
 # MARK: rows
 
+# Row 2b's configuration: SPEC §11's journal budget raised so far that every grant and end is an entry.
+EVERY_ENTRY = ("[Journal]\nJournalAssertionBurst=1000000\nJournalAssertionGlobalBurst=1000000\n"
+               "JournalAssertionIntervalSec=30s\n")
+
 BASE_CONF = """[Daemon]
 FreezerBackend=none
 [Lifecycle]
@@ -524,8 +528,7 @@ def rows_calls(t: Table, res: dict, a):
     work = Path(tempfile.mkdtemp(prefix="bgtaskd-bench-calls-", dir="/tmp"))
     # Row 2b: the same daemon with SPEC §11's journal budget raised so far that every grant and end is an
     # entry of its own, beside the bare echo that journals every call.
-    every_entry = ("[Journal]\nJournalAssertionBurst=1000000\nJournalAssertionGlobalBurst=1000000\n"
-                   "JournalAssertionIntervalSec=30s\n")
+    every_entry = EVERY_ENTRY
     with Daemon("calls", BASE_CONF.format(max=1000), apps) as d, \
             Daemon("calls2b", BASE_CONF.format(max=1000) + every_entry, apps) as d2:
         launch_all(d, apps)

@@ -3,8 +3,10 @@
 /// State has already changed when the actions are returned (as in async-http-client's state machines):
 /// the shell only performs them. Each carries what the shell needs to perform it.
 public enum Action: Hashable, Sendable, Codable {
-    /// Send `event` on `connection`, the app's event stream (a `CheckIn` reply with `continues`).
-    case deliver(AppID, ConnectionID, Event)
+    /// Send `event` on `connection`, the app's event stream (a `CheckIn` reply with `continues`). Boxed
+    /// (`indirect`), as `progressReported` is: an action is copied several times per call, and these two
+    /// payloads made every action 192 bytes where the others need 48.
+    indirect case deliver(AppID, ConnectionID, Event)
     /// Start the app's process (in its cgroup), then feed `appLaunched` or `launchFailed`.
     case launch(AppID, LaunchReason, Decision)
     /// Freeze the app's processes (cgroup.freeze 1, or SIGSTOP). The `suspend` decision it carries is not
@@ -54,7 +56,7 @@ public enum Action: Hashable, Sendable, Codable {
     case inspectFreeze(AppID, Processes)
     /// SPEC §16: a continued task reported progress (or began): show it on `Monitor` (never journaled:
     /// progress comes every few seconds; the task's grant, expire and end are the decisions).
-    case progressReported(ContinuedTask)
+    indirect case progressReported(ContinuedTask)
 
     /// The decision this action carries, if any: every action that changes an app carries one.
     public var decision: Decision? {

@@ -11,8 +11,10 @@ public enum Input: Hashable, Sendable, Codable {
     case appsRegistered([AppManifest])
     /// A manifest disappeared on reload. A running app is terminated (`manifest-removed`) and forgotten at exit.
     case appUnregistered(AppID)
-    /// The configuration was (re)loaded; new deadlines use it, armed ones keep their instants.
-    case configurationChanged(LifecycleConfig)
+    /// The configuration was (re)loaded; new deadlines use it, armed ones keep their instants. Boxed
+    /// (`indirect`), as `continuedTaskRequested` is: inputs are copied on the way to the core, and these two
+    /// payloads made every input 152 bytes where the others need 74.
+    indirect case configurationChanged(LifecycleConfig)
     /// `Launch(appId, background?)`. A foreground launch of an app already running foregrounds it.
     case launchRequested(AppID, background: Bool, exclusive: Bool)
     /// The shell started the process of a ``Action/launch(_:_:_:)``. A process the core no longer expects
@@ -135,7 +137,7 @@ public enum Input: Hashable, Sendable, Codable {
     case thawedExternally(AppID)
     /// SPEC §16: `BeginContinuedTask` on `connection`, which owns it. Only while the app is active (else
     /// ``Reply/invalidState(_:)``); replies ``Reply/taskID(_:)``.
-    case continuedTaskRequested(AppID, connection: ConnectionID, ContinuedTaskRequest)
+    indirect case continuedTaskRequested(AppID, connection: ConnectionID, ContinuedTaskRequest)
     /// SPEC §16: `UpdateTaskProgress`. Replies `.ok`, or `invalidState` for a task that is not a live continued task.
     case taskProgressReported(AppID, TaskID, TaskProgress)
     /// SPEC §16: `CancelContinuedTask` (the user): the task expires (`user-cancelled`). Replies `.ok` or

@@ -175,33 +175,108 @@ public struct Event: Hashable, Sendable, Codable {
 }
 
 /// One decision, one journal entry (SPEC §11). The shell adds the realtime stamp, uid and peer fields.
-public struct Decision: Hashable, Sendable, Codable {
+///
+/// A value with its fields in one shared box (copy on write): a decision rides in the actions and inputs
+/// that carry it and is copied with them several times per call, so a copy is one reference count, not
+/// the ~100 bytes of fields and their five references (docs/performance.md, "Row 1 under callgrind").
+/// Equality, hashing and `Codable` are the fields' own, as a plain struct's would be.
+public struct Decision: Hashable, Sendable, Codable, CustomReflectable {
+    /// The fields, as the struct held them.
+    struct Fields: Hashable, Codable {
+        var kind: DecisionKind
+        var reason: Reason
+        var app: AppID?
+        var state: AppState?
+        var previousState: AppState?
+        var taskID: TaskID?
+        var taskName: String?
+        var activityID: ActivityID?
+        var remaining: TimeSpan?
+        var pid: Int32?
+        var severity: Severity
+        var detail: DecisionDetail
+        var scene: SceneID? = nil
+    }
+
+    /// Written only while uniquely referenced (``fields(_:)``), so shared boxes are never written.
+    final class Box: @unchecked Sendable {
+        var fields: Fields
+        init(_ fields: Fields) { self.fields = fields }
+    }
+
+    private var box: Box
+
     /// `BGTASKD_DECISION`.
-    public var kind: DecisionKind
+    public var kind: DecisionKind {
+        get { box.fields.kind }
+        set { unique().fields.kind = newValue }
+    }
     /// `BGTASKD_REASON`.
-    public var reason: Reason
+    public var reason: Reason {
+        get { box.fields.reason }
+        set { unique().fields.reason = newValue }
+    }
     /// `BGTASKD_APP`; `nil` only for decisions about no app in particular.
-    public var app: AppID?
+    public var app: AppID? {
+        get { box.fields.app }
+        set { unique().fields.app = newValue }
+    }
     /// `BGTASKD_STATE`: the app's state after the decision.
-    public var state: AppState?
+    public var state: AppState? {
+        get { box.fields.state }
+        set { unique().fields.state = newValue }
+    }
     /// `BGTASKD_PREVIOUS_STATE`: the app's state before it, when the decision changed it.
-    public var previousState: AppState?
+    public var previousState: AppState? {
+        get { box.fields.previousState }
+        set { unique().fields.previousState = newValue }
+    }
     /// `BGTASKD_TASK_ID`.
-    public var taskID: TaskID?
+    public var taskID: TaskID? {
+        get { box.fields.taskID }
+        set { unique().fields.taskID = newValue }
+    }
     /// `BGTASKD_TASK_NAME`: an assertion's name or a scheduled task's identifier.
-    public var taskName: String?
+    public var taskName: String? {
+        get { box.fields.taskName }
+        set { unique().fields.taskName = newValue }
+    }
     /// The activity a grant/end is about.
-    public var activityID: ActivityID?
+    public var activityID: ActivityID? {
+        get { box.fields.activityID }
+        set { unique().fields.activityID = newValue }
+    }
     /// `BGTASKD_REMAINING_USEC`: background time left, where it applies.
-    public var remaining: TimeSpan?
+    public var remaining: TimeSpan? {
+        get { box.fields.remaining }
+        set { unique().fields.remaining = newValue }
+    }
     /// `BGTASKD_PID` / `OBJECT_PID`.
-    public var pid: Int32?
+    public var pid: Int32? {
+        get { box.fields.pid }
+        set { unique().fields.pid = newValue }
+    }
     /// The journal priority.
-    public var severity: Severity
+    public var severity: Severity {
+        get { box.fields.severity }
+        set { unique().fields.severity = newValue }
+    }
     /// The facts the shell renders `MESSAGE` from (the core holds no English).
-    public var detail: DecisionDetail
+    public var detail: DecisionDetail {
+        get { box.fields.detail }
+        set { unique().fields.detail = newValue }
+    }
     /// `BGTASKD_SCENE`: the scene whose change caused the decision (SPEC §15).
-    public var scene: SceneID? = nil
+    public var scene: SceneID? {
+        get { box.fields.scene }
+        set { unique().fields.scene = newValue }
+    }
+
+    /// The box, made this value's own first if another value shares it.
+    private mutating func unique() -> Box {
+        if !isKnownUniquelyReferenced(&box) { box = Box(box.fields) }
+        return box
+    }
 
     /// A decision; optional fields default to `nil`, severity to `info`.
     public init(
@@ -209,18 +284,11 @@ public struct Decision: Hashable, Sendable, Codable {
         taskID: TaskID? = nil, taskName: String? = nil, activityID: ActivityID? = nil, remaining: TimeSpan? = nil,
         pid: Int32? = nil, severity: Severity = .info, detail: DecisionDetail
     ) {
-        self.kind = kind
-        self.reason = reason
-        self.app = app
-        self.state = state
-        self.previousState = previousState
-        self.taskID = taskID
-        self.taskName = taskName
-        self.activityID = activityID
-        self.remaining = remaining
-        self.pid = pid
-        self.severity = severity
-        self.detail = detail
+        box = Box(
+            Fields(
+                kind: kind, reason: reason, app: app, state: state, previousState: previousState, taskID: taskID,
+                taskName: taskName, activityID: activityID, remaining: remaining, pid: pid, severity: severity,
+                detail: detail))
     }
 
     /// A decision taken by a shell component, with its sentence (``DecisionDetail/note(_:)``).
@@ -234,6 +302,20 @@ public struct Decision: Hashable, Sendable, Codable {
             taskName: taskName, activityID: activityID, remaining: remaining, pid: pid, severity: severity,
             detail: .note(message))
     }
+
+    public static func == (a: Decision, b: Decision) -> Bool {
+        a.box === b.box || a.box.fields == b.box.fields
+    }
+
+    public func hash(into hasher: inout Hasher) { box.fields.hash(into: &hasher) }
+
+    /// The keys and values of the fields, as the struct's synthesized conformance wrote them.
+    public func encode(to encoder: any Encoder) throws { try box.fields.encode(to: encoder) }
+
+    public init(from decoder: any Decoder) throws { box = Box(try Fields(from: decoder)) }
+
+    /// The fields, so that a decision prints as the struct did (`Decision(kind: …, reason: …)`).
+    public var customMirror: Mirror { Mirror(self, children: Mirror(reflecting: box.fields).children, displayStyle: .struct) }
 }
 
 /// The answer to the request an input carried. At most one per ``LifecycleMachine/handle(_:now:)`` call.

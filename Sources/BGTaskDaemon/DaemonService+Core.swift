@@ -110,7 +110,7 @@ extension DaemonService {
             // The ring's segment is full: the next begins with a copy of the core as it is now (O(1)).
             recording?.startSegment(core)
             compactRecording()
-        } else if recording?.hasBlockToCompact == true {
+        } else if recording?.blockWaitsToCompact() == true {
             compactRecording()
         }
         return actions

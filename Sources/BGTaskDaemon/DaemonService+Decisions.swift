@@ -87,7 +87,7 @@ extension DaemonService {
     private static func journalFields(_ d: Decision, uid: UInt32?, peerPID: Int32?) -> [JournalField] {
         var fields: [JournalField] = []
         fields.reserveCapacity(13)
-        func add(_ name: StaticString, _ value: String?) {
+        func add(_ name: String, _ value: String?) {
             if let value { fields.append(JournalField(knownName: name, value)) }
         }
         add("MESSAGE_ID", MessageIDs.byDecision[d.kind.rawValue])

@@ -12,71 +12,143 @@ import Glibc
 /// Serves `io.bgtaskd.App` and `io.bgtaskd.Manager` on the daemon's queue: turns calls into the core's
 /// inputs, performs the core's actions (deliver, launch, freeze, thaw, terminate, kill, reply), journals
 /// every decision, and keeps the one timer armed for the core's next deadline.
+///
+/// Stored `var`s are unchecked for exclusivity in release builds, as BGTaskVarlink's VarlinkConnection's
+/// (which says why): the queue owns them.
 final class DaemonService: VarlinkService, @unchecked Sendable {
     // @unchecked: used only on `queue`.
     let queue: DispatchQueue
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     private(set) var config: LoadedConfiguration
     let journal: JournalSink
     let logger: Logger
     let options: DaemonOptions
     weak var server: VarlinkServer?
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     var reloadHandler: ((@escaping ReloadCompletion) -> Void)?
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// Why `freezer` is the backend in force (issue 12: said at start-up, in GetSettings and Stats).
     var freezerReason = ""
     /// `FreezerBackend=none`: decisions are journaled but not enforced.
     var dryRun: Bool { freezer.name == "none" }
     let startedUSec = Monotonic.nowUSec()
 
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// The one core (SPEC §17: every input it takes can be recorded): lifecycle and refresh machines, journal
     /// and denial budgets.
     var core: DaemonCore
     /// The lifecycle machine, to read (a copy: not on the per-call path).
     var machine: LifecycleMachine { core.lifecycle }
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     var timer: (any DispatchSourceTimer)?
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     var armedDeadline: Instant?
     /// Held for a turn of the Varlink server (`holdTimer()`): the timer is set once, at its end. Its own
     /// object, so that the server's turn hooks reach it without a weak reference to the service per turn.
     let timerHold = TimerHold()
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// Times the timer was scheduled or suspended (tests).
     var timerSettings = 0
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// The one wall-clock timer (the core's wall deadline: DaemonService+Refresh.swift).
     var wallTimer: (any DispatchSourceTimer)?
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     var armedWallDeadline: RealtimeInstant?
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// SPEC §17: the inputs the core took and its decisions, when `RecordInputs=yes`.
     var recording: InputRecorder?
     /// The heap a burst of inputs freed, given back once at rest after it (BurstTrim.swift).
     let burstTrim = BurstTrim()
     let freezer: any Freezer
     let launcher: any AppLauncher
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// Background App Refresh's I/O: the state file and the power supply (SPEC §5, §6; the core decides).
     private(set) var refresh: RefreshController!
 
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// Event streams: the CheckIn call of each connection that checked in.
     var streams: [ConnectionID: VarlinkRequest] = [:]
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     var monitors: [ConnectionID: VarlinkRequest] = [:]
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// Recent decisions per app that explain its state (StateCause; for Explain and status), newest last,
     /// packed (DecisionHistory.swift).
     var history: [AppID: DecisionHistory] = [:]
     static let historyLimit = 32
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// The history's room for splitting a message, reused by every append.
     var historyScratch = DecisionHistory.Scratch()
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// The app's last decision when it is not a cause of its state (StateCause), for `lastDecision`.
     var lastNonCause: [AppID: DecisionRecord] = [:]
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     var decisionCount = 0
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// Launch/Foreground calls whose reply waits for the spawn's result (issue 12; the core's
     /// `.replyAwaitsLaunch`), by the request ID its `.answerLaunch` names.
     var launchReplies: [RequestID: VarlinkRequest] = [:]
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// Manager holds (SPEC §12): the `Hold` call of each, open while the hold lives, by the request ID the
     /// core's `.holdLost` names.
     var holdCalls: [RequestID: VarlinkRequest] = [:]
     /// The PSI trigger (SPEC §8), for the log line of the core's response to it.
     weak var memoryPressure: MemoryPressureMonitor?
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// Called once every app the daemon started has exited (SIGTERM, `stopApps`).
     var stopCompletion: (([AppID]) -> Void)?
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// pid → app, for exit reports.
     var appByPid: [Int32: AppID] = [:]
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// SPEC §13: apps started by others, adopted from their systemd cgroups (DaemonService+Adoption.swift).
     var adoption: AppAdoption?
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// The uid of each app's `User=`, resolved at (re)registration: shown and journaled (`BGTASKD_UID`).
     /// Only the uids other than the daemon's own are kept (most apps have no `User=`: 10,000 entries of
     /// the daemon's uid took 0.3 MiB); ``expectedUID(_:)`` falls back to it.
@@ -88,8 +160,14 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
 
     /// The clocks (tests step them by hand).
     let clock: DaemonClock
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// SPEC §15: the scene snapshots kept (checked PNGs), with their modification time (DaemonService+Snapshots.swift).
     var snapshotFiles: [AppID: [SceneID: Int64]] = [:]
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// SPEC §14: `/proc/locks` is read off this queue (a read can wait for an RCU grace period: the kernel
     /// takes `file_rwsem` for writing; tens of ms on a loaded machine) and the answer fed back. False: read
     /// on the queue, at once (the service tests, which step it synchronously).
@@ -98,18 +176,42 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
     lazy var lockReads = LockReads(queue: queue) { @Sendable [weak self] seen in
         for (app, observation) in seen { self?.feed(.locksObserved(app, observation)) }
     }
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// Inputs facts cause while a feed is under way: fed when it is over (no feed inside a feed).
     var feedDepth = 0
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     var factsAfterFeed: [CoreInput] = []
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// Thaws waiting for the events they enable to be written, and those events' streams (+Thaw.swift).
     var pendingThaws: [(AppID, Processes)] = []
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     var thawedStreams: [ConnectionID] = []
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// Decisions recorded while a thaw waits, published after it (+Thaw.swift).
     var heldDecisions: [PublishedDecision] = []
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// SPEC §14, system sleep (DaemonService+SystemSleep.swift): logind's inhibitors, the kernel wake lock,
     /// and what Stats says of them.
     var systemSleep: SystemSleepWatch?
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     var sleepStatus = SystemSleepStatus()
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     var wakeLock: KernelWakeLock?
     /// SPEC §16: background CPU and wakes per app (Energy/EnergyAccounting.swift).
     lazy var energy = EnergyAccounting(stateDirectory: options.stateDir, queue: queue, logger: logger)
@@ -256,11 +358,23 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
         feed(.connectionClosed(id))
     }
 
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     var nextRequestNumber: UInt64 = 0
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// Requests fed to the core and not yet answered, by the ID its `.reply` echoes.
     var openRequests: [RequestID: VarlinkRequest] = [:]
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// Permission checks under way (`permitted`) and the core's verdicts on them.
     var checks: Set<RequestID> = []
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     var verdicts: [RequestID: Reply] = [:]
 
     /// A process exited; the core says (`.release`) when its app has none left.
@@ -281,9 +395,16 @@ extension PeerCredentials {
 }
 
 /// Whether a turn of the Varlink server holds the monotonic timer's setting, and whether the core's next
-/// deadline changed meanwhile (the timer is then set at the turn's end). Used on the daemon's queue only.
+/// deadline changed meanwhile (the timer is then set at the turn's end). Used on the daemon's queue only. Its
+/// `var`s are unchecked for exclusivity in release builds, as DaemonService's.
 final class TimerHold: @unchecked Sendable {
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     var held = false
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     var owed = false
 
     /// The turn ended: true if the timer is owed its setting now.

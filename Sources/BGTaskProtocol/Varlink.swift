@@ -78,62 +78,102 @@ public struct VarlinkFramer: Sendable {
 }
 
 /// A method call as received from a Varlink client.
-public struct VarlinkCall: Sendable, Equatable {
+///
+/// A value with its fields in one shared box (copy on write), as BGTaskCore's `Decision` is: a call rides in
+/// its request from the decoder to the reply and is copied about ten times on the way, each copy one
+/// reference count rather than ~150 bytes and five references.
+public struct VarlinkCall: Sendable, Equatable, CustomReflectable {
+    struct Fields {
+        var method: String
+        var more: Bool
+        var oneway: Bool
+        var upgrade: Bool
+        var interface: Substring
+        var methodName: Substring
+        var fast: VarlinkFastDecoder.Parameters?
+        var storedParameters: [String: JSON]
+    }
+
+    /// Written only while uniquely referenced (``unique()``), so shared boxes are never written.
+    final class Box: @unchecked Sendable {
+        var fields: Fields
+        init(_ fields: Fields) { self.fields = fields }
+    }
+
+    private var box: Box
+
+    /// The box, made this value's own first if another value shares it.
+    private mutating func unique() -> Box {
+        if !isKnownUniquelyReferenced(&box) { box = Box(box.fields) }
+        return box
+    }
+
     /// Fully qualified: `interface.Method`.
     public var method: String {
-        didSet {
-            (interface, methodName) = Self.split(method)
-            fast = nil
+        get { box.fields.method }
+        set {
+            let b = unique()
+            b.fields.method = newValue
+            (b.fields.interface, b.fields.methodName) = Self.split(newValue)
+            b.fields.fast = nil
         }
     }
     /// The parameters. A call decoded by the fast path (VarlinkFastDecoder) holds them typed
     /// (``typedParameters``) and builds this object only when it is asked for.
     public var parameters: [String: JSON] {
-        get { fast?.message.json ?? storedParameters }
+        get { box.fields.fast?.message.json ?? box.fields.storedParameters }
         set {
-            storedParameters = newValue
-            fast = nil
+            let b = unique()
+            b.fields.storedParameters = newValue
+            b.fields.fast = nil
         }
     }
-    public var more: Bool
-    public var oneway: Bool
-    public var upgrade: Bool
+    public var more: Bool {
+        get { box.fields.more }
+        set { unique().fields.more = newValue }
+    }
+    public var oneway: Bool {
+        get { box.fields.oneway }
+        set { unique().fields.oneway = newValue }
+    }
+    public var upgrade: Bool {
+        get { box.fields.upgrade }
+        set { unique().fields.upgrade = newValue }
+    }
     /// The interface part of `method` (split once, not on every look-up).
-    public private(set) var interface: Substring
+    public var interface: Substring { box.fields.interface }
     /// The method name without its interface.
-    public private(set) var methodName: Substring
+    public var methodName: Substring { box.fields.methodName }
     /// The parameters as the contract's struct, when the fast path decoded them (already checked:
     /// every field present and of its declared type).
-    public private(set) var fast: VarlinkFastDecoder.Parameters?
-    public var typedParameters: (any WireMessage)? { fast?.message }
+    public var fast: VarlinkFastDecoder.Parameters? { box.fields.fast }
+    public var typedParameters: (any WireMessage)? { box.fields.fast?.message }
     /// The `io.bgtaskd.App` method, when the fast path decoded the call.
-    public var appMethod: AppMethod? { fast?.method }
-    private var storedParameters: [String: JSON]
+    public var appMethod: AppMethod? { box.fields.fast?.method }
 
     public init(method: String, parameters: [String: JSON] = [:], more: Bool = false, oneway: Bool = false, upgrade: Bool = false) {
-        self.method = method
-        (interface, methodName) = Self.split(method)
-        self.storedParameters = parameters
-        self.more = more
-        self.oneway = oneway
-        self.upgrade = upgrade
+        let (interface, methodName) = Self.split(method)
+        box = Box(
+            Fields(
+                method: method, more: more, oneway: oneway, upgrade: upgrade, interface: interface,
+                methodName: methodName, fast: nil, storedParameters: parameters))
     }
 
     /// A call decoded by the fast path: its method's names are the contract's (shared, not copied).
     init(fast parameters: VarlinkFastDecoder.Parameters, names: VarlinkFastDecoder.Names, more: Bool, oneway: Bool) {
-        self.method = names.method
-        self.interface = names.interface
-        self.methodName = names.methodName
-        self.storedParameters = [:]
-        self.fast = parameters
-        self.more = more
-        self.oneway = oneway
-        self.upgrade = false
+        box = Box(
+            Fields(
+                method: names.method, more: more, oneway: oneway, upgrade: false, interface: names.interface,
+                methodName: names.methodName, fast: parameters, storedParameters: [:]))
     }
 
+    /// The fields, so that a call prints as the struct did.
+    public var customMirror: Mirror { Mirror(self, children: Mirror(reflecting: box.fields).children, displayStyle: .struct) }
+
     public static func == (a: VarlinkCall, b: VarlinkCall) -> Bool {
-        a.method == b.method && a.more == b.more && a.oneway == b.oneway && a.upgrade == b.upgrade
-            && a.parameters == b.parameters
+        a.box === b.box
+            || (a.method == b.method && a.more == b.more && a.oneway == b.oneway && a.upgrade == b.upgrade
+                && a.parameters == b.parameters)
     }
 
     private static func split(_ method: String) -> (Substring, Substring) {

@@ -7,11 +7,19 @@ import Glibc
 #endif
 
 /// One client connection. Lives on the server's queue.
+///
+/// Every stored `var` is the queue's alone, and release builds drop Swift's run-time exclusivity check on
+/// it (`@exclusivity(unchecked)` unless `DEBUG`): with VarlinkServer's and DaemonService's it was a tenth of
+/// the instructions of a call (docs/performance.md, "Row 1 under callgrind"). Debug builds, which every
+/// test runs, keep the check.
 public final class VarlinkConnection: @unchecked Sendable, Hashable, CustomStringConvertible {
     public let id: UInt64
     public let peer: PeerCredentials
     let fd: Int32
     unowned let server: VarlinkServer
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// Framing and decoding (BGTaskProtocol's `VarlinkInboundDecoder`, as the fuzz target runs it).
     var framer: VarlinkInboundDecoder
     /// Where the connection is in its life. A value, not flags: sd-varlink's `VarlinkState` is the model.
@@ -44,36 +52,90 @@ public final class VarlinkConnection: @unchecked Sendable, Hashable, CustomStrin
         let serial: UInt64
     }
 
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     var phase = Phase.open
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     private(set) var readPauses: ReadPauses = []
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// The peer closed its end altogether (EPOLLHUP): nothing sent can reach it any more.
     var peerGone = false
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// The epoll registration of `fd`: nil while out of the server's epoll set, else the events asked for.
     /// Out of it while reading is paused or once the peer's hang-up was seen: epoll reports a hang-up
     /// whatever the mask, which would spin. In it with an empty mask after the peer's EOF, so that its
     /// hang-up (the peer closed, not only shut down its sending side) is seen.
     var registered: UInt32?
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     var outBuffer: [UInt8] = []
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     var outStart = 0
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// Where the newest reply begins in `outBuffer` (what is before it and after `outStart` is older replies).
     /// The parts of one document sent at once (`VarlinkRequest.replyInParts`) count as one reply.
     var newestReplyStart = 0
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// While a document's parts are sent: whether its first part was (`newestReplyStart` stays at it).
     var partsBegun: Bool?
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     var pending: [Inbound] = []
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     var pendingHead = 0
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// The call being served; nil when idle.
     var current: Serving?
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     var nextSerial: UInt64 = 1
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// True while `serveNext` runs (a reply it causes must not re-enter it).
     var serving = false
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// In the server's list of connections to serve, or to write, this turn.
     var isRunnable = false
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     var isDirty = false
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// An in-memory connection (no socket) hands its replies here instead of writing them.
     var inMemoryReplies: ((VarlinkReply) -> Void)?
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// Anything the service wants to remember about this connection (e.g. the app it checked in as).
     public var userInfo: [String: String] = [:]
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// Since when part of a message waits for the rest (monotonic µs); nil: none does.
     internal private(set) var incompleteSinceUSec: Int64?
 

@@ -19,9 +19,14 @@ import Glibc
 /// connection sent is answered, else (an answer still owed, what others' calls sent it) at the end of the
 /// turn; pipelined replies leave in one write. Calls on one connection are served one at a time in order;
 /// a connection whose peer does not read its replies is paused, then dropped, and never holds up another.
+///
+/// Stored `var`s are unchecked for exclusivity in release builds, as VarlinkConnection's (which says why).
 public final class VarlinkServer: @unchecked Sendable {
     // @unchecked: every mutable field is touched only on `queue`.
     public let queue: DispatchQueue
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// Changed on `queue` only (a reload); the connection bounds apply to connections accepted later.
     public var limits: VarlinkLimits
     public let vendor: String
@@ -33,34 +38,85 @@ public final class VarlinkServer: @unchecked Sendable {
     let epfd: Int32
     /// Waits on `epfd` and runs `turn(count:)` on `queue` (SocketThread.swift).
     let socketThread: SocketThread
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     var listeners: [UInt64: Int32] = [:]
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// Other descriptors read on the socket thread (+Readables.swift), by token.
     var readables: [UInt64: () -> Void] = [:]
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// Told when `pauseIO()` (true) and `resumeIO()` (false) take effect: watched descriptors
     /// (`watchReadable`) are not read by the socket thread meanwhile.
     public var pauseChanged: ((Bool) -> Void)?
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     var connections: [UInt64: VarlinkConnection] = [:]
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     var nextToken: UInt64 = 1
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     var descriptions: [String: String] = [:]
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     var methodsByInterface: [String: Set<String>] = [:]
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// Every declared method, fully qualified.
     var knownMethods: Set<String> = []
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// The descriptions parsed: every call is checked against its method's declaration.
     var registry = VarlinkInterfaceRegistry()
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     var interfaceOrder: [String] = []
 
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// True while a turn runs: replies are collected and written at its end.
     internal private(set) var inTurn = false
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     var runnable: [VarlinkConnection] = []
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     var dirty: [VarlinkConnection] = []
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     var turnScheduled = false
 
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// Run at the start and at the end of every turn, once the turn's replies were written (the daemon
     /// holds its journal writer's wake-ups in between, so that a reply never waits behind the log line
     /// it caused).
     public var beforeTurn: (() -> Void)?
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     public var afterTurn: (() -> Void)?
 
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// Paused by `pauseIO()`: sockets are not read and no further call is served (replies already
     /// made are still written).
     public internal(set) var ioPaused = false
@@ -90,38 +146,80 @@ public final class VarlinkServer: @unchecked Sendable {
     /// The socket thread's id once it runs (0 before; tests).
     var socketThreadID: Int32 { socketThread.tid }
 
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// Calls received since start.
     public internal(set) var callCount = 0
 
     // Bounds on connections, and no busy loop when out of descriptors.
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// Open connections per uid.
     var connectionsByUID: [UInt32: Int] = [:]
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// Open connections of uids other than root.
     var unprivilegedConnections = 0
     /// Connections allowed at once (from RLIMIT_NOFILE at start, less `reservedDescriptors`).
     public let maxConnections: Int
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// Connections refused since start (a uid at its bound, every connection slot taken).
     public internal(set) var refusedConnections = 0
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// Connections dropped since start for a message left half-sent (`incompleteMessageTimeoutUSec`).
     public internal(set) var timedOutConnections = 0
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// Connections closed since start for a message over `maxMessageSize`.
     public internal(set) var oversizedConnections = 0
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// Connections held (`hold(_:)`): not read and none of their calls served until `releaseHeld()`.
     var held: [UInt64: VarlinkConnection] = [:]
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// Uids whose new connections are held from the start until `releaseHeld()`.
     var heldUIDs: Set<UInt32> = []
     /// Processes whose new connections are held until the denial budget's interval ends.
     struct HeldProcess: Hashable { var uid: UInt32; var pid: Int32 }
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     var heldProcesses: Set<HeldProcess> = []
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// True while accept(2) failed for want of descriptors: the listeners are out of the epoll set
     /// (they would be reported ready in every turn, a busy loop) until a connection closes or 100 ms pass.
     public internal(set) var acceptPaused = false
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// Retries accepting while paused. Made and armed once at start: out of descriptors, libdispatch
     /// could not make the timer descriptor a first timer on its clock needs.
     var acceptRetryTimer: (any DispatchSourceTimer)?
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     /// Connections holding part of a message, and since when (monotonic µs).
     var incomplete: [UInt64: VarlinkConnection] = [:]
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     var incompleteTimer: (any DispatchSourceTimer)?
+    #if !DEBUG
+    @exclusivity(unchecked)
+    #endif
     var incompleteTimerArmed = false
     /// One read buffer for every connection (all reads happen on `queue`): no allocation per event.
     let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 65536, alignment: 16)
