@@ -11,7 +11,7 @@ struct ConnectionTable: Sendable, Codable {
         if let i = holdings.index(forKey: connection) {
             holdings.values[i].tasks.insert(task)
         } else {
-            holdings[connection] = Holdings(tasks: TaskList([task]))
+            holdings[connection] = Holdings(tasks: TaskList(task))
         }
     }
 
