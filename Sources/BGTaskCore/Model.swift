@@ -178,7 +178,7 @@ public struct Event: Hashable, Sendable, Codable {
 ///
 /// A value with its fields in one shared box (copy on write): a decision rides in the actions and inputs
 /// that carry it and is copied with them several times per call, so a copy is one reference count, not
-/// the ~100 bytes of fields and their five references (docs/performance.md, "Row 1 under callgrind").
+/// the ~100 bytes of fields and their five references (bench/README.md, "Rows 1 and 2b under callgrind").
 /// Equality, hashing and `Codable` are the fields' own, as a plain struct's would be.
 public struct Decision: Hashable, Sendable, Codable, CustomReflectable {
     /// The fields, as the struct held them.
@@ -315,7 +315,9 @@ public struct Decision: Hashable, Sendable, Codable, CustomReflectable {
     public init(from decoder: any Decoder) throws { box = Box(try Fields(from: decoder)) }
 
     /// The fields, so that a decision prints as the struct did (`Decision(kind: …, reason: …)`).
-    public var customMirror: Mirror { Mirror(self, children: Mirror(reflecting: box.fields).children, displayStyle: .struct) }
+    public var customMirror: Mirror {
+        Mirror(self, children: Mirror(reflecting: box.fields).children, displayStyle: .struct)
+    }
 }
 
 /// The answer to the request an input carried. At most one per ``LifecycleMachine/handle(_:now:)`` call.

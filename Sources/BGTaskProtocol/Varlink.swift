@@ -168,7 +168,9 @@ public struct VarlinkCall: Sendable, Equatable, CustomReflectable {
     }
 
     /// The fields, so that a call prints as the struct did.
-    public var customMirror: Mirror { Mirror(self, children: Mirror(reflecting: box.fields).children, displayStyle: .struct) }
+    public var customMirror: Mirror {
+        Mirror(self, children: Mirror(reflecting: box.fields).children, displayStyle: .struct)
+    }
 
     public static func == (a: VarlinkCall, b: VarlinkCall) -> Bool {
         a.box === b.box

@@ -10,7 +10,7 @@ import Glibc
 ///
 /// Every stored `var` is the queue's alone, and release builds drop Swift's run-time exclusivity check on
 /// it (`@exclusivity(unchecked)` unless `DEBUG`): with VarlinkServer's and DaemonService's it was a tenth of
-/// the instructions of a call (docs/performance.md, "Row 1 under callgrind"). Debug builds, which every
+/// the instructions of a call (bench/README.md, "Rows 1 and 2b under callgrind"). Debug builds, which every
 /// test runs, keep the check.
 public final class VarlinkConnection: @unchecked Sendable, Hashable, CustomStringConvertible {
     public let id: UInt64

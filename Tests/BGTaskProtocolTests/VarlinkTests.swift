@@ -141,6 +141,23 @@ import Testing
         #expect(changed == VarlinkCall(method: method))
     }
 
+    /// A call keeps its fields in a shared box: a copy changed afterwards is the only one changed, and
+    /// copies compare equal until then.
+    @Test func aChangedCopyLeavesTheOriginalAlone() {
+        let original = VarlinkCall(method: "io.bgtaskd.Manager.ListApps", parameters: ["a": .bool(true)], more: true)
+        var copy = original
+        #expect(copy == original)
+        copy.method = "org.varlink.service.GetInfo"
+        copy.parameters = [:]
+        copy.more = false
+        copy.oneway = true
+        #expect(original.method == "io.bgtaskd.Manager.ListApps" && original.methodName == "ListApps")
+        #expect(original.parameters == ["a": .bool(true)] && original.more && !original.oneway)
+        #expect(copy.interface == "org.varlink.service" && copy.methodName == "GetInfo" && copy.oneway)
+        #expect(copy != original)
+        #expect(String(describing: original).hasPrefix("VarlinkCall(method: \"io.bgtaskd.Manager.ListApps\""))
+    }
+
     @Test func idlDeclaresSpecMethods() {
         let app = Interfaces.methodNames(in: Interfaces.app)
         for m in ["CheckIn", "Acknowledge", "BeginBackgroundTask", "EndBackgroundTask", "BackgroundTimeRemaining",
