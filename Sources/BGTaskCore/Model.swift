@@ -176,106 +176,48 @@ public struct Event: Hashable, Sendable, Codable {
 
 /// One decision, one journal entry (SPEC §11). The shell adds the realtime stamp, uid and peer fields.
 ///
-/// A value with its fields in one shared box (copy on write): a decision rides in the actions and inputs
-/// that carry it and is copied with them several times per call, so a copy is one reference count, not
-/// the ~100 bytes of fields and their five references (bench/README.md, "Rows 1 and 2b under callgrind").
-/// Equality, hashing and `Codable` are the fields' own, as a plain struct's would be.
+/// Its ``Fields`` are kept in one copy-on-write box (`CopyOnWrite`) and read and written as its own members
+/// (`decision.kind`, `decision.scene = …`): a decision rides in the actions and inputs that carry it and is
+/// copied with them several times per call, so a copy is one reference count, not ~100 bytes of fields and
+/// their five references. Equality, hashing, `Codable` and printing are the fields' own, as a plain struct's
+/// were (`DecisionBoxTests`).
+@dynamicMemberLookup
 public struct Decision: Hashable, Sendable, Codable, CustomReflectable {
-    /// The fields, as the struct held them.
-    struct Fields: Hashable, Codable {
-        var kind: DecisionKind
-        var reason: Reason
-        var app: AppID?
-        var state: AppState?
-        var previousState: AppState?
-        var taskID: TaskID?
-        var taskName: String?
-        var activityID: ActivityID?
-        var remaining: TimeSpan?
-        var pid: Int32?
-        var severity: Severity
-        var detail: DecisionDetail
-        var scene: SceneID? = nil
+    public struct Fields: Hashable, Sendable, Codable {
+        /// `BGTASKD_DECISION`.
+        public var kind: DecisionKind
+        /// `BGTASKD_REASON`.
+        public var reason: Reason
+        /// `BGTASKD_APP`; `nil` only for decisions about no app in particular.
+        public var app: AppID?
+        /// `BGTASKD_STATE`: the app's state after the decision.
+        public var state: AppState?
+        /// `BGTASKD_PREVIOUS_STATE`: the app's state before it, when the decision changed it.
+        public var previousState: AppState?
+        /// `BGTASKD_TASK_ID`.
+        public var taskID: TaskID?
+        /// `BGTASKD_TASK_NAME`: an assertion's name or a scheduled task's identifier.
+        public var taskName: String?
+        /// The activity a grant/end is about.
+        public var activityID: ActivityID?
+        /// `BGTASKD_REMAINING_USEC`: background time left, where it applies.
+        public var remaining: TimeSpan?
+        /// `BGTASKD_PID` / `OBJECT_PID`.
+        public var pid: Int32?
+        /// The journal priority.
+        public var severity: Severity
+        /// The facts the shell renders `MESSAGE` from (the core holds no English).
+        public var detail: DecisionDetail
+        /// `BGTASKD_SCENE`: the scene whose change caused the decision (SPEC §15).
+        public var scene: SceneID? = nil
     }
 
-    /// Written only while uniquely referenced (``fields(_:)``), so shared boxes are never written.
-    final class Box: @unchecked Sendable {
-        var fields: Fields
-        init(_ fields: Fields) { self.fields = fields }
-    }
+    @usableFromInline var storage: CopyOnWrite<Fields>
 
-    private var box: Box
-
-    /// `BGTASKD_DECISION`.
-    public var kind: DecisionKind {
-        get { box.fields.kind }
-        set { unique().fields.kind = newValue }
-    }
-    /// `BGTASKD_REASON`.
-    public var reason: Reason {
-        get { box.fields.reason }
-        set { unique().fields.reason = newValue }
-    }
-    /// `BGTASKD_APP`; `nil` only for decisions about no app in particular.
-    public var app: AppID? {
-        get { box.fields.app }
-        set { unique().fields.app = newValue }
-    }
-    /// `BGTASKD_STATE`: the app's state after the decision.
-    public var state: AppState? {
-        get { box.fields.state }
-        set { unique().fields.state = newValue }
-    }
-    /// `BGTASKD_PREVIOUS_STATE`: the app's state before it, when the decision changed it.
-    public var previousState: AppState? {
-        get { box.fields.previousState }
-        set { unique().fields.previousState = newValue }
-    }
-    /// `BGTASKD_TASK_ID`.
-    public var taskID: TaskID? {
-        get { box.fields.taskID }
-        set { unique().fields.taskID = newValue }
-    }
-    /// `BGTASKD_TASK_NAME`: an assertion's name or a scheduled task's identifier.
-    public var taskName: String? {
-        get { box.fields.taskName }
-        set { unique().fields.taskName = newValue }
-    }
-    /// The activity a grant/end is about.
-    public var activityID: ActivityID? {
-        get { box.fields.activityID }
-        set { unique().fields.activityID = newValue }
-    }
-    /// `BGTASKD_REMAINING_USEC`: background time left, where it applies.
-    public var remaining: TimeSpan? {
-        get { box.fields.remaining }
-        set { unique().fields.remaining = newValue }
-    }
-    /// `BGTASKD_PID` / `OBJECT_PID`.
-    public var pid: Int32? {
-        get { box.fields.pid }
-        set { unique().fields.pid = newValue }
-    }
-    /// The journal priority.
-    public var severity: Severity {
-        get { box.fields.severity }
-        set { unique().fields.severity = newValue }
-    }
-    /// The facts the shell renders `MESSAGE` from (the core holds no English).
-    public var detail: DecisionDetail {
-        get { box.fields.detail }
-        set { unique().fields.detail = newValue }
-    }
-    /// `BGTASKD_SCENE`: the scene whose change caused the decision (SPEC §15).
-    public var scene: SceneID? {
-        get { box.fields.scene }
-        set { unique().fields.scene = newValue }
-    }
-
-    /// The box, made this value's own first if another value shares it.
-    private mutating func unique() -> Box {
-        if !isKnownUniquelyReferenced(&box) { box = Box(box.fields) }
-        return box
+    /// A field, read in place or changed (the box copied first if another decision shares it).
+    @inlinable public subscript<Value>(dynamicMember field: WritableKeyPath<Fields, Value>) -> Value {
+        get { storage[field] }
+        set { storage.modify { $0[keyPath: field] = newValue } }
     }
 
     /// A decision; optional fields default to `nil`, severity to `info`.
@@ -284,7 +226,7 @@ public struct Decision: Hashable, Sendable, Codable, CustomReflectable {
         taskID: TaskID? = nil, taskName: String? = nil, activityID: ActivityID? = nil, remaining: TimeSpan? = nil,
         pid: Int32? = nil, severity: Severity = .info, detail: DecisionDetail
     ) {
-        box = Box(
+        storage = CopyOnWrite(
             Fields(
                 kind: kind, reason: reason, app: app, state: state, previousState: previousState, taskID: taskID,
                 taskName: taskName, activityID: activityID, remaining: remaining, pid: pid, severity: severity,
@@ -304,19 +246,19 @@ public struct Decision: Hashable, Sendable, Codable, CustomReflectable {
     }
 
     public static func == (a: Decision, b: Decision) -> Bool {
-        a.box === b.box || a.box.fields == b.box.fields
+        a.storage.shares(with: b.storage) || a.storage.fields == b.storage.fields
     }
 
-    public func hash(into hasher: inout Hasher) { box.fields.hash(into: &hasher) }
+    public func hash(into hasher: inout Hasher) { storage.fields.hash(into: &hasher) }
 
     /// The keys and values of the fields, as the struct's synthesized conformance wrote them.
-    public func encode(to encoder: any Encoder) throws { try box.fields.encode(to: encoder) }
+    public func encode(to encoder: any Encoder) throws { try storage.fields.encode(to: encoder) }
 
-    public init(from decoder: any Decoder) throws { box = Box(try Fields(from: decoder)) }
+    public init(from decoder: any Decoder) throws { storage = CopyOnWrite(try Fields(from: decoder)) }
 
     /// The fields, so that a decision prints as the struct did (`Decision(kind: …, reason: …)`).
     public var customMirror: Mirror {
-        Mirror(self, children: Mirror(reflecting: box.fields).children, displayStyle: .struct)
+        Mirror(self, children: Mirror(reflecting: storage.fields).children, displayStyle: .struct)
     }
 }
 

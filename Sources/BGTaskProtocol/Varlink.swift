@@ -1,3 +1,5 @@
+import BGTaskModel
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -79,9 +81,9 @@ public struct VarlinkFramer: Sendable {
 
 /// A method call as received from a Varlink client.
 ///
-/// A value with its fields in one shared box (copy on write), as BGTaskCore's `Decision` is: a call rides in
-/// its request from the decoder to the reply and is copied about ten times on the way, each copy one
-/// reference count rather than ~150 bytes and five references.
+/// A value with its fields in one copy-on-write box (`CopyOnWrite`), as BGTaskCore's `Decision` is: a call
+/// rides in its request from the decoder to the reply and is copied about ten times on the way, each copy
+/// one reference count rather than ~150 bytes and five references.
 public struct VarlinkCall: Sendable, Equatable, CustomReflectable {
     struct Fields {
         var method: String
@@ -94,66 +96,56 @@ public struct VarlinkCall: Sendable, Equatable, CustomReflectable {
         var storedParameters: [String: JSON]
     }
 
-    /// Written only while uniquely referenced (``unique()``), so shared boxes are never written.
-    final class Box: @unchecked Sendable {
-        var fields: Fields
-        init(_ fields: Fields) { self.fields = fields }
-    }
-
-    private var box: Box
-
-    /// The box, made this value's own first if another value shares it.
-    private mutating func unique() -> Box {
-        if !isKnownUniquelyReferenced(&box) { box = Box(box.fields) }
-        return box
-    }
+    private var storage: CopyOnWrite<Fields>
 
     /// Fully qualified: `interface.Method`.
     public var method: String {
-        get { box.fields.method }
+        get { storage[\.method] }
         set {
-            let b = unique()
-            b.fields.method = newValue
-            (b.fields.interface, b.fields.methodName) = Self.split(newValue)
-            b.fields.fast = nil
+            storage.modify {
+                $0.method = newValue
+                ($0.interface, $0.methodName) = Self.split(newValue)
+                $0.fast = nil
+            }
         }
     }
     /// The parameters. A call decoded by the fast path (VarlinkFastDecoder) holds them typed
     /// (``typedParameters``) and builds this object only when it is asked for.
     public var parameters: [String: JSON] {
-        get { box.fields.fast?.message.json ?? box.fields.storedParameters }
+        get { storage[\.fast]?.message.json ?? storage[\.storedParameters] }
         set {
-            let b = unique()
-            b.fields.storedParameters = newValue
-            b.fields.fast = nil
+            storage.modify {
+                $0.storedParameters = newValue
+                $0.fast = nil
+            }
         }
     }
     public var more: Bool {
-        get { box.fields.more }
-        set { unique().fields.more = newValue }
+        get { storage[\.more] }
+        set { storage.modify { $0.more = newValue } }
     }
     public var oneway: Bool {
-        get { box.fields.oneway }
-        set { unique().fields.oneway = newValue }
+        get { storage[\.oneway] }
+        set { storage.modify { $0.oneway = newValue } }
     }
     public var upgrade: Bool {
-        get { box.fields.upgrade }
-        set { unique().fields.upgrade = newValue }
+        get { storage[\.upgrade] }
+        set { storage.modify { $0.upgrade = newValue } }
     }
     /// The interface part of `method` (split once, not on every look-up).
-    public var interface: Substring { box.fields.interface }
+    public var interface: Substring { storage[\.interface] }
     /// The method name without its interface.
-    public var methodName: Substring { box.fields.methodName }
+    public var methodName: Substring { storage[\.methodName] }
     /// The parameters as the contract's struct, when the fast path decoded them (already checked:
     /// every field present and of its declared type).
-    public var fast: VarlinkFastDecoder.Parameters? { box.fields.fast }
-    public var typedParameters: (any WireMessage)? { box.fields.fast?.message }
+    public var fast: VarlinkFastDecoder.Parameters? { storage[\.fast] }
+    public var typedParameters: (any WireMessage)? { storage[\.fast]?.message }
     /// The `io.bgtaskd.App` method, when the fast path decoded the call.
-    public var appMethod: AppMethod? { box.fields.fast?.method }
+    public var appMethod: AppMethod? { storage[\.fast]?.method }
 
     public init(method: String, parameters: [String: JSON] = [:], more: Bool = false, oneway: Bool = false, upgrade: Bool = false) {
         let (interface, methodName) = Self.split(method)
-        box = Box(
+        storage = CopyOnWrite(
             Fields(
                 method: method, more: more, oneway: oneway, upgrade: upgrade, interface: interface,
                 methodName: methodName, fast: nil, storedParameters: parameters))
@@ -161,7 +153,7 @@ public struct VarlinkCall: Sendable, Equatable, CustomReflectable {
 
     /// A call decoded by the fast path: its method's names are the contract's (shared, not copied).
     init(fast parameters: VarlinkFastDecoder.Parameters, names: VarlinkFastDecoder.Names, more: Bool, oneway: Bool) {
-        box = Box(
+        storage = CopyOnWrite(
             Fields(
                 method: names.method, more: more, oneway: oneway, upgrade: false, interface: names.interface,
                 methodName: names.methodName, fast: parameters, storedParameters: [:]))
@@ -169,11 +161,11 @@ public struct VarlinkCall: Sendable, Equatable, CustomReflectable {
 
     /// The fields, so that a call prints as the struct did.
     public var customMirror: Mirror {
-        Mirror(self, children: Mirror(reflecting: box.fields).children, displayStyle: .struct)
+        Mirror(self, children: Mirror(reflecting: storage.fields).children, displayStyle: .struct)
     }
 
     public static func == (a: VarlinkCall, b: VarlinkCall) -> Bool {
-        a.box === b.box
+        a.storage.shares(with: b.storage)
             || (a.method == b.method && a.more == b.more && a.oneway == b.oneway && a.upgrade == b.upgrade
                 && a.parameters == b.parameters)
     }
