@@ -22,6 +22,8 @@ import Testing
         }
         #expect(reused.records(app: app).map(\.message) == fresh.records(app: app).map(\.message))
         #expect(reused.records(app: app).map(\.message) == Array((messages + messages.reversed()).suffix(8)))
-        #expect(reused.capacity == fresh.capacity)
+        // The same growth: an array's capacity is what malloc gave, which a chunk reused from the free lists
+        // can exceed by up to 31 bytes (a remainder too small to split off), depending on the heap's state.
+        #expect(abs(reused.capacity - fresh.capacity) < 32, "\(reused.capacity) against \(fresh.capacity)")
     }
 }
