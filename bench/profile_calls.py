@@ -62,17 +62,28 @@ def build_shim(directory: str) -> str:
     return lib
 
 
-def dumped_instructions(out: str) -> int:
-    """The Ir total of the dumps callgrind wrote for `out` (one per `callgrind_control -d`)."""
-    total = 0
+def setup(a) -> tuple[list[str], str]:
+    """The apps and bgtaskd.conf of every mode: row 1's, with the recording off (--no-record) or every grant
+    and end journaled (--every-entry) when asked."""
+    apps = [f"org.bench.P{i}" for i in range(4)]
+    conf = bench.BASE_CONF.format(max=1000) + ("[Daemon]\nRecordInputs=no\n" if a.no_record else "")
+    if a.every_entry:
+        conf += bench.EVERY_ENTRY
+    return apps, conf
+
+
+def read_dumps(out: str) -> tuple[int, bool]:
+    """The Ir total of the dumps callgrind wrote for `out` (one per `callgrind_control -d`), and whether
+    start-up's clean-up (StartupPages) ran in them."""
+    total, startup = 0, False
     base = os.path.dirname(out) or "."
     for name in os.listdir(base):
         if name.startswith(os.path.basename(out) + "."):
-            for line in open(os.path.join(base, name)):
-                if line.startswith("summary:") or line.startswith("totals:"):
+            for line in open(os.path.join(base, name), errors="replace"):
+                if line.startswith("summary:"):  # the dump's total (its "totals:" line repeats it)
                     total += int(line.split()[1])
-                    break
-    return total
+                startup = startup or "StartupPages" in line
+    return total, startup
 
 
 def main():
@@ -89,8 +100,7 @@ def main():
     a = ap.parse_args()
     if a.callgrind:
         return callgrind(a)
-    apps = [f"org.bench.P{i}" for i in range(4)]
-    conf = bench.BASE_CONF.format(max=1000) + ("[Daemon]\nRecordInputs=no\n" if a.no_record else "")
+    apps, conf = setup(a)
     cpu = 0 if a.one_cpu else None
     with bench.Daemon("profile", conf, apps) as d:
         bench.launch_all(d, apps)
@@ -123,10 +133,7 @@ def main():
 
 
 def callgrind(a):
-    apps = [f"org.bench.P{i}" for i in range(4)]
-    conf = bench.BASE_CONF.format(max=1000) + ("[Daemon]\nRecordInputs=no\n" if a.no_record else "")
-    if a.every_entry:
-        conf += bench.EVERY_ENTRY
+    apps, conf = setup(a)
     out = os.path.abspath(a.callgrind)
     for name in os.listdir(os.path.dirname(out)):
         if name.startswith(os.path.basename(out) + "."):
@@ -146,9 +153,8 @@ def callgrind(a):
                 calls += len(r["begin_ns"]) + len(r["end_ns"])
             subprocess.run(["callgrind_control", "-d", str(d.pid)], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             subprocess.run(["callgrind_control", "-i", "off", str(d.pid)], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    instructions = dumped_instructions(out)
-    if any("StartupPages" in open(os.path.join(os.path.dirname(out), n), errors="replace").read()
-           for n in os.listdir(os.path.dirname(out)) if n.startswith(os.path.basename(out) + ".")):
+    instructions, startup = read_dumps(out)
+    if startup:
         print("warning: start-up's clean-up ran in the window; its instructions are in the figure")
     print(f"{instructions:,} instructions over {calls:,} calls: {instructions / calls:,.0f} per call "
           f"(every thread of the daemon; {out}.*)")

@@ -91,6 +91,30 @@ import Testing
         #expect(try block.entries() == entries)
     }
 
+    /// The inputs whose payloads are boxed (`indirect` cases, a decision's copy-on-write fields) are kept as
+    /// values, encoded as the daemon does once the block is full, and read back equal.
+    @Test func boxedPayloadsReadBackFromAnEncodedBlock() throws {
+        var scene = Decision(
+            kind: .grant, reason: .appRequest, app: Self.app, taskID: TaskID(3), taskName: "sync",
+            remaining: .seconds(30), pid: 12, detail: .note("granted"))
+        scene.scene = SceneID("main")!
+        let inputs: [CoreInput] = [
+            .lifecycle(.configurationChanged(LifecycleConfig(backgroundTimeBudget: .seconds(45))), request: nil, from: nil),
+            .lifecycle(.continuedTaskRequested(Self.app, connection: ConnectionID(4),
+                                               ContinuedTaskRequest(identifier: "export", title: "Exporting", totalUnits: 100)),
+                       request: RequestID(5), from: nil),
+            .decisionTaken(scene, from: nil),
+            .lifecycle(.assertionEndRequested(Self.app, TaskID(3)), request: RequestID(6), from: nil),
+        ]
+        let entries = Self.entries(inputs)
+        var block = InputRecorder.Block(capacity: 1 << 16)
+        for e in entries { block.append(e, indirect: 64) }
+        let others = try #require(block.liveOthers)
+        #expect(others.count == 3)
+        block.compactedOthers(try InputRecorder.encode(block: others))
+        #expect(try block.entries() == entries)
+    }
+
     /// A block cut short, or with a byte changed to a tag no input has, is an error when read back.
     @Test func aDamagedBlockIsAnError() throws {
         var block = InputRecorder.Block(capacity: 1 << 12)
