@@ -69,10 +69,9 @@ extension DaemonService {
         // an entry that is journaled (issue 15: most grants and ends are counted by the budget instead).
         if journaled {
             let uid = d.app.map { expectedUID($0) }
-            journal.send(message, priority: priority, essential: JournalBudget.isAlwaysJournaled(d.kind)) {
-                var fields = Self.journalFields(d, uid: uid, peerPID: peerPID)
-                if let backgroundCPU { fields.append(JournalField(knownName: "BGTASKD_BACKGROUND_CPU_USEC", String(backgroundCPU))) }
-                return fields
+            journal.send(message, priority: priority, essential: JournalBudget.isAlwaysJournaled(d.kind)) { fields in
+                Self.writeJournalFields(d, uid: uid, peerPID: peerPID, into: &fields)
+                fields.add("BGTASKD_BACKGROUND_CPU_USEC", backgroundCPU)
             }
         }
         if !monitors.isEmpty {
@@ -83,28 +82,22 @@ extension DaemonService {
         }
     }
 
-    /// The SPEC §11 fields of a decision.
-    private static func journalFields(_ d: Decision, uid: UInt32?, peerPID: Int32?) -> [JournalField] {
-        var fields: [JournalField] = []
-        fields.reserveCapacity(13)
-        func add(_ name: String, _ value: String?) {
-            if let value { fields.append(JournalField(knownName: name, value)) }
-        }
-        add("MESSAGE_ID", MessageIDs.byDecision[d.kind.rawValue])
-        add("BGTASKD_DECISION", d.kind.rawValue)
-        add("BGTASKD_REASON", d.reason.rawValue)
-        add("BGTASKD_APP", d.app?.rawValue)
-        add("BGTASKD_STATE", d.state?.rawValue)
-        add("BGTASKD_PREVIOUS_STATE", d.previousState?.rawValue)
-        add("BGTASKD_TASK_ID", d.taskID.map { String($0.rawValue) })
-        add("BGTASKD_TASK_NAME", d.taskName)
-        add("BGTASKD_SCENE", d.scene?.rawValue)
-        add("BGTASKD_REMAINING_USEC", d.remaining.map { String($0.microseconds) })
-        add("BGTASKD_PID", d.pid.map(String.init))
-        add("OBJECT_PID", d.pid.map(String.init))
-        add("BGTASKD_UID", uid.map { String($0) })
-        add("BGTASKD_PEER_PID", peerPID.map { String($0) })
-        return fields
+    /// The SPEC §11 fields of a decision, written into the writer's entry.
+    private static func writeJournalFields(_ d: Decision, uid: UInt32?, peerPID: Int32?, into fields: inout JournalEntryFields) {
+        fields.add("MESSAGE_ID", MessageIDs.of(d.kind))
+        fields.add("BGTASKD_DECISION", d.kind.rawValue)
+        fields.add("BGTASKD_REASON", d.reason.rawValue)
+        fields.add("BGTASKD_APP", d.app?.rawValue)
+        fields.add("BGTASKD_STATE", d.state?.rawValue)
+        fields.add("BGTASKD_PREVIOUS_STATE", d.previousState?.rawValue)
+        fields.add("BGTASKD_TASK_ID", d.taskID?.rawValue)
+        fields.add("BGTASKD_TASK_NAME", d.taskName)
+        fields.add("BGTASKD_SCENE", d.scene?.rawValue)
+        fields.add("BGTASKD_REMAINING_USEC", d.remaining?.microseconds)
+        fields.add("BGTASKD_PID", d.pid)
+        fields.add("OBJECT_PID", d.pid)
+        fields.add("BGTASKD_UID", uid)
+        fields.add("BGTASKD_PEER_PID", peerPID)
     }
 
     // MARK: - JSON views

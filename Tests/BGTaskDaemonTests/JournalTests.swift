@@ -16,6 +16,68 @@ import Testing
     }
 }
 
+/// The writer's entry buffer: what `sd_journal_sendv` is handed is exactly `NAME=value` per field.
+@Suite struct JournalEntryFieldsTests {
+    @Test func numbersAreWrittenInDecimalAsStringWouldWriteThem() {
+        var entry = JournalEntryFields()
+        entry.add("A", 0)
+        entry.add("B", -1)
+        entry.add("C", Int64.min)
+        entry.add("D", Int64.max)
+        entry.add("E", UInt64.max)
+        entry.add("F", Int32.min)
+        entry.add("G", UInt32(4_000_000_000))
+        entry.add("H", 10)
+        entry.add("I", 1_000_000_007)
+        let values: [String] = ["0", "-1", String(Int64.min), String(Int64.max), String(UInt64.max), String(Int32.min),
+                                "4000000000", "10", "1000000007"]
+        #expect(entry.fields.map(\.value) == values)
+        #expect(entry.fields.map(\.name) == ["A", "B", "C", "D", "E", "F", "G", "H", "I"])
+    }
+
+    @Test func aNilValueWritesNoField() {
+        var entry = JournalEntryFields()
+        entry.add("BGTASKD_APP", nil as String?)
+        entry.add("BGTASKD_PID", nil as Int32?)
+        entry.add("BGTASKD_REASON", "no-assertions")
+        #expect(entry.count == 1)
+        #expect(entry.fields.first?.name == "BGTASKD_REASON")
+        #expect(entry.fields.first?.value == "no-assertions")
+    }
+
+    @Test func valuesKeepEveryByteAndSplitAtTheFirstEquals() throws {
+        var entry = JournalEntryFields()
+        entry.add("BGTASKD_MULTILINE", "line one\nline two = with équals")
+        entry.add("EMPTY", "")
+        entry.add(try #require(JournalField("BGTASKD_CHECKED", "a=b")))
+        #expect(entry.fields.map(\.value) == ["line one\nline two = with équals", "", "a=b"])
+        #expect(entry.fields.map(\.name) == ["BGTASKD_MULTILINE", "EMPTY", "BGTASKD_CHECKED"])
+        entry.withField(1) { #expect(Array($0) == Array("EMPTY=".utf8)) }
+    }
+
+    /// Far past the first room (1 KiB, 32 fields): every field intact; an entry past 64 KiB does not keep
+    /// its room, and the buffer is whole for the next entry.
+    @Test func itGrowsPastItsRoomAndGivesBackAnOversizedOne() {
+        var entry = JournalEntryFields()
+        let long = String(repeating: "x", count: 100_000)
+        for i in 0..<300 { entry.add("F", i) }
+        let grown = entry.byteCapacity
+        #expect(grown > JournalEntryFields.initialBytes)
+        entry.removeAll()
+        #expect(entry.byteCapacity == grown, "an ordinary entry keeps its room")
+        for i in 0..<300 { entry.add("F", i) }
+        entry.add("LONG", long)
+        #expect(entry.count == 301)
+        #expect(entry.fields.prefix(300).map(\.value) == (0..<300).map(String.init))
+        #expect(entry.fields.last?.value == long)
+        entry.removeAll()
+        #expect(entry.count == 0 && entry.byteCount == 0)
+        #expect(entry.byteCapacity == JournalEntryFields.initialBytes, "a 100 KB entry gives its room back")
+        entry.add("AFTER", "small")
+        #expect(entry.fields.map(\.value) == ["small"])
+    }
+}
+
 /// Writes through the real sink into the real journald and reads it back with journalctl.
 @Suite(.serialized) struct JournalRoundTripTests {
     /// Runs journalctl and returns what it printed.
@@ -113,6 +175,36 @@ import Testing
         #expect(e["CODE_LINE"] as? String == String(line))
         #expect((e["CODE_FILE"] as? String)?.hasSuffix("JournalTests.swift") == true)
         #expect(e["_PID"] as? String == String(getpid()))
+    }
+
+    /// The form the daemon uses for decisions: the writer writes the fields (numbers in place, nils left out).
+    @Test func fieldsWrittenByTheWriterReadBack() throws {
+        try #require(Self.journaldAnswers(), "no journald answers on /run/systemd/journal/socket")
+        let sink = JournalSink(identifier: "bgtaskd-test", destination: .journal)
+        let marker = UUID().uuidString.replacingOccurrences(of: "-", with: "")
+        let scope = Self.scope(since: Int(Date().timeIntervalSince1970) - 1)
+        sink.send("granted background task 7 to org.example.Mail", priority: .info) { fields in
+            fields.add("BGTASKD_TEST_MARKER", marker)
+            fields.add("BGTASKD_TASK_ID", UInt64(7))
+            fields.add("BGTASKD_REMAINING_USEC", Int64(29_999_999))
+            fields.add("BGTASKD_PEER_PID", Int32(-1))
+            fields.add("BGTASKD_SCENE", nil as String?)
+            fields.add("BGTASKD_UID", nil as UInt32?)
+        }
+        sink.flush()
+        #expect(sink.sent == 1)
+        _ = try Self.journalctl(["--sync"])
+        let text = try Self.journalctl(["-o", "json", "--no-pager"] + scope + ["BGTASKD_TEST_MARKER=\(marker)"])
+        let e = try #require(try text.split(separator: "\n").first.flatMap {
+            try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }, "entry never appeared in the journal")
+        #expect(e["MESSAGE"] as? String == "granted background task 7 to org.example.Mail")
+        #expect(e["PRIORITY"] as? String == "6")
+        #expect(e["BGTASKD_TASK_ID"] as? String == "7")
+        #expect(e["BGTASKD_REMAINING_USEC"] as? String == "29999999")
+        #expect(e["BGTASKD_PEER_PID"] as? String == "-1")
+        #expect(e["BGTASKD_SCENE"] == nil && e["BGTASKD_UID"] == nil)
+        #expect((e["CODE_FUNC"] as? String)?.hasPrefix("fieldsWrittenByTheWriterReadBack") == true)
     }
 
     @Test func congestionIsSignalledAtThreeQuartersAndReliefAtAQuarter() throws {

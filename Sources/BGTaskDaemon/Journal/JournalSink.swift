@@ -70,14 +70,12 @@ public final class JournalSink: Sendable {
         var message: String
         var priority: JournalPriority
         var fields: [JournalField]
-        /// Fields made by the writer rather than the sender (formatting costs the daemon's queue nothing).
-        var makeFields: (@Sendable () -> [JournalField])?
+        /// Fields written by the writer rather than the sender (formatting costs the daemon's queue nothing).
+        var writeFields: (@Sendable (inout JournalEntryFields) -> Void)?
         var file: String
         var line: Int
         var function: String
         var essential = false
-
-        var allFields: [JournalField] { makeFields.map { fields + $0() } ?? fields }
     }
 
     struct Batch {
@@ -111,10 +109,12 @@ public final class JournalSink: Sendable {
     private let droppedCount = Atomic<Int>(0)
     private let waitCount = Atomic<Int>(0)
     private let batchWritten = Mutex<(@Sendable () -> Void)?>(nil)
-    /// The writer's buffers for an entry's bytes and field ends, kept between entries (used on `queue` only).
+    /// The writer's entry, kept between entries (used on `queue` only).
     private final class Scratch: @unchecked Sendable {
-        var bytes: [UInt8] = []
-        var ends: [Int] = []
+        #if !DEBUG
+        @exclusivity(unchecked)
+        #endif
+        var entry = JournalEntryFields()
     }
     private let scratch = Scratch()
     private let sentCount = Atomic<Int>(0)
@@ -178,13 +178,14 @@ public final class JournalSink: Sendable {
                       essential: essential))
     }
 
-    /// Queues one entry whose fields `makeFields` builds on the writer's queue, off the caller's.
+    /// Queues one entry whose fields `writeFields` writes on the writer's queue, off the caller's, after
+    /// MESSAGE, PRIORITY, SYSLOG_IDENTIFIER and CODE_* (which it must not repeat).
     public func send(
         _ message: String, priority: JournalPriority = .info, essential: Bool = false,
         file: String = #fileID, line: Int = #line, function: String = #function,
-        fields makeFields: @escaping @Sendable () -> [JournalField]
+        fields writeFields: @escaping @Sendable (inout JournalEntryFields) -> Void
     ) {
-        enqueue(Entry(message: message, priority: priority, fields: [], makeFields: makeFields, file: file, line: line,
+        enqueue(Entry(message: message, priority: priority, fields: [], writeFields: writeFields, file: file, line: line,
                       function: function, essential: essential))
     }
 
@@ -360,68 +361,38 @@ public final class JournalSink: Sendable {
     }
 
     private func writeEntry(_ e: Entry) {
-        let fields = e.allFields
+        scratch.entry.removeAll()
+        JournalSink.lay(e, identifier: identifier, into: &scratch.entry)
         switch destination {
         case .journal:
-            let sent = JournalSink.sendv(e, fields: fields, identifier: identifier, bytes: &scratch.bytes, ends: &scratch.ends)
-            // An entry far larger than the rest does not keep its room.
-            if scratch.bytes.capacity > 1 << 16 { scratch.bytes = [] }
-            if sent < 0 {
+            if scratch.entry.send() < 0 {
                 // The journal went away: keep the line rather than lose it.
-                JournalSink.writeStderr(identifier: identifier, message: e.message, fields: fields)
+                JournalSink.writeStderr(identifier: identifier, message: e.message, entry: scratch.entry)
             }
         case .stderr:
-            JournalSink.writeStderr(identifier: identifier, message: e.message, fields: fields)
+            JournalSink.writeStderr(identifier: identifier, message: e.message, entry: scratch.entry)
         }
     }
 
-    /// Lays every `NAME=value` of the entry end to end in one buffer and hands journald iovecs into it:
-    /// `bytes` and `ends` are the writer's, kept from entry to entry (no allocation once they are large enough).
-    private static func sendv(_ e: Entry, fields: [JournalField], identifier: String, bytes: inout [UInt8],
-                              ends: inout [Int]) -> Int32
-    {
-        bytes.removeAll(keepingCapacity: true)
-        ends.removeAll(keepingCapacity: true)
-        var size = 160 + e.message.utf8.count + identifier.utf8.count + e.file.utf8.count + e.function.utf8.count
-        for f in fields { size += f.name.utf8.count + f.value.utf8.count + 1 }
-        bytes.reserveCapacity(size)
-        ends.reserveCapacity(6 + fields.count)
-        func field(_ name: String, _ value: String) {
-            append(name, to: &bytes)
-            bytes.append(UInt8(ascii: "="))
-            append(value, to: &bytes)
-            ends.append(bytes.count)
-        }
-        field("MESSAGE", e.message)
-        field("PRIORITY", String(e.priority.rawValue))
-        field("SYSLOG_IDENTIFIER", identifier)
-        field("CODE_FILE", e.file)
-        field("CODE_LINE", String(e.line))
-        field("CODE_FUNC", e.function)
-        for f in fields { field(f.name, f.value) }
-        return bytes.withUnsafeMutableBytes { raw -> Int32 in
-            guard let base = raw.baseAddress else { return -1 }
-            return withUnsafeTemporaryAllocation(of: iovec.self, capacity: ends.count) { iov -> Int32 in
-                var start = 0
-                for (i, end) in ends.enumerated() {
-                    iov[i] = iovec(iov_base: base + start, iov_len: end - start)
-                    start = end
-                }
-                return sd_journal_sendv(iov.baseAddress, Int32(ends.count))
-            }
-        }
+    /// The fields every entry has, first (`headerFields` of them), then the sender's.
+    static func lay(_ e: Entry, identifier: String, into entry: inout JournalEntryFields) {
+        entry.add("MESSAGE", e.message)
+        entry.add("PRIORITY", e.priority.rawValue)
+        entry.add("SYSLOG_IDENTIFIER", identifier)
+        entry.add("CODE_FILE", e.file)
+        entry.add("CODE_LINE", e.line)
+        entry.add("CODE_FUNC", e.function)
+        for f in e.fields { entry.add(f) }
+        e.writeFields?(&entry)
     }
 
-    /// The string's UTF-8 appended as one copy of its contiguous storage (native strings and literals have
-    /// it); `append(contentsOf: s.utf8)` went byte by byte through the view, ~170 instructions a field.
-    private static func append(_ s: String, to bytes: inout [UInt8]) {
-        let done: Void? = s.utf8.withContiguousStorageIfAvailable { bytes.append(contentsOf: $0) }
-        if done == nil { bytes.append(contentsOf: s.utf8) }
-    }
+    /// MESSAGE, PRIORITY, SYSLOG_IDENTIFIER, CODE_FILE, CODE_LINE, CODE_FUNC.
+    static let headerFields = 6
 
-    private static func writeStderr(identifier: String, message: String, fields: [JournalField]) {
+    /// `identifier: message [BGTASKD_…=… …]`: the sender's own fields that are the daemon's.
+    private static func writeStderr(identifier: String, message: String, entry: borrowing JournalEntryFields) {
         var line = identifier + ": " + message
-        let extra = fields.filter { $0.name.hasPrefix("BGTASKD_") }
+        let extra = (headerFields..<max(headerFields, entry.count)).map { entry.field($0) }.filter { $0.name.hasPrefix("BGTASKD_") }
         if !extra.isEmpty {
             line += " [" + extra.map { "\($0.name)=\($0.value)" }.joined(separator: " ") + "]"
         }
