@@ -835,11 +835,11 @@ def every_entry_bound(t: Table, res: dict):
     t.add("", f"  {cpus} CPUs ÷ that sum: the rate each side's CPU per call allows", fmt_rate(bound_o),
           f"journaling echo: {fmt_rate(bound_b)}", f"{100 * bound_o / bound_b:.0f}% (the bound)")
     # How many datagrams journald's socket queues before a sender waits: 512 where systemd as PID 1 raised
-    # it, the kernel's 10 elsewhere. The daemon's writer sizes its pause by it (docs/design.md); shown so
-    # that runs on machines set either way are not compared blind.
+    # it, the kernel's 10 elsewhere: how far either side runs ahead of journald before its sends wait. Shown
+    # so that runs on machines set either way are not compared blind.
     qlen = dgram_queue_length()
     res["max_dgram_qlen"] = qlen
-    t.add("", "  journald's socket queue (net.unix.max_dgram_qlen; the writer pauses 10 µs a datagram, ≤ 1 ms)",
+    t.add("", "  journald's socket queue (net.unix.max_dgram_qlen: datagrams sent before a send waits)",
           f"{qlen} datagrams")
 
 

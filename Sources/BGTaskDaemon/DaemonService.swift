@@ -153,6 +153,8 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
     /// Only the uids other than the daemon's own are kept (most apps have no `User=`: 10,000 entries of
     /// the daemon's uid took 0.3 MiB); ``expectedUID(_:)`` falls back to it.
     var uidByApp: [AppID: UInt32] = [:]
+    /// The daemon's own uid, read once (``expectedUID(_:)`` gave most journaled decisions a `getuid` call).
+    let ownUID = getuid()
     /// SPEC §11's journal budget (issue 11) as Stats and the tests see it (the core decides).
     var journalBudget: JournalBudgetView {
         JournalBudgetView(coalesced: core.coalesced, summaries: core.summaries, nextDeadline: core.journalDeadline)
@@ -264,7 +266,6 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
         var resolved: [Account?: UInt32] = [:]
         var registered: [AppManifest] = []
         registered.reserveCapacity(old == nil ? manifests.count : changedApps.count)
-        let ownUID = getuid()
         // App IDs are ASCII (A-Za-z0-9._-), where the bytes' order is String's `<`. Only the IDs are
         // sorted, by keys made once (`UTF8Order`), each with its index in the dictionary: its manifest is
         // then found without hashing.

@@ -118,8 +118,8 @@ extension Interfaces {
           # journaled one by one, and the coalesced summaries journaled.
           journalCoalesced: ?int,
           journalSummaries: ?int,
-          # Entries whose send waited for room in journald's socket (journald behind the daemon); after
-          # each the journal writer paused 1 ms and sent on in a burst.
+          # Entries whose send waited for room in journald's socket (journald behind the daemon): the
+          # journal writer sent on as journald took them.
           journalWaits: ?int,
           # What the connection limits did: connections refused (MaxConnectionsPerUser=, no descriptor
           # left for them), dropped for a message left half-sent (IncompleteMessageTimeoutSec=) or

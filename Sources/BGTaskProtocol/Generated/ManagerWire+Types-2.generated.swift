@@ -181,7 +181,7 @@ extension ManagerWire {
         /// What the journal budget did (SPEC §11): grant/end decisions counted in a summary instead of journaled one by one, and the coalesced summaries journaled.
         public var journalCoalesced: Int64?
         public var journalSummaries: Int64?
-        /// Entries whose send waited for room in journald's socket (journald behind the daemon); after each the journal writer paused 1 ms and sent on in a burst.
+        /// Entries whose send waited for room in journald's socket (journald behind the daemon): the journal writer sent on as journald took them.
         public var journalWaits: Int64?
         /// What the connection limits did: connections refused (MaxConnectionsPerUser=, no descriptor left for them), dropped for a message left half-sent (IncompleteMessageTimeoutSec=) or closed for a message over MaxMessageSize.
         public var connectionsRefused: Int64?
