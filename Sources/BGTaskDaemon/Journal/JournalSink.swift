@@ -263,7 +263,7 @@ public final class JournalSink: Sendable {
     /// that finds journald's queue full waits in `sendmsg` until journald takes a datagram, and the writer
     /// goes on at once: as fast as journald takes entries, with journald's queue never left empty while
     /// entries wait (in `make bench` row 2b this answered 13% more calls than pausing after such a send and
-    /// coming back on a timer, which cost two thread wake-ups a pause and left journald idle in it).
+    /// coming back on a timer, which cost two thread wake-ups a pause: docs/design.md).
     private func writeBatch(measuring: Bool = true) {
         var sleeps = measuring ? Self.voluntarySwitches() : 0
         while true {
