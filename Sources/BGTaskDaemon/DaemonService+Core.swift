@@ -172,7 +172,7 @@ extension DaemonService {
                 guard let self else { return }
                 self.armedDeadline = nil
                 self.timer?.suspend()
-                self.deadlineReached()
+                self.timerFired()
             }
             timer = t
             t.schedule(deadline: .now() + .microseconds(Int(delay)), leeway: .microseconds(50))
@@ -192,6 +192,17 @@ extension DaemonService {
             armedDeadline = nil
         }
         armTimer()
+    }
+
+    /// The timer fired: its deadlines as one turn of the Varlink server, so that an instant's events (an
+    /// app's ten expirations) leave at its end in one write to each stream, after the decisions, and the
+    /// journal's writer is woken once they have left, as after a turn of calls.
+    func timerFired() {
+        if let server {
+            server.asTurn { deadlineReached() }
+        } else {
+            deadlineReached()
+        }
     }
 
     /// The monotonic timer fired (early or late is harmless): the core's deadlines, its budgets' included

@@ -102,8 +102,9 @@ extension VarlinkConnection {
         if !r.continues && phase == .draining && !serving && !server.inTurn { closeIfDrained() }
     }
 
-    /// Writes a reply: within a turn, once every call the connection sent is answered (else at the turn's
-    /// end, as what other connections' calls sent it), or at once when it comes from a timer or another source.
+    /// Writes a reply: within a turn (the socket thread's, or the queue's own work in `VarlinkServer.asTurn`)
+    /// at the turn's end, or sooner for a connection whose calls read in this turn are all answered; outside
+    /// a turn, at once.
     private func emit(_ reply: VarlinkReply, oneway: Bool) {
         if let inMemoryReplies {
             if !oneway { inMemoryReplies(reply) }

@@ -361,6 +361,17 @@ public final class VarlinkServer: @unchecked Sendable {
         finishTurn()
     }
 
+    /// Runs `body`, work of the queue's own (a timer's), as a turn: what it sends is written at its end,
+    /// each connection's replies and events in one write, and `beforeTurn` / `afterTurn` run around it
+    /// (the daemon holds its journal writer's wake-ups until then). Within a turn, `body` just runs.
+    public func asTurn(_ body: () -> Void) {
+        guard !inTurn else { return body() }
+        beforeTurn?()
+        inTurn = true
+        body()
+        finishTurn()
+    }
+
     /// Serves connections with calls waiting, writes every buffered reply, runs `afterTurn`.
     func finishTurn() {
         inTurn = true

@@ -332,6 +332,45 @@ private final class ServiceHarness: @unchecked Sendable {
         #expect(armed != nil && armed == next)
     }
 
+    /// The timer's work is a turn of the Varlink server (`VarlinkServer.asTurn`): the daemon's hooks run
+    /// around it (they hold the journal writer's wake-ups and the timer's re-arming until its end), once,
+    /// and a deadline it leaves is armed at that end. Within a turn it is part of that turn.
+    @Test func theTimersWorkIsOneTurnOfTheServer() throws {
+        let h = try ServiceHarness()
+        defer { h.removeStateDirectory() }
+        let ctl = h.connect()
+        nonisolated(unsafe) var log: [String] = []
+        h.queue.sync {
+            h.server.beforeTurn = { [service = h.service!] in
+                log.append("before")
+                service.holdTimer()
+            }
+            h.server.afterTurn = { [service = h.service!] in
+                log.append("after")
+                service.releaseTimer()
+            }
+        }
+        // A launch leaves its check-in deadline: armed by the turn's end, not within it.
+        h.queue.sync {
+            h.service.timerFired()
+            h.server.asTurn {
+                log.append("call")
+                h.service.timerFired()
+            }
+        }
+        #expect(log == ["before", "after", "before", "call", "after"])
+        #expect(h.call(ctl, "io.bgtaskd.Manager.Launch", ["appId": .string(mail.rawValue)]).map(\.error) == [nil])
+        h.queue.sync {
+            h.service.timerFired()
+        }
+        let (armed, next) = h.queue.sync { (h.service.armedDeadline, h.service.core.peekNextDeadline()) }
+        #expect(armed != nil && armed == next)
+        h.queue.sync {
+            h.server.beforeTurn = nil
+            h.server.afterTurn = nil
+        }
+    }
+
     /// SPEC §16: a process the launcher says it started just now is not read at its launch (its /proc times
     /// would read 0 ticks): the period the launch begins is charged from 0. Here the app is a plain program
     /// (`LifecycleAware=no`: in the background at its spawn, the period begins with the pid known) whose
