@@ -254,13 +254,14 @@ final class TimerBaseline: @unchecked Sendable {
 
     private func fired() {
         let now = monoNS()
-        var message = [Int64](repeating: 0, count: 4)
+        // An instant's messages in one write, as the daemon writes an instant's events to a stream.
+        var messages: [Int64] = []
         while next < dues.count, dues[next] <= now {
             late.append(now - dues[next])
-            message[0] = dues[next]
-            for _ in 0..<fanout { message.withUnsafeBytes { writeAll(writeFD, $0) } }
+            for _ in 0..<fanout { messages += [dues[next], 0, 0, 0] }
             next += 1
         }
+        if !messages.isEmpty { messages.withUnsafeBytes { writeAll(writeFD, $0) } }
         if next < dues.count { arm() } else {
             timer?.cancel()
             done.signal()
@@ -283,15 +284,24 @@ func runTimerBaseline(_ o: Options) {
     let reader = startThread {
         var got: [Int64] = []
         got.reserveCapacity(total)
-        var record = [Int64](repeating: 0, count: 4)
+        // What one read brings, stamped at its arrival, as the deadline client stamps a stream's events.
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        var held = 0
         while got.count < total {
-            var off = 0
-            while off < 32 {
-                let n = record.withUnsafeMutableBytes { read(readFD, $0.baseAddress! + off, 32 - off) }
-                if n <= 0 { fail("baseline reader: \(errnoText())") }
-                off += n
+            let n = buffer.withUnsafeMutableBytes { read(readFD, $0.baseAddress! + held, $0.count - held) }
+            if n <= 0 { fail("baseline reader: \(errnoText())") }
+            let arrival = monoNS()
+            held += n
+            let whole = held / 32 * 32
+            buffer.withUnsafeBytes { raw in
+                for off in stride(from: 0, to: whole, by: 32) {
+                    got.append(arrival - raw.loadUnaligned(fromByteOffset: off, as: Int64.self))
+                }
             }
-            got.append(monoNS() - record[0])
+            if whole > 0 {
+                buffer.replaceSubrange(0..<(held - whole), with: buffer[whole..<held])
+                held -= whole
+            }
         }
         arrivals.withLock { $0 = got }
     }
