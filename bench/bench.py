@@ -1396,7 +1396,7 @@ def row_resume(t: Table, res: dict, a):
         samples = json.loads(Path(samples_file).read_text())
         os.unlink(samples_file)
     except (OSError, ValueError):
-        samples = {"bgtaskd": [], "raw": []}
+        samples = {"bgtaskd": [], "raw": [], "relay": []}
     figures = {}
     for line in out.stdout.splitlines():
         m = re.match(r"(.*?)\s+n=(\d+)\s+median\s+(\d+) µs\s+p99\s+(\d+) µs\s+max\s+(\d+) µs", line)
@@ -1405,6 +1405,7 @@ def row_resume(t: Table, res: dict, a):
     res["resume"] = {"figures": figures, "stderr": out.stderr[-500:]}
     ours = next((v for k, v in figures.items() if k.startswith("bgtaskd")), None)
     raw = next((v for k, v in figures.items() if k.startswith("raw")), None)
+    relay = next((v for k, v in figures.items() if k.startswith("relay")), None)
     if out.returncode != 0 or not ours or not raw:
         why = (out.stderr.strip().splitlines() or ["no output"])[-1]
         t.add("5b", "resume: Foreground of a suspended app → it read did-become-active", "not measured", why)
@@ -1420,6 +1421,18 @@ def row_resume(t: Table, res: dict, a):
           f"raw cgroup.freeze 0 + one socket hop → read: {fmt_us(raw[1])} / {fmt_us(raw[2])}",
           ratio_of_rounds(per_round) if per_round else ratio(ours[1], raw[1]), "≤ 1.5×",
           verdict((statistics.median(per_round) if per_round else ours[1] / raw[1]) <= 1.5))
+    if relay and samples.get("relay"):
+        # The floor of a resume through any service: the tap's hop to a bare native server, which writes the
+        # app's message before the thaw as the daemon does (the thawed app finds it waiting: one wake-up,
+        # where the raw baseline's thaw-then-send wakes it twice), then thaws. Shown, not judged: what is
+        # above it is the daemon's own work (docs/performance.md, "Row 5b: the resume's floor").
+        r = samples["relay"]
+        relay_rounds = [statistics.median(m[i:i + 10]) / statistics.median(r[i:i + 10])
+                        for i in range(0, min(len(m), len(r)) - 9, 10)]
+        res["resume"]["relay_round_ratios"] = relay_rounds
+        t.add("", "", f"{fmt_us(ours[1])} / {fmt_us(ours[2])}",
+              f"relay: one hop to a bare server that sends, then thaws → read: {fmt_us(relay[1])} / {fmt_us(relay[2])}",
+              ratio_of_rounds(relay_rounds) if relay_rounds else ratio(ours[1], relay[1]), "(floor)")
 
 
 def row_locks(t: Table, res: dict, a):

@@ -7,6 +7,11 @@
 - raw: the same kind of process, blocked reading a Unix socket in a frozen cgroup of its own; this
   script writes 0 to its cgroup.freeze and sends one message; measured until the process has read it.
   What any resume costs without the daemon: the thaw and one socket hop.
+- relay: the same raw process frozen the same way; the tap goes to a bare native epoll server
+  (`bgtaskd-bench resume-relay`) that writes one message to the process's socket, then 0 to its
+  cgroup.freeze (kept open), then answers: the floor of a resume through any service — the daemon's two
+  socket hops (the tap in, the event out) and the thaw, with none of its work. Skipped when the
+  binaries have no bgtaskd-bench (a build without BGTASKD_EXTRAS=1).
 
 Both subjects are the same small Python program (the same interpreter's cost on both sides).
 Needs root, a cgroup2 mount, journald, and the binaries (BGTASKD_BIN_DIR, default .build/release).
@@ -107,7 +112,19 @@ def main():
         theirs.close()
         app = manifest(app_id, f"{sys.executable} {root / 'app.py'} {root / 'reports'}", aware=True)
         daemon = start_daemon_with(bin_dir, root, conf(cg.path, grace="2s"), {app_id: app})
-        measured, baseline = [], []
+        measured, baseline, relayed = [], [], []
+        relay, relay_tap = None, None
+        bench_tool = bin_dir / "bgtaskd-bench"
+        if bench_tool.exists():
+            relay_fd = os.dup(ours.fileno())
+            relay = subprocess.Popen(
+                [str(bench_tool), "resume-relay", "--socket", str(root / "relay"),
+                 "--freeze", os.path.join(raw_cg, "cgroup.freeze"), "--app-fd", str(relay_fd)],
+                pass_fds=[relay_fd], stdout=subprocess.DEVNULL)
+            os.close(relay_fd)
+            wait_for(lambda: (root / "relay").exists(), 5, "the relay's socket")
+            relay_tap = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            relay_tap.connect(str(root / "relay"))
         try:
             m = Manager(str(root / "runtime" / "io.bgtaskd"))
             m.launch(app_id)
@@ -149,20 +166,39 @@ def main():
                 ours.send(b"x")
                 baseline.append((int(reports.recv(64)) - t0) / 1000)
                 time.sleep(SPACING_MS / 1000)
+                if relay_tap is not None:
+                    # relay: frozen the same way; the tap to the relay, which sends and thaws.
+                    with open(freeze, "w") as f:
+                        f.write("1")
+                    wait_for(lambda: read_events(raw_cg).get("frozen") == 1, 5, "raw frozen", interval=0.0005)
+                    time.sleep(SPACING_MS / 1000)
+                    t0 = time.monotonic_ns()
+                    relay_tap.sendall(foreground)
+                    relayed.append((int(reports.recv(64)) - t0) / 1000)
+                    reply = b""
+                    while not reply.endswith(b"\0"):
+                        reply += relay_tap.recv(4096)
+                    time.sleep(SPACING_MS / 1000)
         finally:
             daemon.send_signal(signal.SIGTERM)
             daemon.wait(10)
             raw.kill()
             raw.wait()
+            if relay is not None:
+                relay.kill()
+                relay.wait()
+                relay_tap.close()
             ours.close()
     reports.close()
     # The warm-up resumes (first page faults, the first journal entries) are not counted.
-    measured, baseline = measured[args.warmup:], baseline[args.warmup:]
+    measured, baseline, relayed = measured[args.warmup:], baseline[args.warmup:], relayed[args.warmup:]
     if args.samples:
-        Path(args.samples).write_text(json.dumps({"bgtaskd": measured, "raw": baseline}))
+        Path(args.samples).write_text(json.dumps({"bgtaskd": measured, "raw": baseline, "relay": relayed}))
     print(f"resume latency, a lifecycle-aware Python app, {os.cpu_count()} CPUs, kernel {os.uname().release}")
     print(describe("bgtaskd: Foreground → app read did-become-active", measured))
     print(describe("raw: cgroup.freeze 0 + one socket message → read", baseline))
+    if relayed:
+        print(describe("relay: one hop to a bare server that sends and thaws → read", relayed))
     shutil.rmtree(root, ignore_errors=True)
 
 

@@ -58,3 +58,52 @@ extension BenchTool {
         }
     }
 }
+
+/// Row 5b's floor for a resume through any service (bench/resume_latency.py, `relay`): a bare epoll server
+/// that, for each message a client sends it, writes one message to the app's socket (`appFD`), then `0` to
+/// the app's `cgroup.freeze` (kept open, as the daemon keeps it), then answers the client — the daemon's
+/// order (the events in the app's socket before its thaw) with none of its work: two socket hops and the
+/// thaw, where the raw baseline has one hop.
+func resumeRelay(socket path: String, freeze: String, appFD: Int32) -> Never {
+    let freezeFD = open(freeze, O_WRONLY | O_CLOEXEC)
+    guard freezeFD >= 0 else { fail("open \(freeze): \(errnoText())") }
+    let lfd = listenUnix(path)
+    setNonBlocking(lfd)
+    let ep = Epoll(capacity: 16)
+    ep.add(lfd)
+    let scratch = UnsafeMutableRawPointer.allocate(byteCount: 1 << 16, alignment: 16)
+    let event: [UInt8] = Array("x".utf8)
+    let reply: [UInt8] = Array(#"{"parameters":{}}"#.utf8) + [0]
+    while true {
+        for fd in ep.ready(timeoutMS: -1) {
+            if fd == lfd {
+                while true {
+                    let c = accept(lfd, nil, nil)
+                    if c < 0 { break }
+                    ep.add(c)
+                }
+                continue
+            }
+            let r = read(fd, scratch, 1 << 16)
+            if r <= 0 {
+                ep.remove(fd)
+                close(fd)
+                continue
+            }
+            var messages = 0
+            var p = scratch
+            var left = r
+            while left > 0, let z = memchr(p, 0, left) {
+                let consumed = p.distance(to: z) + 1
+                messages += 1
+                p += consumed
+                left -= consumed
+            }
+            for _ in 0..<messages {
+                writeAll(appFD, event)
+                guard pwrite(freezeFD, "0", 1, 0) == 1 else { fail("thaw: \(errnoText())") }
+                writeAll(fd, reply)
+            }
+        }
+    }
+}

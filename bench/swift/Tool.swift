@@ -47,6 +47,8 @@ enum BenchTool {
             wakeDiscipline(apps: o.int("apps", 50), hours: o.int("hours", 24), alignment: Int64(o.int("alignment", 300)))
         case "freeze-baseline":
             freezeBaseline(cgroup: o.string("cgroup"))
+        case "resume-relay":
+            resumeRelay(socket: o.string("socket"), freeze: o.string("freeze"), appFD: Int32(o.int("app-fd")))
         case "proc-locks":
             procLocks(count: o.int("count"), rounds: o.int("rounds", 200), path: o.string("path"))
         case "checkpoint":
