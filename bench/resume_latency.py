@@ -7,8 +7,8 @@
 - raw: the same kind of process, blocked reading a Unix socket in a frozen cgroup of its own; this
   script writes 0 to its cgroup.freeze and sends one message; measured until the process has read it.
   What any resume costs without the daemon: the thaw and one socket hop.
-- relay: the same raw process frozen the same way; the tap goes to a bare native epoll server
-  (`bgtaskd-bench resume-relay`) that writes one message to the process's socket, then 0 to its
+- relay: the same raw process frozen the same way; the tap goes to a bare native server of one
+  connection (`bgtaskd-bench resume-relay`) that writes one message to the process's socket, then 0 to its
   cgroup.freeze (kept open), then answers: the floor of a resume through any service — the daemon's two
   socket hops (the tap in, the event out) and the thaw, with none of its work. Skipped when the
   binaries have no bgtaskd-bench (a build without BGTASKD_EXTRAS=1).
@@ -135,6 +135,22 @@ def main():
             foreground = (b'{"method":"io.bgtaskd.Manager.Foreground","parameters":{"appId":"' + app_id.encode()
                           + b'"}}\0')
             freeze = os.path.join(raw_cg, "cgroup.freeze")
+
+            def freeze_raw():
+                with open(freeze, "w") as f:
+                    f.write("1")
+                wait_for(lambda: read_events(raw_cg).get("frozen") == 1, 5, "raw frozen", interval=0.0005)
+                time.sleep(SPACING_MS / 1000)
+
+            def tap_timed(sock: socket.socket, into: list) -> bytes:
+                """Sends the tap on `sock`, notes when the app read its message, returns the answer."""
+                t0 = time.monotonic_ns()
+                sock.sendall(foreground)
+                into.append((int(reports.recv(64)) - t0) / 1000)
+                reply = b""
+                while not reply.endswith(b"\0"):
+                    reply += sock.recv(4096)
+                return reply
             for _ in range(args.warmup + args.count):
                 # bgtaskd: background, acknowledged, suspended and frozen; then the tap.
                 m.call("Background", appId=app_id)
@@ -147,19 +163,11 @@ def main():
                     raise
                 wait_for(lambda: read_events(cg.app(app_id)).get("frozen") == 1, 5, "frozen", interval=0.0005)
                 time.sleep(SPACING_MS / 1000)
-                t0 = time.monotonic_ns()
-                tap.sendall(foreground)
-                measured.append((int(reports.recv(64)) - t0) / 1000)
-                reply = b""
-                while not reply.endswith(b"\0"):
-                    reply += tap.recv(4096)
+                reply = tap_timed(tap, measured)
                 if b'"error"' in reply:
                     raise SystemExit(f"Foreground failed: {reply!r}")
                 # raw: frozen the same way, then thawed by hand and sent one message.
-                with open(freeze, "w") as f:
-                    f.write("1")
-                wait_for(lambda: read_events(raw_cg).get("frozen") == 1, 5, "raw frozen", interval=0.0005)
-                time.sleep(SPACING_MS / 1000)
+                freeze_raw()
                 t0 = time.monotonic_ns()
                 with open(freeze, "w") as f:
                     f.write("0")
@@ -167,17 +175,9 @@ def main():
                 baseline.append((int(reports.recv(64)) - t0) / 1000)
                 time.sleep(SPACING_MS / 1000)
                 if relay_tap is not None:
-                    # relay: frozen the same way; the tap to the relay, which sends and thaws.
-                    with open(freeze, "w") as f:
-                        f.write("1")
-                    wait_for(lambda: read_events(raw_cg).get("frozen") == 1, 5, "raw frozen", interval=0.0005)
-                    time.sleep(SPACING_MS / 1000)
-                    t0 = time.monotonic_ns()
-                    relay_tap.sendall(foreground)
-                    relayed.append((int(reports.recv(64)) - t0) / 1000)
-                    reply = b""
-                    while not reply.endswith(b"\0"):
-                        reply += relay_tap.recv(4096)
+                    # relay: frozen the same way; the tap to the relay, which sends, then thaws.
+                    freeze_raw()
+                    tap_timed(relay_tap, relayed)
                     time.sleep(SPACING_MS / 1000)
         finally:
             daemon.send_signal(signal.SIGTERM)

@@ -59,51 +59,26 @@ extension BenchTool {
     }
 }
 
-/// Row 5b's floor for a resume through any service (bench/resume_latency.py, `relay`): a bare epoll server
-/// that, for each message a client sends it, writes one message to the app's socket (`appFD`), then `0` to
-/// the app's `cgroup.freeze` (kept open, as the daemon keeps it), then answers the client — the daemon's
+/// Row 5b's floor for a resume through any service (bench/resume_latency.py, `relay`): a bare server of one
+/// connection that, for each message its client sends, writes one message to the app's socket (`appFD`),
+/// then `0` to the app's `cgroup.freeze` (kept open, as the daemon keeps it), then answers — the daemon's
 /// order (the events in the app's socket before its thaw) with none of its work: two socket hops and the
-/// thaw, where the raw baseline has one hop.
+/// thaw, where the raw baseline has one hop. It ends when its client hangs up.
 func resumeRelay(socket path: String, freeze: String, appFD: Int32) -> Never {
     let freezeFD = open(freeze, O_WRONLY | O_CLOEXEC)
     guard freezeFD >= 0 else { fail("open \(freeze): \(errnoText())") }
-    let lfd = listenUnix(path)
-    setNonBlocking(lfd)
-    let ep = Epoll(capacity: 16)
-    ep.add(lfd)
-    let scratch = UnsafeMutableRawPointer.allocate(byteCount: 1 << 16, alignment: 16)
+    let client = accept(listenUnix(path), nil, nil)
+    guard client >= 0 else { fail("accept: \(errnoText())") }
+    var buffer = [UInt8](repeating: 0, count: 4096)
     let event: [UInt8] = Array("x".utf8)
     let reply: [UInt8] = Array(#"{"parameters":{}}"#.utf8) + [0]
     while true {
-        for fd in ep.ready(timeoutMS: -1) {
-            if fd == lfd {
-                while true {
-                    let c = accept(lfd, nil, nil)
-                    if c < 0 { break }
-                    ep.add(c)
-                }
-                continue
-            }
-            let r = read(fd, scratch, 1 << 16)
-            if r <= 0 {
-                ep.remove(fd)
-                close(fd)
-                continue
-            }
-            var messages = 0
-            var p = scratch
-            var left = r
-            while left > 0, let z = memchr(p, 0, left) {
-                let consumed = p.distance(to: z) + 1
-                messages += 1
-                p += consumed
-                left -= consumed
-            }
-            for _ in 0..<messages {
-                writeAll(appFD, event)
-                guard pwrite(freezeFD, "0", 1, 0) == 1 else { fail("thaw: \(errnoText())") }
-                writeAll(fd, reply)
-            }
+        let n = buffer.withUnsafeMutableBytes { read(client, $0.baseAddress, $0.count) }
+        if n <= 0 { exit(0) }
+        for byte in buffer[0..<n] where byte == 0 {
+            writeAll(appFD, event)
+            guard pwrite(freezeFD, "0", 1, 0) == 1 else { fail("thaw: \(errnoText())") }
+            writeAll(client, reply)
         }
     }
 }
