@@ -19,7 +19,9 @@ against the kernel's own freeze, busy-polled: that floor is mostly the wake of t
 the host decides — 43 µs in one run, 60 µs in the next — while the daemon's figure and its ratio to the raw
 freeze of the same method agree) and `(journald)` (row 1 pinned to one CPU beside the echo that journals
 every call, where journald's socket queues fewer than 512 datagrams: once journald falls behind, that
-echo's every send waits for it, and its rounds read ~15 or ~30 µs by whether that happened) are printed as
+echo's every send waits for it, and its rounds read ~15 or ~30 µs by whether that happened) and `(idle)` (row
+5b's core decision after 30 ms asleep beside the same back to back: how much the CPU kept while it slept is
+the host's, 10–30× from one run to the next) are printed as
 information but not judged; every other ratio with the daemon in it is. Exit status: 0 when every judged ratio agrees, 1 otherwise.
 
 Usage: python3 bench/agree.py RUN1.json RUN2.json [--within 0.10]
@@ -77,7 +79,7 @@ def main() -> int:
         scale = allowance if allowance is not None else bigger
         diff = abs(v1 - v2) / scale if scale else 0.0
         unjudged = any(m in r1[5] for m in ("(placement)", "(baselines)", "(tail)", "(reference)", "(floor)",
-                                            "(journald)"))
+                                            "(journald)", "(idle)"))
         verdict = "not judged" if unjudged else ("agree" if diff <= a.within else "DIFFER")
         if not unjudged:
             judged += 1

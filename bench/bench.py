@@ -1433,6 +1433,16 @@ def row_resume(t: Table, res: dict, a):
         t.add("", "", f"{fmt_us(ours[1])} / {fmt_us(ours[2])}",
               f"relay: one hop to a bare server that sends, then thaws → read: {fmt_us(relay[1])} / {fmt_us(relay[2])}",
               ratio_of_rounds(relay_rounds) if relay_rounds else ratio(ours[1], relay[1]), "(floor)")
+    # What bounds the daemon's part above that floor: the core's decision of a resume (Foreground of a
+    # suspended app among 64, fed to the composite core and the input recorder as the daemon does) timed
+    # back to back, and each after 30 ms asleep, as a tap finds the daemon. The same instructions; what
+    # differs is what the CPU kept while it slept (docs/performance.md, "Row 5b: the core's part").
+    warm = tool("resume-core", "--cycles", "2000", "--apps", "64")
+    idle = tool("resume-core", "--cycles", "40" if a.quick else "150", "--apps", "64", "--sleep-ms", "30")
+    res["resume"]["core"] = {"warm": warm, "idle": idle}
+    w, i = warm["foreground_ns_p50"] / 1000, idle["foreground_ns_p50"] / 1000
+    t.add("", "", f"core's part after 30 ms asleep: {fmt_us(i)}", f"the same back to back: {fmt_us(w)}",
+          ratio(i, w), "(idle)")
 
 
 def row_locks(t: Table, res: dict, a):

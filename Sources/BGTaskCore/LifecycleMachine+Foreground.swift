@@ -8,12 +8,13 @@ extension LifecycleMachine {
     }
 
     mutating func bringToForeground(_ i: Int, exclusive: Bool, reason: Reason) {
-        let app = records[i].id
         if exclusive {
-            let others = records.indices
-                .filter { records[$0].id != app && records[$0].state.isForeground && records[$0].termination == nil }
-                .map { records[$0].id }
-                .sorted()
+            // The state first (a byte), the identifier compared by index: no string compared per app.
+            var others: [AppID] = []
+            for j in records.indices where j != i && records[j].state.isForeground && records[j].termination == nil {
+                others.append(records[j].id)
+            }
+            if others.count > 1 { others.sort() }
             for other in others {
                 if let j = slots[other] { sendToBackground(j, reason: .anotherAppForeground) }
             }

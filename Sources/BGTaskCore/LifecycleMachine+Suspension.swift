@@ -14,8 +14,10 @@ extension LifecycleMachine {
 
     /// Whether app `i` is due to be frozen: in the background, acknowledged, held by nothing.
     func suspendable(_ i: Int) -> Bool {
-        let r = records[i]
-        return r.state == .background && r.termination == nil && r.grace == .none && !r.holdsBackground
+        // Read in place: a copy of the record (`let r = records[i]`) retained and released every reference
+        // it holds, on each assertion's begin and end.
+        records[i].state == .background && records[i].termination == nil && records[i].grace == .none
+            && !records[i].holdsBackground
     }
 
     /// Freezes app `i` now (its locks were looked at); the `suspend` decision (`reason`) is recorded once the

@@ -112,6 +112,18 @@ extension LifecycleMachine {
         return snapshot(records[i], now: now)
     }
 
+    /// What the refresh machine reads of an app (its facts), without a whole ``AppSnapshot``: the same
+    /// fields the snapshot would give it.
+    func refreshFacts(of id: AppID) -> RefreshAppFacts? {
+        guard let i = slots[id] else { return nil }
+        return RefreshAppFacts(
+            state: records[i].reportedState, lifecycleAware: records[i].manifest.lifecycleAware,
+            terminating: records[i].termination != nil,
+            runningTasks: records[i].tasks.isEmpty ? [] : Set(records[i].tasks.keys),
+            waitingTasks: records[i].waitingTasks.isEmpty
+                ? [] : Set(records[i].waitingTasks.compactMap { if case .task(let identifier, _, _) = $0 { identifier } else { nil } }))
+    }
+
     /// Every app at `now`, sorted by identifier.
     public func apps(now: Instant) -> [AppSnapshot] {
         let apps = appsInOrder()

@@ -21,16 +21,18 @@ extension DaemonCore {
             // Taken for every decision, and never reads the apps' facts: no view of the lifecycle machine made.
             return refresh.handle(input, now: clocks, facts: { _ in nil })
         }
-        let lifecycle = self.lifecycle
-        let now = clocks.monotonic
-        return refresh.handle(input, now: clocks) { app in
-            lifecycle.app(app, now: now).map {
-                RefreshAppFacts(
-                    state: $0.state, lifecycleAware: $0.lifecycleAware, terminating: $0.terminating,
-                    runningTasks: Set($0.runningTasks.map(\.identifier)), waitingTasks: Set($0.waitingTasks))
-            }
-        }
+        // The refresh machine decides moved out of the composite, so that its facts are read from the
+        // lifecycle machine in place: a copy of the lifecycle machine for the closure retained and released
+        // every one of its tables, and a whole snapshot was made per look (docs/performance.md, "Row 5b: the
+        // core's part"). The placeholder left meanwhile is never read.
+        var machine = Self.refreshPlaceholder
+        swap(&machine, &refresh)
+        defer { swap(&machine, &refresh) }
+        return machine.handle(input, now: clocks) { app in lifecycle.refreshFacts(of: app) }
     }
+
+    /// What ``refresh`` holds while it decides (``refreshActions(_:)``): an empty machine, made once.
+    private static let refreshPlaceholder = RefreshMachine(config: RefreshConfig())
 
     /// One refresh input (for `call`, if a call made it): the refresh machine decides, its actions are taken in order.
     mutating func takeRefresh(_ input: RefreshInput, call: RefreshCall?) {
