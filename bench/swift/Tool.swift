@@ -57,6 +57,8 @@ enum BenchTool {
             recordLoop(pairs: o.int("pairs", 60_000), maxBytes: o.int("max-bytes", 16 << 20), record: o.int("record", 1) != 0,
                        busyApps: o.int("busy-apps", 0), compactBlocks: o.int("compact-blocks", 1) != 0,
                        render: o.int("render", 1) != 0)
+        case "decode-cold":
+            decodeCold(cycles: o.int("cycles", 100), sleepMS: o.int("sleep-ms", 0), message: o.string("message"), manager: o.int("manager", 1) != 0)
         case "resume-core":
             resumeCore(cycles: o.int("cycles", 2_000), apps: o.int("apps", 64), sleepMS: o.int("sleep-ms", 0))
         default:
