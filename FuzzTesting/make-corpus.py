@@ -35,6 +35,7 @@ CALLS = [
     call("io.bgtaskd.App.CompleteTask", {"appId": A, "identifier": A + ".refresh", "success": True}),
     call("io.bgtaskd.Manager.Launch", {"appId": A, "background": True}),
     call("io.bgtaskd.Manager.Foreground", {"appId": A, "exclusive": False}),
+    call("io.bgtaskd.Manager.Background", {"appId": A}),
     call("io.bgtaskd.Manager.Monitor", more=True),
     call("io.bgtaskd.Manager.SetConditions", {"onExternalPower": False, "network": "metered"}),
     call("io.bgtaskd.Manager.PostNotification", {"name": "n", "appId": A, "payload": {"n": [1, 2.5, None, "x"]}}),
@@ -58,6 +59,9 @@ MALFORMED = [
     b'{"method":"io.bgtaskd.App.BeginBackgroundTask","parameters":{"appId":"a\\u0062","name":"x"}}\0',
     b'{"method":"io.bgtaskd.App.EndBackgroundTask","parameters":{"appId":"a","taskId":999999999999999999999}}\0',
     b'{"method":"io.bgtaskd.App.Acknowledge","parameters":{"eventId":1,"eventId":2}}\0',
+    b'{"parameters":{"exclusive":null,"appId":"a"},"method":"io.bgtaskd.Manager.Foreground"}\0',
+    b'{"method":"io.bgtaskd.Manager.Foreground","parameters":{"appId":"a","exclusive":1}}\0',
+    b'{"method":"io.bgtaskd.Manager.Background","parameters":{"appId":"a","appId":"b"}}\0',
 ]
 
 

@@ -200,12 +200,15 @@ def gen_fast_keys(interfaces):
             out.append('            if fastEqual("%s", k) { return .%s }' % (k, k))
         out.append("            return nil")
     out += ["        default: return nil", "        }", "    }", "}", "",
+            "/// A method the fast path decodes: io.bgtaskd.App's or io.bgtaskd.Manager's.",
+            "enum FastMethod: Sendable {", "    case app(AppMethod)", "    case manager(ManagerMethod)", "}", "",
             "/// The methods the fast path decodes, by qualified name.",
-            "func fastMethod(named m: UnsafeBufferPointer<UInt8>) -> AppMethod? {"]
+            "func fastMethod(named m: UnsafeBufferPointer<UInt8>) -> FastMethod? {"]
+    kinds = {"AppMethod": "app", "ManagerMethod": "manager"}
     for q, enum, case in methods:
-        if enum != "AppMethod":
-            raise IDLError("fast methods must be io.bgtaskd.App's")
-        out.append('    if fastEqual("%s", m) { return .%s }' % (q, case))
+        if enum not in kinds:
+            raise IDLError("fast methods must be io.bgtaskd.App's or io.bgtaskd.Manager's")
+        out.append('    if fastEqual("%s", m) { return .%s(.%s) }' % (q, kinds[enum], case))
     out += ["    return nil", "}"]
     return {"FastKeys.generated.swift": "\n".join(out) + "\n"}
 

@@ -1,6 +1,6 @@
-// issue 15: the common calls without a JSON tree. `BeginBackgroundTask`, `EndBackgroundTask` and
-// `Acknowledge` (the calls an app makes most) are read field by field straight into the contract's
-// structs; anything the fast path is not sure of — an escape in a string, a number that is not a plain
+// The common calls without a JSON tree. `BeginBackgroundTask`, `EndBackgroundTask` and `Acknowledge`
+// (the calls an app makes most) and the manager's `Foreground` and `Background` (a tap: the resume path)
+// are read field by field straight into the contract's structs; anything the fast path is not sure of — an escape in a string, a number that is not a plain
 // integer, an unknown or repeated key, a missing field, a value of another type, trailing bytes — makes
 // it give up, and the full decoder (JSON.parse, VarlinkCall.decode, the registry's checks) decides as
 // before. So the fast path is exactly as strict as the full one: where it answers, the full decoder
@@ -9,19 +9,33 @@
 
 import BGTaskModel
 
-/// Decodes the common calls of `io.bgtaskd.App` without building a `JSON` tree.
+/// Decodes the common calls of `io.bgtaskd.App` and the tap's of `io.bgtaskd.Manager` without building a
+/// `JSON` tree.
 public enum VarlinkFastDecoder: Sendable {
     /// The parameters of a call the fast path decoded.
     public enum Parameters: Sendable, Equatable {
         case begin(AppWire.BeginBackgroundTask)
         case end(AppWire.EndBackgroundTask)
         case acknowledge(AppWire.Acknowledge)
+        case foreground(ManagerWire.Foreground)
+        case background(ManagerWire.BackgroundCall)
 
-        public var method: AppMethod {
+        /// The `io.bgtaskd.App` method, nil for a manager's.
+        public var appMethod: AppMethod? {
             switch self {
             case .begin: return .beginBackgroundTask
             case .end: return .endBackgroundTask
             case .acknowledge: return .acknowledge
+            case .foreground, .background: return nil
+            }
+        }
+
+        /// The `io.bgtaskd.Manager` method, nil for an app's.
+        public var managerMethod: ManagerMethod? {
+            switch self {
+            case .foreground: return .foreground
+            case .background: return .background
+            case .begin, .end, .acknowledge: return nil
             }
         }
 
@@ -30,6 +44,8 @@ public enum VarlinkFastDecoder: Sendable {
             case .begin(let p): return p
             case .end(let p): return p
             case .acknowledge(let p): return p
+            case .foreground(let p): return p
+            case .background(let p): return p
             }
         }
     }
@@ -40,23 +56,25 @@ public enum VarlinkFastDecoder: Sendable {
         public let interface: Substring
         public let methodName: Substring
 
-        init(_ m: AppMethod) {
-            method = m.qualifiedName
+        init(_ qualifiedName: String) {
+            method = qualifiedName
             let dot = method.lastIndex(of: ".") ?? method.startIndex
             interface = method[..<dot]
             methodName = method[method.index(after: dot)...]
         }
     }
 
-    static let begin = Names(.beginBackgroundTask)
-    static let end = Names(.endBackgroundTask)
-    static let acknowledge = Names(.acknowledge)
+    static let begin = Names(AppMethod.beginBackgroundTask.qualifiedName)
+    static let end = Names(AppMethod.endBackgroundTask.qualifiedName)
+    static let acknowledge = Names(AppMethod.acknowledge.qualifiedName)
+    static let foreground = Names(ManagerMethod.foreground.qualifiedName)
+    static let background = Names(ManagerMethod.background.qualifiedName)
 
     /// The call in `message` (one message without its NUL), or nil when the full decoder must decide.
     public static func decode(_ message: UnsafeBufferPointer<UInt8>) -> VarlinkCall? {
         var s = Scanner(buf: message)
         guard s.take(UInt8(ascii: "{")) else { return nil }
-        var method: AppMethod?
+        var method: FastMethod?
         var parsed: Parameters?
         var sawParameters = false
         var more: Bool?
@@ -104,6 +122,8 @@ public enum VarlinkFastDecoder: Sendable {
         case .begin: names = begin
         case .end: names = end
         case .acknowledge: names = acknowledge
+        case .foreground: names = foreground
+        case .background: names = background
         }
         return VarlinkCall(fast: parameters, names: names, more: more ?? false, oneway: oneway ?? false)
     }
@@ -164,7 +184,7 @@ private struct Scanner {
     }
 
     /// The qualified name of a method the fast path decodes.
-    mutating func methodName() -> AppMethod? {
+    mutating func methodName() -> FastMethod? {
         guard let m = plainString() else { return nil }
         return fastMethod(named: m)
     }
@@ -234,11 +254,13 @@ private struct Scanner {
     static func string(_ b: UnsafeBufferPointer<UInt8>) -> String { String(decoding: b, as: UTF8.self) }
 
     /// The parameters object of `method` at the scanner's position.
-    mutating func parameters(of method: AppMethod) -> VarlinkFastDecoder.Parameters? {
+    mutating func parameters(of method: FastMethod) -> VarlinkFastDecoder.Parameters? {
         switch method {
-        case .beginBackgroundTask: return beginParameters().map { .begin($0) }
-        case .endBackgroundTask: return endParameters().map { .end($0) }
-        case .acknowledge: return acknowledgeParameters().map { .acknowledge($0) }
+        case .app(.beginBackgroundTask): return beginParameters().map { .begin($0) }
+        case .app(.endBackgroundTask): return endParameters().map { .end($0) }
+        case .app(.acknowledge): return acknowledgeParameters().map { .acknowledge($0) }
+        case .manager(.foreground): return foregroundParameters().map { .foreground($0) }
+        case .manager(.background): return backgroundParameters().map { .background($0) }
         default: return nil
         }
     }
@@ -289,6 +311,42 @@ private struct Scanner {
         } while take(UInt8(ascii: ","))
         guard take(UInt8(ascii: "}")), let appId, let taskId else { return nil }
         return AppWire.EndBackgroundTask(appId: appId, taskId: TaskID(UInt64(taskId)))
+    }
+
+    /// `{"appId": string, "exclusive": bool|null}` in any order, exclusive optional.
+    mutating func foregroundParameters() -> ManagerWire.Foreground? {
+        guard take(UInt8(ascii: "{")) else { return nil }
+        var appId: String?
+        var exclusive: Bool??
+        if !take(UInt8(ascii: "}")) {
+            repeat {
+                switch key() {
+                case .appId?:
+                    guard appId == nil, let v = plainString() else { return nil }
+                    appId = Self.string(v)
+                case .exclusive?:
+                    guard exclusive == nil else { return nil }
+                    if null() {
+                        exclusive = .some(nil)
+                    } else {
+                        guard let v = bool() else { return nil }
+                        exclusive = .some(v)
+                    }
+                default: return nil
+                }
+            } while take(UInt8(ascii: ","))
+            guard take(UInt8(ascii: "}")) else { return nil }
+        }
+        guard let appId else { return nil }
+        return ManagerWire.Foreground(appId: appId, exclusive: exclusive ?? nil)
+    }
+
+    /// `{"appId": string}`.
+    mutating func backgroundParameters() -> ManagerWire.BackgroundCall? {
+        guard take(UInt8(ascii: "{")), key() == .appId, let v = plainString(), take(UInt8(ascii: "}")) else {
+            return nil
+        }
+        return ManagerWire.BackgroundCall(appId: Self.string(v))
     }
 
     /// `{"eventId": int > 0}`.
@@ -342,6 +400,8 @@ extension VarlinkFastDecoder {
         case .begin(let p): return same(p)
         case .end(let p): return same(p)
         case .acknowledge(let p): return same(p)
+        case .foreground(let p): return same(p)
+        case .background(let p): return same(p)
         }
     }
 

@@ -168,6 +168,8 @@ public struct VarlinkInterfaceRegistry: Sendable {
     private var fastBegin = false
     private var fastEnd = false
     private var fastAcknowledge = false
+    private var fastForeground = false
+    private var fastBackground = false
 
     public init() {}
 
@@ -184,6 +186,10 @@ public struct VarlinkInterfaceRegistry: Sendable {
         fastBegin = declared(.beginBackgroundTask)
         fastEnd = declared(.endBackgroundTask)
         fastAcknowledge = declared(.acknowledge)
+        let manager = interfaces[ManagerMethod.interface]
+        func declared(_ m: ManagerMethod) -> Bool { manager?.methods[m.rawValue]?.map(\.name) == m.parametersType.fields }
+        fastForeground = declared(.foreground)
+        fastBackground = declared(.background)
     }
 
     /// Whether the fast path decoded `call` for a method registered here as the contract declares it: the
@@ -191,6 +197,7 @@ public struct VarlinkInterfaceRegistry: Sendable {
     public func checkedByFastPath(_ call: VarlinkCall) -> Bool {
         switch call.fast {
         case .begin? where fastBegin, .end? where fastEnd, .acknowledge? where fastAcknowledge: return true
+        case .foreground? where fastForeground, .background? where fastBackground: return true
         default: return false
         }
     }

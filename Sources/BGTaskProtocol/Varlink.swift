@@ -141,7 +141,9 @@ public struct VarlinkCall: Sendable, Equatable, CustomReflectable {
     public var fast: VarlinkFastDecoder.Parameters? { storage[\.fast] }
     public var typedParameters: (any WireMessage)? { storage[\.fast]?.message }
     /// The `io.bgtaskd.App` method, when the fast path decoded the call.
-    public var appMethod: AppMethod? { storage[\.fast]?.method }
+    public var appMethod: AppMethod? { storage[\.fast]?.appMethod }
+    /// The `io.bgtaskd.Manager` method, when the fast path decoded the call.
+    public var managerMethod: ManagerMethod? { storage[\.fast]?.managerMethod }
 
     public init(method: String, parameters: [String: JSON] = [:], more: Bool = false, oneway: Bool = false, upgrade: Bool = false) {
         let (interface, methodName) = Self.split(method)

@@ -10,8 +10,8 @@ extension VarlinkServer {
     func dispatch(_ request: VarlinkRequest) {
         callCount += 1
         let call = request.call
-        // The fast path's calls (Begin/End/Acknowledge, declared as the contract declares them): known and
-        // checked already, and of the App interface, not the service's; no hash of the name.
+        // The fast path's calls (Begin/End/Acknowledge, a tap's Foreground/Background; declared as the
+        // contract declares them): known and checked already, and not the service interface's; no hash of the name.
         if registry.checkedByFastPath(call) {
             guard let service else { return request.fail(.methodNotImplemented(call.method)) }
             return service.handle(request)

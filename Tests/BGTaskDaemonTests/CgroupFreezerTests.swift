@@ -34,6 +34,41 @@ import Testing
         #expect(Cgroup.parseEvents("populated 0\nfrozen 1\n") == Cgroup.Events(populated: false, frozen: true))
         #expect(Cgroup.parseEvents("populated 1\n") == nil)
     }
+
+    /// The byte parser reads what splitting into lines and words read: the same answer for every line
+    /// shape — spaces doubled or leading, a value other than 0 or 1, a key repeated, a third word, lines
+    /// empty or without their newline, other keys, non-ASCII bytes.
+    @Test func parsesCgroupEventsAsSplittingWould() {
+        func split(_ text: String) -> Cgroup.Events? {
+            var populated: Bool?
+            var frozen: Bool?
+            for line in text.split(separator: "\n") {
+                let kv = line.split(separator: " ")
+                guard kv.count == 2 else { continue }
+                switch kv[0] {
+                case "populated": populated = kv[1] == "1"
+                case "frozen": frozen = kv[1] == "1"
+                default: break
+                }
+            }
+            guard let populated, let frozen else { return nil }
+            return Cgroup.Events(populated: populated, frozen: frozen)
+        }
+        let lines = ["populated 1", "populated 0", "frozen 1", "frozen 0", "populated  1", " frozen 1 ", "frozen 10",
+                     "frozen 1 x", "populated", "", "frozen", "frozenx 1", "populated é", "x y", "frozen\t1", "populated 1 "]
+        var checked = 0
+        for a in lines {
+            for b in lines {
+                for c in ["", "frozen 0", "populated 1"] {
+                    for text in [a + "\n" + b + "\n" + c + "\n", a + "\n" + b + "\n" + c, "\n" + a + "\n\n" + b + "\n" + c] {
+                        #expect(Cgroup.parseEvents(text) == split(text), "\(text.debugDescription)")
+                        checked += 1
+                    }
+                }
+            }
+        }
+        #expect(checked == lines.count * lines.count * 9)
+    }
 }
 
 @Suite struct CgroupLayoutTests {

@@ -2,7 +2,8 @@ import BGTaskModel
 import Testing
 @testable import BGTaskProtocol
 
-/// issue 15: Begin/End/Acknowledge decoded without a JSON tree, exactly as strict as the full decoder;
+/// Begin/End/Acknowledge and the manager's Foreground/Background decoded without a JSON tree, exactly as
+/// strict as the full decoder;
 /// replies written from preformatted parts, byte for byte what `JSON.write` makes.
 @Suite struct FastDecoderTests {
     static let registry: VarlinkInterfaceRegistry = {
@@ -43,6 +44,11 @@ import Testing
         #" { "method" : "io.bgtaskd.App.EndBackgroundTask" , "parameters" : { "taskId" : 0 , "appId" : "a" } } "#,
         #"{"method": "io.bgtaskd.App.Acknowledge", "parameters": {"eventId": 9}, "more": false, "oneway": true}"#,
         #"{"method":"io.bgtaskd.App.BeginBackgroundTask","parameters":{"appId":"org.exämple.Mail","name":"€ ✓"}}"#,
+        #"{"method":"io.bgtaskd.Manager.Foreground","parameters":{"appId":"org.example.Mail"}}"#,
+        #"{"method":"io.bgtaskd.Manager.Foreground","parameters":{"exclusive":false,"appId":"org.example.Mail"}}"#,
+        #"{"parameters":{"appId":"a","exclusive":null},"method":"io.bgtaskd.Manager.Foreground","more":false}"#,
+        #"{"method":"io.bgtaskd.Manager.Background","parameters":{"appId":"org.example.Mail"}}"#,
+        #" {"parameters" : { "appId" : "a" } , "method" : "io.bgtaskd.Manager.Background" } "#,
     ])
     func commonCallsTakeTheFastPath(_ text: String) throws {
         let bytes = Array(text.utf8)
@@ -88,6 +94,16 @@ import Testing
         #"{"method":"io.bgtaskd.App.Acknowledge","parameters":{"eventId":{"a":1}}}"#,
         #"{"method":"io.bgtaskd.App.Acknowledge","parameters":{"eventId":1}"#,
         #"["io.bgtaskd.App.Acknowledge"]"#,
+        #"{"method":"io.bgtaskd.Manager.Foreground","parameters":{"appId":"a","exclusive":"yes"}}"#,
+        #"{"method":"io.bgtaskd.Manager.Foreground","parameters":{"appId":"a","exclusive":1}}"#,
+        #"{"method":"io.bgtaskd.Manager.Foreground","parameters":{"exclusive":true}}"#,
+        #"{"method":"io.bgtaskd.Manager.Foreground","parameters":{"appId":"a","exclusive":true,"exclusive":false}}"#,
+        #"{"method":"io.bgtaskd.Manager.Foreground","parameters":{"appId":"a","background":true}}"#,
+        #"{"method":"io.bgtaskd.Manager.Foreground","parameters":{}}"#,
+        #"{"method":"io.bgtaskd.Manager.Background","parameters":{"appId":"a","extra":1}}"#,
+        #"{"method":"io.bgtaskd.Manager.Background","parameters":{"appId":null}}"#,
+        #"{"method":"io.bgtaskd.Manager.Background","parameters":{"appId":"\u0061"}}"#,
+        #"{"method":"io.bgtaskd.Manager.Launch","parameters":{"appId":"a"}}"#,
     ])
     func anythingUnusualGoesTheFullWay(_ text: String) {
         #expect(VarlinkFastDecoder.decode(Array(text.utf8)) == nil, "the fast path must leave this to the full decoder")
@@ -121,6 +137,8 @@ import Testing
             Self.begin,
             #"{"method":"io.bgtaskd.App.EndBackgroundTask","parameters":{"appId":"org.example.Mail","taskId":42}}"#,
             #"{"method": "io.bgtaskd.App.Acknowledge", "parameters": {"eventId": 7}, "oneway": true}"#,
+            #"{"method":"io.bgtaskd.Manager.Foreground","parameters":{"appId":"org.example.Mail","exclusive":true}}"#,
+            #"{"method":"io.bgtaskd.Manager.Background","parameters":{"appId":"org.example.Mail"}}"#,
         ].map { Array($0.utf8) }
         let alphabet = Array(#"{}[]":,0123456789-+.eE truefalsnl\u"#.utf8) + [0x0A, 0xC3, 0xA4, 0x7F, 0x01]
         var rng = Random(state: 15)
@@ -192,5 +210,13 @@ import Testing
         #expect(VarlinkFastDecoder.decode(Array(#"{"method":"io.bgtaskd.App.Acknowledge","parameters":{"eventId":1}}"#.utf8))?.appMethod == .acknowledge)
         #expect(VarlinkFastDecoder.decode(Array(#"{"method":"io.bgtaskd.App.EndBackgroundTask","parameters":{"appId":"a","taskId":1}}"#.utf8))?.appMethod == .endBackgroundTask)
         #expect(VarlinkFastDecoder.decode(Array(#"{"method":"io.bgtaskd.App.BeginBackgroundTask","parameters":{"appId":"a"}}"#.utf8))?.appMethod == .beginBackgroundTask)
+        for m in [ManagerMethod.foreground, .background] {
+            let text = #"{"method":""# + m.qualifiedName + #"","parameters":{"appId":"a","taskId":1}}"#
+            #expect(VarlinkFastDecoder.decode(Array(text.utf8)) == nil)
+            let minimal = #"{"method":""# + m.qualifiedName + #"","parameters":{"appId":"a"}}"#
+            let call = VarlinkFastDecoder.decode(Array(minimal.utf8))
+            #expect(call?.managerMethod == m && call?.appMethod == nil)
+            #expect(call.flatMap { ManagerMethod($0) } == m && call.flatMap { AppMethod($0) } == nil)
+        }
     }
 }

@@ -32,13 +32,25 @@ import Testing
     }
 
     @Test func theFastPathKnowsEveryKeyOfTheMethodsItDecodes() {
-        for method in [AppMethod.beginBackgroundTask, .endBackgroundTask, .acknowledge] {
-            var name = Array(method.qualifiedName.utf8)
-            #expect(name.withUnsafeMutableBufferPointer { fastMethod(named: UnsafeBufferPointer($0)) } == method)
-            for field in method.parametersType.fields {
+        func knowsKeys(_ fields: [String]) {
+            for field in fields {
                 var key = Array(field.utf8)
                 #expect(key.withUnsafeMutableBufferPointer { FastKey.known(UnsafeBufferPointer($0)) } != nil, "\(field)")
             }
+        }
+        func named(_ qualifiedName: String) -> FastMethod? {
+            var name = Array(qualifiedName.utf8)
+            return name.withUnsafeMutableBufferPointer { fastMethod(named: UnsafeBufferPointer($0)) }
+        }
+        for method in [AppMethod.beginBackgroundTask, .endBackgroundTask, .acknowledge] {
+            guard case .app(let m)? = named(method.qualifiedName) else { Issue.record("\(method)"); continue }
+            #expect(m == method)
+            knowsKeys(method.parametersType.fields)
+        }
+        for method in [ManagerMethod.foreground, .background] {
+            guard case .manager(let m)? = named(method.qualifiedName) else { Issue.record("\(method)"); continue }
+            #expect(m == method)
+            knowsKeys(method.parametersType.fields)
         }
     }
 

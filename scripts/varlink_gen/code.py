@@ -126,7 +126,7 @@ def gen_methods_and_errors(iface, m):
             "    public init?(_ call: VarlinkCall) {"]
     if m.fast:
         out += ["        // Decoded by the fast path: the method is known without comparing strings.",
-                "        if let known = call.appMethod {", "            self = known", "            return", "        }"]
+                "        if let known = call.%s {" % lower_first(m.methods), "            self = known", "            return", "        }"]
     out += ["        guard call.interface == Self.interface[...] else { return nil }",
             "        self.init(rawValue: String(call.methodName))", "    }", ""]
     for prop, idx, suffix in (("parametersType", 1, ""), ("replyType", 2, "Reply")):

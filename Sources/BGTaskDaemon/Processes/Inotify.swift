@@ -12,23 +12,25 @@ struct InotifyEvent {
 /// Shared by the cgroup.events watcher (CgroupTree) and the adoption watcher (AppAdoption).
 func readInotifyEvents(_ fd: Int32) -> [InotifyEvent] {
     var events: [InotifyEvent] = []
-    var buffer = [UInt8](repeating: 0, count: 8192)
-    while true {
-        let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        if n <= 0 { break }
-        var off = 0
-        // struct inotify_event { int wd; uint32_t mask, cookie, len; char name[]; }
-        while off + 16 <= n {
-            let (wd, mask, len) = buffer.withUnsafeBytes { raw in
-                (raw.loadUnaligned(fromByteOffset: off, as: Int32.self),
-                 raw.loadUnaligned(fromByteOffset: off + 4, as: UInt32.self),
-                 raw.loadUnaligned(fromByteOffset: off + 12, as: UInt32.self))
+    // Read into uninitialised stack memory: a zeroed 8 KiB array per call was ~8,000 instructions of
+    // memset for each freeze's and thaw's one event.
+    withUnsafeTemporaryAllocation(byteCount: 8192, alignment: 8) { raw in
+        while true {
+            let n = read(fd, raw.baseAddress, raw.count)
+            if n <= 0 { break }
+            let bytes = UnsafeRawBufferPointer(rebasing: raw[0..<n])
+            var off = 0
+            // struct inotify_event { int wd; uint32_t mask, cookie, len; char name[]; }
+            while off + 16 <= n {
+                let wd = bytes.loadUnaligned(fromByteOffset: off, as: Int32.self)
+                let mask = bytes.loadUnaligned(fromByteOffset: off + 4, as: UInt32.self)
+                let len = bytes.loadUnaligned(fromByteOffset: off + 12, as: UInt32.self)
+                let nameStart = off + 16
+                let nameEnd = min(n, nameStart + Int(len))
+                let name = String(decoding: bytes[nameStart..<nameEnd].prefix { $0 != 0 }, as: UTF8.self)
+                off = nameStart + Int(len)
+                events.append(InotifyEvent(wd: wd, mask: mask, name: name))
             }
-            let nameStart = off + 16
-            let nameEnd = min(n, nameStart + Int(len))
-            let name = String(decoding: buffer[nameStart..<nameEnd].prefix { $0 != 0 }, as: UTF8.self)
-            off = nameStart + Int(len)
-            events.append(InotifyEvent(wd: wd, mask: mask, name: name))
         }
     }
     return events

@@ -269,6 +269,8 @@ public enum WireAppID: Sendable {
             switch fast {
             case .begin(let p): return p.appId
             case .end(let p): return p.appId
+            case .foreground(let p): return p.appId
+            case .background(let p): return p.appId
             case .acknowledge: break
             }
         }

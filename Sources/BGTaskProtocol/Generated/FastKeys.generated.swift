@@ -3,7 +3,7 @@
 /// The keys the fast path knows: the envelope's and the parameters of the methods it decodes. A field
 /// renamed in the .varlink file renames its case here, so the fast path's readers stop compiling.
 enum FastKey: Sendable {
-    case method, parameters, more, oneway, appId, name, taskId, eventId
+    case method, parameters, more, oneway, appId, name, taskId, eventId, exclusive
 
     /// The key spelled by `k`, nil for another.
     static func known(_ k: UnsafeBufferPointer<UInt8>) -> FastKey? {
@@ -23,6 +23,9 @@ enum FastKey: Sendable {
         case 7:
             if fastEqual("eventId", k) { return .eventId }
             return nil
+        case 9:
+            if fastEqual("exclusive", k) { return .exclusive }
+            return nil
         case 10:
             if fastEqual("parameters", k) { return .parameters }
             return nil
@@ -31,10 +34,18 @@ enum FastKey: Sendable {
     }
 }
 
+/// A method the fast path decodes: io.bgtaskd.App's or io.bgtaskd.Manager's.
+enum FastMethod: Sendable {
+    case app(AppMethod)
+    case manager(ManagerMethod)
+}
+
 /// The methods the fast path decodes, by qualified name.
-func fastMethod(named m: UnsafeBufferPointer<UInt8>) -> AppMethod? {
-    if fastEqual("io.bgtaskd.App.BeginBackgroundTask", m) { return .beginBackgroundTask }
-    if fastEqual("io.bgtaskd.App.EndBackgroundTask", m) { return .endBackgroundTask }
-    if fastEqual("io.bgtaskd.App.Acknowledge", m) { return .acknowledge }
+func fastMethod(named m: UnsafeBufferPointer<UInt8>) -> FastMethod? {
+    if fastEqual("io.bgtaskd.App.BeginBackgroundTask", m) { return .app(.beginBackgroundTask) }
+    if fastEqual("io.bgtaskd.App.EndBackgroundTask", m) { return .app(.endBackgroundTask) }
+    if fastEqual("io.bgtaskd.App.Acknowledge", m) { return .app(.acknowledge) }
+    if fastEqual("io.bgtaskd.Manager.Foreground", m) { return .manager(.foreground) }
+    if fastEqual("io.bgtaskd.Manager.Background", m) { return .manager(.background) }
     return nil
 }

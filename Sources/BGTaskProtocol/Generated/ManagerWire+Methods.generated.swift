@@ -36,6 +36,11 @@ public enum ManagerMethod: String, CaseIterable, Sendable, WireMethod {
 
     /// The method a call names, nil for another interface or an unknown method.
     public init?(_ call: VarlinkCall) {
+        // Decoded by the fast path: the method is known without comparing strings.
+        if let known = call.managerMethod {
+            self = known
+            return
+        }
         guard call.interface == Self.interface[...] else { return nil }
         self.init(rawValue: String(call.methodName))
     }
