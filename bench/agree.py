@@ -21,7 +21,7 @@ freeze of the same method agree) and `(journald)` (row 1 pinned to one CPU besid
 every call, where journald's socket queues fewer than 512 datagrams: once journald falls behind, that
 echo's every send waits for it, and its rounds read ~15 or ~30 µs by whether that happened) and `(idle)` (row
 5b's core decision after 30 ms asleep beside the same back to back: how much the CPU kept while it slept is
-the host's, 10–30× from one run to the next) are printed as
+the host's, 5–30× from one run to the next) are printed as
 information but not judged; every other ratio with the daemon in it is. Exit status: 0 when every judged ratio agrees, 1 otherwise.
 
 Usage: python3 bench/agree.py RUN1.json RUN2.json [--within 0.10]
