@@ -267,22 +267,29 @@ private struct Scanner {
 
     /// `{"appId": string, "name": string|null}` in any order, name optional.
     mutating func beginParameters() -> AppWire.BeginBackgroundTask? {
+        guard let (appId, name) = appIdAnd(.name, { $0.plainString().map(Self.string) }) else { return nil }
+        return AppWire.BeginBackgroundTask(appId: appId, name: name)
+    }
+
+    /// `{"appId": string, second: value|null}` in any order, `second` optional: the app's identifier and
+    /// the value `read` reads (nil when absent or null), or nil when anything else is there.
+    mutating func appIdAnd<T>(_ second: FastKey, _ read: (inout Scanner) -> T?) -> (String, T?)? {
         guard take(UInt8(ascii: "{")) else { return nil }
         var appId: String?
-        var name: String??
+        var value: T??
         if !take(UInt8(ascii: "}")) {
             repeat {
                 switch key() {
                 case .appId?:
                     guard appId == nil, let v = plainString() else { return nil }
                     appId = Self.string(v)
-                case .name?:
-                    guard name == nil else { return nil }
+                case let k? where k == second:
+                    guard value == nil else { return nil }
                     if null() {
-                        name = .some(nil)
+                        value = .some(nil)
                     } else {
-                        guard let v = plainString() else { return nil }
-                        name = .some(Self.string(v))
+                        guard let v = read(&self) else { return nil }
+                        value = .some(v)
                     }
                 default: return nil
                 }
@@ -290,7 +297,7 @@ private struct Scanner {
             guard take(UInt8(ascii: "}")) else { return nil }
         }
         guard let appId else { return nil }
-        return AppWire.BeginBackgroundTask(appId: appId, name: name ?? nil)
+        return (appId, value ?? nil)
     }
 
     /// `{"appId": string, "taskId": int ≥ 0}` in any order.
@@ -315,30 +322,8 @@ private struct Scanner {
 
     /// `{"appId": string, "exclusive": bool|null}` in any order, exclusive optional.
     mutating func foregroundParameters() -> ManagerWire.Foreground? {
-        guard take(UInt8(ascii: "{")) else { return nil }
-        var appId: String?
-        var exclusive: Bool??
-        if !take(UInt8(ascii: "}")) {
-            repeat {
-                switch key() {
-                case .appId?:
-                    guard appId == nil, let v = plainString() else { return nil }
-                    appId = Self.string(v)
-                case .exclusive?:
-                    guard exclusive == nil else { return nil }
-                    if null() {
-                        exclusive = .some(nil)
-                    } else {
-                        guard let v = bool() else { return nil }
-                        exclusive = .some(v)
-                    }
-                default: return nil
-                }
-            } while take(UInt8(ascii: ","))
-            guard take(UInt8(ascii: "}")) else { return nil }
-        }
-        guard let appId else { return nil }
-        return ManagerWire.Foreground(appId: appId, exclusive: exclusive ?? nil)
+        guard let (appId, exclusive) = appIdAnd(.exclusive, { $0.bool() }) else { return nil }
+        return ManagerWire.Foreground(appId: appId, exclusive: exclusive)
     }
 
     /// `{"appId": string}`.
