@@ -1,11 +1,11 @@
 // The common calls without a JSON tree. `BeginBackgroundTask`, `EndBackgroundTask` and `Acknowledge`
 // (the calls an app makes most) and the manager's `Foreground` and `Background` (a tap: the resume path)
-// are read field by field straight into the contract's structs; anything the fast path is not sure of — an escape in a string, a number that is not a plain
-// integer, an unknown or repeated key, a missing field, a value of another type, trailing bytes — makes
-// it give up, and the full decoder (JSON.parse, VarlinkCall.decode, the registry's checks) decides as
-// before. So the fast path is exactly as strict as the full one: where it answers, the full decoder
-// gives the same call and finds nothing wrong with it (FuzzTesting/ checks this on every input, and
-// FastDecoderTests on the cases by hand).
+// are read field by field straight into the contract's structs; anything the fast path is not sure of —
+// an escape in a string, a number that is not a plain integer, an unknown or repeated key, a missing
+// field, a value of another type, trailing bytes — makes it give up, and the full decoder (JSON.parse,
+// VarlinkCall.decode, the registry's checks) decides as before. So the fast path is exactly as strict as
+// the full one: where it answers, the full decoder gives the same call and finds nothing wrong with it
+// (FuzzTesting/ checks this on every input, and FastDecoderTests on the cases by hand).
 
 import BGTaskModel
 

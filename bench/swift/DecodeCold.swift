@@ -6,8 +6,9 @@ import Glibc
 
 /// One call's decode as the socket thread makes it (the framer, the fast path or the full decoder, the
 /// registry's check, the typed parameters), `cycles` times, each after `sleepMS` asleep (0: back to back):
-/// docs/performance.md, "Row 5b: the core's part". `manager`: `message` is a `Manager.Foreground` call (the
-/// full decoder's), else a `BeginBackgroundTask` (the fast path's).
+/// docs/performance.md, "Row 5b: the core's part". `manager`: `message` is a `Manager.Foreground` call, else
+/// a `BeginBackgroundTask` (both the fast path's when written as clients write them; an unusual spelling,
+/// an escape say, takes the full decoder).
 func decodeCold(cycles: Int, sleepMS: Int, message: String, manager: Bool) {
     var registry = VarlinkInterfaceRegistry()
     for (_, s) in Interfaces.signatures { registry.register(s) }

@@ -12,7 +12,8 @@ import Glibc
 /// `Foreground` input is timed, fed to the composite core and to an `InputRecorder` as the daemon's
 /// `takeCore` does. `sleepMS` > 0: the program sleeps that long before each timed resume, as a daemon idle
 /// between taps does (what the CPU kept meanwhile is the host's). Under `valgrind --tool=callgrind
-/// --toggle-collect='*resumeCoreForeground*'` the instruction count of the resumes alone.
+/// --toggle-collect='*resumeCoreForeground*'` the count grows linearly with `cycles`: the difference of two
+/// runs (100 and 200 cycles) over 100 is one resume's instructions.
 func resumeCore(cycles: Int, apps: Int, sleepMS: Int) {
     let ids = (0..<Swift.max(1, apps)).compactMap { AppID("org.bench.Resume\($0)") }
     let app = ids[0]
