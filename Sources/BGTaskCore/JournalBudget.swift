@@ -114,19 +114,32 @@ public struct JournalBudget: Sendable, Codable {
         guard Self.isBudgeted(kind) else { return (.journal, []) }
         let summaries = closeWindowIfOver(now: now)
         if windowStart == nil { windowStart = now }
-        var counts = app.map { perApp[$0] ?? Counts() } ?? unattributed
+        // The app's counts changed in place: one look-up of the app, not a get and a set.
         let verdict: Verdict
-        if journaledInWindow < limits.globalBurst && (app == nil || counts.journaled < limits.perAppBurst) {
-            journaledInWindow += 1
-            counts.journaled += 1
-            verdict = .journal
+        if let app {
+            verdict = Self.count(
+                kind, in: &perApp[app, default: Counts()], perAppBurst: limits.perAppBurst, globalBurst: limits.globalBurst,
+                journaled: &journaledInWindow, coalesced: &coalescedInWindow)
         } else {
-            if kind == .grant { counts.granted += 1 } else { counts.ended += 1 }
-            coalescedInWindow += 1
-            verdict = .coalesce
+            verdict = Self.count(
+                kind, in: &unattributed, perAppBurst: nil, globalBurst: limits.globalBurst,
+                journaled: &journaledInWindow, coalesced: &coalescedInWindow)
         }
-        if let app { perApp[app] = counts } else { unattributed = counts }
         return (verdict, summaries)
+    }
+
+    private static func count(
+        _ kind: DecisionKind, in counts: inout Counts, perAppBurst: Int?, globalBurst: Int, journaled: inout Int,
+        coalesced: inout Int
+    ) -> Verdict {
+        if journaled < globalBurst && (perAppBurst.map { counts.journaled < $0 } ?? true) {
+            journaled += 1
+            counts.journaled += 1
+            return .journal
+        }
+        if kind == .grant { counts.granted += 1 } else { counts.ended += 1 }
+        coalesced += 1
+        return .coalesce
     }
 
     /// The shell's timer fired: the summaries of an interval that has ended by `now` (none if it has not).

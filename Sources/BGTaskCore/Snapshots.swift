@@ -117,7 +117,7 @@ extension LifecycleMachine {
     func refreshFacts(of id: AppID) -> RefreshAppFacts? {
         guard let i = slots[id] else { return nil }
         return RefreshAppFacts(
-            state: records[i].reportedState, lifecycleAware: records[i].manifest.lifecycleAware,
+            state: reportedState(i), lifecycleAware: records[i].manifest.lifecycleAware,
             terminating: records[i].termination != nil,
             runningTasks: records[i].tasks.isEmpty ? [] : Set(records[i].tasks.keys),
             waitingTasks: records[i].waitingTasks.isEmpty
@@ -154,7 +154,7 @@ extension LifecycleMachine {
     /// `BackgroundTimeRemaining(appId)`: `nil` in the foreground (unlimited) and when not running.
     public func backgroundTimeRemaining(of app: AppID, now: Instant) -> TimeSpan? {
         guard let i = slots[app] else { return nil }
-        return remaining(of: records[i], at: now)
+        return remaining(i, at: now)
     }
 
     func snapshot(_ r: AppRecord, now: Instant) -> AppSnapshot {
@@ -183,7 +183,7 @@ extension LifecycleMachine {
         guard let a = assertionTable[task], let i = slots[a.app] else { return nil }
         return AssertionSnapshot(
             taskID: task, app: a.app, name: a.name, connection: a.connection, begun: a.begun,
-            remaining: a.managerHold ? nil : remaining(of: records[i], at: now), expiring: a.warned, managerHold: a.managerHold)
+            remaining: a.managerHold ? nil : remaining(i, at: now), expiring: a.warned, managerHold: a.managerHold)
     }
 }
 

@@ -11,11 +11,12 @@ extension Decision {
 /// Renders a decision's `MESSAGE`.
 enum DecisionMessages {
     static func render(_ d: Decision) -> String {
-        let app = d.app.map(\.description) ?? "?"
-        let task = d.taskID.map(\.description) ?? "?"
-        let activity = d.activityID.map(\.description) ?? "?"
-        let identifier = d.taskName ?? "?"
-        let named = d.taskName.map { " (\($0))" } ?? ""
+        // Made where a sentence uses them (each uses two or three), not all five up front.
+        var app: String { d.app.map(\.description) ?? "?" }
+        var task: String { d.taskID.map(\.description) ?? "?" }
+        var activity: String { d.activityID.map(\.description) ?? "?" }
+        var identifier: String { d.taskName ?? "?" }
+        var named: String { d.taskName.map { " (\($0))" } ?? "" }
         switch d.detail {
         case .launching(let foreground, let reason):
             return "launching \(app) into the \(ground(foreground)) (\(reason.rawValue))"

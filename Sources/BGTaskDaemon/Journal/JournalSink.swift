@@ -114,6 +114,8 @@ public final class JournalSink: Sendable {
         @exclusivity(unchecked)
         #endif
         var entry = JournalEntryFields()
+        /// The writer's batch: an empty array with room, swapped for the queue's.
+        var taken: [Entry] = []
     }
     private let scratch = Scratch()
     private let sentCount = Atomic<Int>(0)
@@ -267,13 +269,18 @@ public final class JournalSink: Sendable {
     private func writeBatch(measuring: Bool = true) {
         var sleeps = measuring ? Self.voluntarySwitches() : 0
         while true {
-            let entries = batch.withLock { b -> [Entry] in
-                let taken = b.entries
-                b.entries.removeAll(keepingCapacity: true)
+            // The queue's array and the writer's empty one change places: no array made per batch.
+            var entries = scratch.taken
+            scratch.taken = []
+            batch.withLock { b in
+                swap(&entries, &b.entries)
                 // Empty: the writer stops, and the next entry wakes it (with the same lock held, no entry
                 // can come between the look and the flag).
-                if taken.isEmpty { b.writerBusy = false }
-                return taken
+                if entries.isEmpty { b.writerBusy = false }
+            }
+            defer {
+                entries.removeAll(keepingCapacity: true)
+                scratch.taken = entries
             }
             if entries.isEmpty { return }
             for e in entries {
