@@ -152,7 +152,7 @@ extension DaemonService {
     /// Sends the core's reply to the request it names (none: a fact's, or an input fed without a request).
     func answer(_ reply: Reply, to id: RequestID?) {
         guard let id else { return }
-        if checks.contains(id) {
+        if !checks.isEmpty, checks.contains(id) {
             verdicts[id] = reply
             return
         }

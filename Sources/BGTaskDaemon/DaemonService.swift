@@ -367,7 +367,7 @@ final class DaemonService: VarlinkService, @unchecked Sendable {
     @exclusivity(unchecked)
     #endif
     /// Requests fed to the core and not yet answered, by the ID its `.reply` echoes.
-    var openRequests: [RequestID: VarlinkRequest] = [:]
+    var openRequests = OpenRequests<VarlinkRequest>()
     #if !DEBUG
     @exclusivity(unchecked)
     #endif

@@ -63,7 +63,7 @@ extension DaemonService {
     /// user manager it runs under), else its `User=` (as registered), else the daemon's own. Who may call
     /// for it is the core's decision (`LifecycleMachine+Permissions.swift`).
     func expectedUID(_ app: AppID) -> UInt32 {
-        adoption?.ownerUIDs(of: app).first ?? uidByApp[app] ?? ownUID
+        adoption?.firstOwnerUID(of: app) ?? uidByApp[app] ?? ownUID
     }
 
     private func handleApp(_ request: VarlinkRequest, _ method: AppMethod) {
