@@ -341,13 +341,17 @@ public struct LifecycleMachine: Sendable, Codable {
             .record(
                 decision(
                     kind, reason, i, previous: previous, taskID: taskID, taskName: taskName, activityID: activityID,
-                    remaining: remaining, severity: severity, detail)))
+                    remaining: remaining, severity: severity, detail)),
+            at: i)
     }
 
-    mutating func emit(_ action: Action) {
-        guard let decision = action.decision, let app = decision.app, let i = slots[app] else {
+    /// Emits `action`; `known`: the slot of its decision's app when the caller has it (``record``: the
+    /// decision is about app `i`), which spares a look-up of the app's name.
+    mutating func emit(_ action: Action, at known: Int? = nil) {
+        guard let decision = action.decision, let app = decision.app, let i = known ?? slots[app] else {
             return out.append(action)
         }
+        assert(records[i].id == app, "emit(at:) given another app's slot")
         // A decision about an app whose freeze is not confirmed yet: its suspension is recorded first when
         // the app has left `suspended` or this acts on its processes (the order of the journal stays true).
         if records[i].heldSuspend != nil {
