@@ -8,7 +8,7 @@ import Testing
     @Test func answersAsADictionaryWould() {
         var table = OpenRequests<Int>()
         var model: [RequestID: Int] = [:]
-        var rng = SplitMix(seed: 24)
+        var rng = LCG(seed: 24)
         var next: UInt64 = 0
         for step in 0..<20_000 {
             // IDs from a small range, so that look-ups and closes hit the slot, the dictionary and nothing.
@@ -50,15 +50,12 @@ import Testing
     }
 }
 
-/// A small deterministic generator (SplitMix64).
-private struct SplitMix {
+/// A deterministic sequence (Knuth's MMIX linear congruential generator, its high bits).
+private struct LCG {
     var state: UInt64
     init(seed: UInt64) { state = seed }
     mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
+        state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+        return state >> 33
     }
 }
