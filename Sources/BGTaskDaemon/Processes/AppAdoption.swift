@@ -109,8 +109,8 @@ final class AppAdoption {
     /// The owner of the app's first running adopted instance that has one, in instance order (the uid of
     /// the unit's user manager, from its cgroup path); nil when none has.
     func firstOwnerUID(of app: AppID) -> UInt32? {
-        // One pass, nothing allocated: asked for every journaled decision (the filtered, sorted list of
-        // owners this replaced was ~650 instructions a decision with no instance adopted: callgrind).
+        // One pass, nothing allocated: asked for every journaled decision, where a filtered and sorted
+        // list of every owner was made before.
         guard !units.isEmpty else { return nil }
         var first: (instance: InstanceID, uid: UInt32)?
         for unit in units.values where unit.present && unit.app == app {
