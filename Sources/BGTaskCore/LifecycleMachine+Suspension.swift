@@ -110,6 +110,6 @@ extension LifecycleMachine {
 
     /// App `i`'s ``AppRecord/reportedState``, read in place (not through a copy of the record).
     func reportedState(_ i: Int) -> AppState {
-        records[i].state == .suspended && records[i].heldSuspend != nil ? .background : records[i].state
+        AppRecord.reported(records[i].state, suspendHeld: records[i].heldSuspend != nil)
     }
 }

@@ -99,7 +99,12 @@ struct AppRecord: Sendable, Codable {
     }
 
     /// The state the app is reported in: `suspended` only once its freeze is confirmed.
-    var reportedState: AppState { state == .suspended && heldSuspend != nil ? .background : state }
+    var reportedState: AppState { Self.reported(state, suspendHeld: heldSuspend != nil) }
+
+    /// The state reported for `state` while a freeze is or is not held unconfirmed.
+    static func reported(_ state: AppState, suspendHeld: Bool) -> AppState {
+        state == .suspended && suspendHeld ? .background : state
+    }
 
     /// Whether something entitles the app to run in the background.
     var holdsBackground: Bool { !assertions.isEmpty || !activities.isEmpty || !tasks.isEmpty || wake != nil }

@@ -47,6 +47,6 @@ struct OpenRequests<Request> {
         return rest.isEmpty ? nil : rest.removeValue(forKey: id)
     }
 
-    /// Requests open.
+    /// Requests open (OpenRequestsTests compares it with a dictionary's).
     var count: Int { rest.count + (newestID == nil ? 0 : 1) }
 }
