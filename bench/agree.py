@@ -9,8 +9,8 @@ allowance (row 3's `p99 +… µs` with the target `p99 ≤ base + 2 ms`), is com
 allowance: the two differences agree when they are within `--within` of the allowance (200 µs of 2 ms).
 Measured against itself, a difference near zero has no stable relative size (+400 µs against +460 µs is
 13%, though both say the same of the target), and row 3's p99 lines, a few hundred microseconds over a bare
-timer, spread 10–15% (standard error) over 21 bursts from the host's wake-ups alone (docs/performance.md,
-"State writes and the queue's deadlines"). Rows marked `(placement)` in the target column (row 1 unpinned: which CPU each end lands on) and
+timer, are medians of 41 bursts whose standard error (printed in the row) is tens of microseconds from the
+stalls each burst meets (bench/README.md, row 3). Rows marked `(placement)` in the target column (row 1 unpinned: which CPU each end lands on) and
 `(baselines)` (a baseline against another baseline, no daemon in it) and `(tail)` (row 1's p99 pinned to
 one CPU: a p99 of 8–30 µs round trips is the host's interruptions — two baselines with no daemon in them
 are 1.16–1.23× apart at the median in every run of 35 and 0.90–1.48× apart at the p99) and `(reference)` (the Python server,
