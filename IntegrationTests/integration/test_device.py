@@ -386,6 +386,79 @@ def test_adopted_instance_has_its_unit_owners_uid(daemon, ctl, data_dirs, hierar
         proc.wait()
 
 
+def test_many_adopted_units_each_app_answers_for_its_own(daemon, ctl, data_dirs, hierarchy):
+    """120 adopted units of 60 apps under two user managers: each app's uid is the owner of its first
+    instance, and follows when that instance goes; a freeze and a thaw touch the app's own cgroups and no
+    other's; an app whose instances all went is not running while the rest stay."""
+    scratch, slice_dir = hierarchy
+    one, _ = data_dirs
+    other_dir = os.path.join(scratch, "user.slice/user-1001.slice/user@1001.service/app.slice")
+    os.makedirs(other_dir)
+    n = 60
+    names = [f"org.example.Many{k:02d}" for k in range(n)]
+    for name in names:
+        (one / "applications" / f"{name}.desktop").write_text(entry(name, "sleep 1000"))
+    # App k: one instance under user 1001; a second under user 1000 for odd k (then it is the first of
+    # the two in instance order: "user-1000…" sorts before "user-1001…"), else a second under 1001.
+    scopes: dict[str, list[str]] = {}
+    procs: dict[str, subprocess.Popen] = {}
+    for k, name in enumerate(names):
+        scopes[name] = [os.path.join(other_dir, f"app-test-{name}-{k}.scope"),
+                        os.path.join(slice_dir if k % 2 else other_dir, f"app-test-{name}-{1000 + k}.scope")]
+    d = daemon(conf=f"[Apps]\nDataDirs={one}\nAdoptFrom={scratch}/user.slice\n[Daemon]\nFreezerBackend=signal\n"
+                    "[Lifecycle]\nDidEnterBackgroundTimeoutSec=300ms\n")
+    since = time.time()
+    try:
+        for name in names:
+            for path in scopes[name]:
+                os.mkdir(path)
+                procs[path] = start_in(path, "sleep", "1000")
+        wait_for(lambda: all(a.get("state") == "active" for name, a in apps(ctl, d).items() if name in scopes)
+                 and sum(1 for name in apps(ctl, d) if name in scopes) == n, 20, "every app adopted")
+        launches = wait_journal(since, f"_PID={d.pid}", "BGTASKD_DECISION=launch", count=2 * n, timeout=20)
+        assert len(launches) >= 2 * n
+        listed = apps(ctl, d)
+        wrong = {name: listed[name]["uid"] for k, name in enumerate(names) if listed[name]["uid"] != (1000 if k % 2 else 1001)}
+        assert not wrong, f"uids not their first instance's owner: {wrong}"
+
+        # The first instance (user 1000's) of an odd app goes: the app is user 1001's now, still running.
+        moved = names[7]
+        procs[scopes[moved][1]].kill()
+        procs[scopes[moved][1]].wait()
+        wait_for(lambda: read_events(scopes[moved][1]).get("populated") == 0, 5, "the scope to empty")
+        wait_for(lambda: apps(ctl, d)[moved]["uid"] == 1001, 10, "the uid of the instance left")
+        assert apps(ctl, d)[moved]["state"] == "active"
+
+        # A freeze of one app: its two cgroups, none of the other 118.
+        target = names[12]
+        assert run(ctl, d, "background", target).returncode == 0
+        wait_journal(since, f"_PID={d.pid}", f"BGTASKD_APP={target}", "BGTASKD_DECISION=suspend", timeout=10)
+        wait_for(lambda: all(read_events(p).get("frozen") == 1 for p in scopes[target]), 5, "both cgroups frozen")
+        others = [p for name in names if name != target for p in scopes[name] if os.path.isdir(p)]
+        assert len(others) == 2 * n - 2
+        frozen_others = [p for p in others if read_events(p).get("frozen") != 0]
+        assert not frozen_others, frozen_others
+        assert run(ctl, d, "foreground", target, "--keep-others").returncode == 0
+        assert all(read_events(p).get("frozen") == 0 for p in scopes[target])
+        assert apps(ctl, d)[target]["state"] == "active"
+
+        # Every instance of one app goes: it is not running; every other app still is.
+        gone = names[30]
+        for path in scopes[gone]:
+            procs[path].kill()
+            procs[path].wait()
+        ended = wait_journal(since, f"_PID={d.pid}", f"BGTASKD_APP={gone}", "BGTASKD_DECISION=terminate", timeout=10)
+        assert ended[0]["BGTASKD_REASON"] == "app-exited"
+        listed = apps(ctl, d)
+        assert listed[gone]["state"] == "not-running"
+        assert sorted(name for name in names if listed[name]["state"] != "active") == [gone]
+    finally:
+        for p in procs.values():
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+
+
 def test_removing_a_desktop_entry_releases_adopted_instances(daemon, ctl, data_dirs, hierarchy):
     """Issue 14: an app that runs only as instances started by others is not ended when its desktop entry
     goes away (reload): it is released from management — thawed, journaled (terminate, manifest-removed,

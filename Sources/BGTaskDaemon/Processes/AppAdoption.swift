@@ -61,6 +61,10 @@ final class AppAdoption {
     private var wdByDir: [String: Int32] = [:]
     private var unitByEventsWD: [Int32: String] = [:]
     private var units: [String: Unit] = [:]
+    /// The present units of each app (their paths): what `paths(of:)`, `hasInstances` and `firstOwnerUID`
+    /// read, for every journaled decision among them, without a pass over every unit. Kept by `update`
+    /// and `unitRemoved`, the only places a unit's app or presence changes or a unit goes.
+    private var presentByApp: [AppID: Set<String>] = [:]
     private var loggedUnknown: Set<String> = []
 
     /// nil when inotify is unavailable.
@@ -104,18 +108,17 @@ final class AppAdoption {
         }
     }
 
-    func hasInstances(_ app: AppID) -> Bool { units.values.contains { $0.app == app && $0.present } }
+    func hasInstances(_ app: AppID) -> Bool { presentByApp[app] != nil }
 
     /// The owner of the app's first running adopted instance that has one, in instance order (the uid of
     /// the unit's user manager, from its cgroup path); nil when none has.
     func firstOwnerUID(of app: AppID) -> UInt32? {
-        // One pass, nothing allocated: asked for every journaled decision, where a filtered and sorted
-        // list of every owner was made before.
-        guard !units.isEmpty else { return nil }
+        // Asked for every journaled decision: a pass over the app's own instances, nothing allocated.
+        guard let paths = presentByApp[app] else { return nil }
         var first: (instance: InstanceID, uid: UInt32)?
-        for unit in units.values where unit.present && unit.app == app {
-            guard let uid = unit.instance.ownerUID else { continue }
-            if first.map({ unit.instance < $0.instance }) ?? true { first = (unit.instance, uid) }
+        for path in paths {
+            guard let instance = units[path]?.instance, let uid = instance.ownerUID else { continue }
+            if first.map({ instance < $0.instance }) ?? true { first = (instance, uid) }
         }
         return first?.uid
     }
@@ -127,6 +130,7 @@ final class AppAdoption {
         source.cancel()
         let present = units.values.filter { $0.present }.sorted { $0.instance < $1.instance }
         units = [:]
+        presentByApp = [:]
         return present.compactMap { unit in unit.app.map { ($0, unit.instance) } }
     }
 
@@ -134,8 +138,10 @@ final class AppAdoption {
     /// from now on, until an app of that ID is known again (``remap()``).
     func release(_ app: AppID) {
         for path in units.keys.sorted() where units[path]?.app == app {
-            units[path]?.app = nil
-            units[path]?.present = false
+            update(path) {
+                $0.app = nil
+                $0.present = false
+            }
             logger.notice("adoption: released \(path) from management: \(app) is no longer an app of bgtaskd",
                           metadata: ["BGTASKD_APP": "\(app)"])
         }
@@ -259,7 +265,34 @@ final class AppAdoption {
     }
 
     private func paths(of app: AppID) -> [String] {
-        units.filter { $0.value.app == app && $0.value.present }.map(\.key).sorted()
+        presentByApp[app]?.sorted() ?? []
+    }
+
+    /// Changes a unit's fields and keeps `presentByApp` in step with its app and presence.
+    private func update(_ path: String, _ change: (inout Unit) -> Void) {
+        guard var unit = units[path] else { return }
+        let before = unit.present ? unit.app : nil
+        change(&unit)
+        units[path] = unit
+        let after = unit.present ? unit.app : nil
+        guard before != after else { return }
+        if let before { forget(path, of: before) }
+        if let after { presentByApp[after, default: []].insert(path) }
+        assert(indexHolds(), "presentByApp out of step after \(path)")
+    }
+
+    /// Debug builds: the index is what a pass over every unit finds.
+    private func indexHolds() -> Bool {
+        var found: [AppID: Set<String>] = [:]
+        for (path, unit) in units where unit.present {
+            if let app = unit.app { found[app, default: []].insert(path) }
+        }
+        return found == presentByApp
+    }
+
+    private func forget(_ path: String, of app: AppID) {
+        presentByApp[app]?.remove(path)
+        if presentByApp[app]?.isEmpty == true { presentByApp[app] = nil }
     }
 
     // MARK: - The tree
@@ -315,7 +348,7 @@ final class AppAdoption {
     private func map(_ path: String) {
         guard let unit = units[path] else { return }
         if let app = unit.names.candidates.lazy.compactMap({ self.knownApp($0) }).first {
-            units[path]?.app = app
+            update(path) { $0.app = app }
             return
         }
         let key = unit.names.candidates.first ?? path
@@ -329,7 +362,7 @@ final class AppAdoption {
         guard let unit = units[path], let app = unit.app else { return }
         let populated = Cgroup.events(path)?.populated ?? false
         if populated, !unit.present {
-            units[path]?.present = true
+            update(path) { $0.present = true }
             if !dryRun, Cgroup.events(path)?.frozen == true {
                 // Nobody manages it any more (a previous run froze it): it starts thawed, as adopted.
                 write(path, .thaw)
@@ -337,13 +370,15 @@ final class AppAdoption {
             }
             onAppeared(app, unit.instance, Cgroup.procsRecursive(path).first)
         } else if !populated, unit.present {
-            units[path]?.present = false
+            update(path) { $0.present = false }
             onVanished(app, unit.instance)
         }
     }
 
     private func unitRemoved(_ path: String) {
         guard let unit = units.removeValue(forKey: path) else { return }
+        if unit.present, let app = unit.app { forget(path, of: app) }
+        assert(indexHolds(), "presentByApp out of step after removing \(path)")
         if let wd = unit.eventsWD {
             unitByEventsWD[wd] = nil
             _ = inotify_rm_watch(fd, wd)
