@@ -14,12 +14,12 @@ import argparse
 import json
 import os
 import platform
+import random
 import re
 import resource
 import select
 import shutil
 import signal
-import random
 import socket
 import statistics
 import subprocess
@@ -1099,8 +1099,8 @@ def row_deadlines(t: Table, res: dict, a):
     # journald goes quiet before every run. 41 bursts: a burst's p99 is its ~10 worst of 1,000 instants,
     # and within one burst the p99 of 100 consecutive instants ranges 0.1–4 ms (the daemon's threads wait
     # for a CPU up to ~1.3 ms while journald and the client hold both: `perf sched`); with 21 bursts the
-    # median's standard error was 50–170 µs a run, and two runs' medians were more than 200 µs apart in
-    # about one pair in three (bench/README.md, row 3).
+    # median's standard error was 16–174 µs a run, and two runs' medians were more than 200 µs apart in
+    # three of seven pairs (bench/README.md, row 3).
     runs, bases, works = [], [], []
     for i in range(bursts):
         for k in ("daemon", "baseline") if i % 2 == 0 else ("baseline", "daemon"):
