@@ -386,10 +386,12 @@ def test_adopted_instance_has_its_unit_owners_uid(daemon, ctl, data_dirs, hierar
         proc.wait()
 
 
-def test_many_adopted_units_each_app_answers_for_its_own(daemon, ctl, data_dirs, hierarchy):
+@pytest.mark.parametrize("backend", ["signal", "cgroup"])
+def test_many_adopted_units_each_app_answers_for_its_own(daemon, ctl, data_dirs, hierarchy, backend):
     """120 adopted units of 60 apps under two user managers: each app's uid is the owner of its first
     instance, and follows when that instance goes; a freeze and a thaw touch the app's own cgroups and no
-    other's; an app whose instances all went is not running while the rest stay."""
+    other's; an app whose instances all went is not running while the rest stay. On both freezer backends
+    that freeze (adopted cgroups are frozen through their own `cgroup.freeze` with either)."""
     scratch, slice_dir = hierarchy
     one, _ = data_dirs
     other_dir = os.path.join(scratch, "user.slice/user-1001.slice/user@1001.service/app.slice")
@@ -405,8 +407,11 @@ def test_many_adopted_units_each_app_answers_for_its_own(daemon, ctl, data_dirs,
     for k, name in enumerate(names):
         scopes[name] = [os.path.join(other_dir, f"app-test-{name}-{k}.scope"),
                         os.path.join(slice_dir if k % 2 else other_dir, f"app-test-{name}-{1000 + k}.scope")]
-    d = daemon(conf=f"[Apps]\nDataDirs={one}\nAdoptFrom={scratch}/user.slice\n[Daemon]\nFreezerBackend=signal\n"
-                    "[Lifecycle]\nDidEnterBackgroundTimeoutSec=300ms\n")
+    own = f"CgroupRoot={scratch}/bgtaskd-apps\n" if backend == "cgroup" else ""
+    d = daemon(conf=f"[Apps]\nDataDirs={one}\nAdoptFrom={scratch}/user.slice\n[Daemon]\nFreezerBackend={backend}\n"
+                    f"{own}[Lifecycle]\nDidEnterBackgroundTimeoutSec=300ms\n")
+    if backend == "cgroup":
+        assert os.path.isdir(f"{scratch}/bgtaskd-apps"), "the cgroup backend took its root (no fallback)"
     since = time.time()
     try:
         for name in names:
